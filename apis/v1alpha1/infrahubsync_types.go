@@ -1,0 +1,153 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// InfrahubSyncSource says which Infrahub artifacts to pull, from which branch and point in
+// time.
+type InfrahubSyncSource struct {
+	// InfrahubAPIURL is the base URL of Infrahub, such as https://infrahub.example.com.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="infrahubAPIURL must be an http or https URL with a host, such as https://infrahub.example.com"
+	InfrahubAPIURL string `json:"infrahubAPIURL"`
+
+	// TargetBranch is the Infrahub branch to read.
+	// +optional
+	// +kubebuilder:default=main
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=250
+	TargetBranch string `json:"targetBranch,omitempty"`
+
+	// TargetDate reads Infrahub as it was at that time: RFC 3339 (2025-01-01T00:00:00Z) or
+	// relative to now (now-30m, now-2h, now-1d). Empty reads the latest state.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^now-[0-9]+[smhd]$') || self.matches('^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$')",message="targetDate must be an RFC 3339 time such as 2025-01-01T00:00:00Z or relative to now such as now-30m, now-2h or now-1d"
+	TargetDate string `json:"targetDate,omitempty"`
+
+	// ArtefactName is the name of the Infrahub artifacts to deliver (the original Vidra's
+	// spelling). Every artifact of that name, one per target, is pulled.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ArtefactName string `json:"artefactName"`
+
+	// CredentialsSecretRef names a Secret with either username and password, or apiToken.
+	// +optional
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
+
+	// Interval is how often Infrahub is polled for changed artifacts.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="interval must be a duration of at least 1s, such as 1m or 30s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// InsecureAllowHTTP allows a plain http:// infrahubAPIURL. Without it such a URL is
+	// refused, because credentials would cross the network in clear.
+	// +optional
+	InsecureAllowHTTP bool `json:"insecureAllowHTTP,omitempty"`
+}
+
+// InfrahubSyncDestination says where the VidraResources made from the artifacts deliver:
+// one cluster (cluster, server, or neither for the local cluster) or every enrolled cluster
+// whose VidraCluster matches clusterSelector.
+// +kubebuilder:validation:XValidation:rule="[has(self.cluster), has(self.server), has(self.clusterSelector)].filter(x, x).size() <= 1",message="set at most one of cluster, server and clusterSelector"
+type InfrahubSyncDestination struct {
+	Destination `json:",inline"`
+
+	// ClusterSelector fans the artifacts out to every enrolled cluster whose VidraCluster
+	// labels match.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+}
+
+// InfrahubSyncSpec pulls artifacts from Infrahub and delivers them to the fleet.
+type InfrahubSyncSpec struct {
+	// Source is where in Infrahub the artifacts come from.
+	Source InfrahubSyncSource `json:"source"`
+
+	// Destination is where the artifacts are delivered.
+	// +optional
+	Destination InfrahubSyncDestination `json:"destination,omitempty"`
+}
+
+// ArtifactStatus records one artifact pulled by an InfrahubSync.
+type ArtifactStatus struct {
+	// ID is the Infrahub node ID of the artifact.
+	ID string `json:"id"`
+	// Name of the artifact.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Checksum of the artifact's content as Infrahub reports it.
+	// +optional
+	Checksum string `json:"checksum,omitempty"`
+	// VidraResources generated from the artifact, one per destination cluster.
+	// +optional
+	VidraResources []string `json:"vidraResources,omitempty"`
+}
+
+// InfrahubSyncStatus is what Vidra observed of an InfrahubSync.
+type InfrahubSyncStatus struct {
+	// ObservedGeneration is the generation of the spec the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling and Stalled, with kstatus semantics.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Checksums of the artifacts last delivered (kept from the original Vidra API).
+	// +optional
+	Checksums []string `json:"checksums,omitempty"`
+
+	// SyncState is the original Vidra's coarse state of the sync.
+	// +optional
+	SyncState State `json:"syncState,omitempty"`
+
+	// LastError is the last error met, empty once a sync succeeds.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+
+	// LastSyncTime is when artifacts were last listed successfully.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// Artifacts pulled in the last successful sync.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	Artifacts []ArtifactStatus `json:"artifacts,omitempty"`
+}
+
+// InfrahubSync pulls artifacts (rendered manifests) from Infrahub and turns each into
+// VidraResources on its destination clusters.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=ihs,categories=vidra
+// +kubebuilder:printcolumn:name="Artifact",type=string,JSONPath=`.spec.source.artefactName`
+// +kubebuilder:printcolumn:name="Branch",type=string,JSONPath=`.spec.source.targetBranch`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.syncState`
+// +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type InfrahubSync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InfrahubSyncSpec   `json:"spec,omitempty"`
+	Status InfrahubSyncStatus `json:"status,omitempty"`
+}
+
+// InfrahubSyncList is a list of InfrahubSyncs.
+// +kubebuilder:object:root=true
+type InfrahubSyncList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []InfrahubSync `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&InfrahubSync{}, &InfrahubSyncList{})
+}

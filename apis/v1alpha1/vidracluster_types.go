@@ -1,0 +1,83 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterPhase is where an enrolled cluster stands.
+// +kubebuilder:validation:Enum=Pending;Engaged;Unreachable;Rejected
+type ClusterPhase string
+
+// Cluster phases.
+const (
+	// ClusterPending: the Secret was seen and the cluster is being engaged.
+	ClusterPending ClusterPhase = "Pending"
+	// ClusterEngaged: the cluster is reachable and its controllers run.
+	ClusterEngaged ClusterPhase = "Engaged"
+	// ClusterUnreachable: the cluster was engaged but its API server stopped answering.
+	ClusterUnreachable ClusterPhase = "Unreachable"
+	// ClusterRejected: the kubeconfig broke policy or could not be used; see message.
+	ClusterRejected ClusterPhase = "Rejected"
+)
+
+// VidraClusterStatus is what the cluster provider observed of an enrolled cluster.
+type VidraClusterStatus struct {
+	// Phase of the cluster.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+
+	// Server is the API server URL from the cluster's kubeconfig.
+	// +optional
+	Server string `json:"server,omitempty"`
+
+	// KubernetesVersion the cluster's API server reported at the last probe.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// LastProbeTime is when the API server was last probed.
+	// +optional
+	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+
+	// Message explains the phase, such as why a kubeconfig was rejected. It never holds
+	// credentials.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Conditions: Ready, with the reason of the last change.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// SecretRef is the kubeconfig Secret that enrolled the cluster.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+}
+
+// VidraCluster shows one cluster enrolled by a labeled kubeconfig Secret. The cluster
+// provider writes it; users read it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=vc,categories=vidra
+// +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.server`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type VidraCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status VidraClusterStatus `json:"status,omitempty"`
+}
+
+// VidraClusterList is a list of VidraClusters.
+// +kubebuilder:object:root=true
+type VidraClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VidraCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VidraCluster{}, &VidraClusterList{})
+}

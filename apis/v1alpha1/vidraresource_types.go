@@ -1,0 +1,224 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// AdoptionPolicy says what Vidra does with an object that already exists on the
+// destination but that no VidraResource owns.
+// +kubebuilder:validation:Enum=Never;Always
+type AdoptionPolicy string
+
+// Adoption policies.
+const (
+	// AdoptNever leaves unowned objects untouched and reports a conflict.
+	AdoptNever AdoptionPolicy = "Never"
+	// AdoptAlways takes unowned objects over.
+	AdoptAlways AdoptionPolicy = "Always"
+)
+
+// VMRolloutStrategy says how VirtualMachines whose new spec needs a restart are restarted.
+// +kubebuilder:validation:Enum=Rolling;Immediate;Manual
+type VMRolloutStrategy string
+
+// VM rollout strategies.
+const (
+	// VMRolloutRolling restarts at most maxUnavailable VMs at a time.
+	VMRolloutRolling VMRolloutStrategy = "Rolling"
+	// VMRolloutImmediate restarts every VM that needs it at once.
+	VMRolloutImmediate VMRolloutStrategy = "Immediate"
+	// VMRolloutManual restarts nothing and only reports the VMs that need a restart.
+	VMRolloutManual VMRolloutStrategy = "Manual"
+)
+
+// VMRolloutSpec tunes how KubeVirt VirtualMachines applied by a VidraResource are
+// restarted when their new spec needs it.
+type VMRolloutSpec struct {
+	// Strategy is Rolling (default), Immediate or Manual.
+	// +optional
+	// +kubebuilder:default=Rolling
+	Strategy VMRolloutStrategy `json:"strategy,omitempty"`
+
+	// MaxUnavailable is how many VMs may be unavailable at once during a Rolling rollout:
+	// a number (at least 1) or a percentage of the VMs (1% to 100%, rounded up).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// ReadyTimeout is how long a restarted VM has to come back Ready before the rollout
+	// pauses.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="readyTimeout must be a positive duration such as 10m or 1h30m"
+	ReadyTimeout *metav1.Duration `json:"readyTimeout,omitempty"`
+}
+
+// VidraResourceSpec is one manifest bundle for one destination cluster.
+type VidraResourceSpec struct {
+	// Destination is the cluster the objects go to and the default namespace.
+	// +optional
+	Destination Destination `json:"destination,omitempty"`
+
+	// Manifest holds the objects to apply: multi-document YAML or JSON; List kinds are
+	// expanded.
+	// +optional
+	Manifest string `json:"manifest,omitempty"`
+
+	// ReconcileOnEvents is the original Vidra's spec-level switch; destination.reconcileOnEvents
+	// is preferred. Either being true enables event-driven repair.
+	// +optional
+	ReconcileOnEvents bool `json:"reconcileOnEvents,omitempty"`
+
+	// ReconciledAt is kept for compatibility with the original Vidra API; it is not read.
+	// +optional
+	ReconciledAt *metav1.Time `json:"reconciledAt,omitempty"`
+
+	// Prune deletes objects that leave the manifest, once no other owner declares them.
+	// With false they are released without being deleted.
+	// +optional
+	// +kubebuilder:default=true
+	Prune *bool `json:"prune,omitempty"`
+
+	// Suspend stops applying and pruning until it is false again.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// ServiceAccountName is impersonated for every request on the destination cluster, so
+	// the bundle gets only that service account's rights there.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// AdoptExisting says whether objects that exist but that Vidra does not own are taken
+	// over (Always) or left untouched and reported (Never, the default).
+	// +optional
+	// +kubebuilder:default=Never
+	AdoptExisting AdoptionPolicy `json:"adoptExisting,omitempty"`
+
+	// VMRollout tunes the restart of KubeVirt VirtualMachines of this bundle.
+	// +optional
+	VMRollout *VMRolloutSpec `json:"vmRollout,omitempty"`
+}
+
+// ManagedResource identifies one object a VidraResource owns on its cluster.
+type ManagedResource struct {
+	// Kind of the object, such as Deployment.
+	Kind string `json:"kind,omitempty"`
+	// APIVersion of the object, such as apps/v1.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Name of the object.
+	Name string `json:"name,omitempty"`
+	// Namespace of the object; empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// VMRolloutPhase is where the VM rollout of a VidraResource stands.
+// +kubebuilder:validation:Enum=Idle;Progressing;Paused;Completed
+type VMRolloutPhase string
+
+// VM rollout phases.
+const (
+	VMRolloutIdle        VMRolloutPhase = "Idle"
+	VMRolloutProgressing VMRolloutPhase = "Progressing"
+	VMRolloutPaused      VMRolloutPhase = "Paused"
+	VMRolloutCompleted   VMRolloutPhase = "Completed"
+)
+
+// VMRolloutStatus counts the VirtualMachines of a VidraResource by rollout state.
+type VMRolloutStatus struct {
+	// Phase of the rollout.
+	// +optional
+	Phase VMRolloutPhase `json:"phase,omitempty"`
+	// Total VMs owned by the VidraResource.
+	// +optional
+	Total int32 `json:"total,omitempty"`
+	// Updated VMs run their current spec.
+	// +optional
+	Updated int32 `json:"updated,omitempty"`
+	// Pending VMs need a restart that has not started.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// Unavailable VMs are being restarted or not Ready.
+	// +optional
+	Unavailable int32 `json:"unavailable,omitempty"`
+	// Failed VMs did not come back Ready within readyTimeout.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+}
+
+// VidraResourceStatus is what Vidra observed of a VidraResource on its cluster.
+type VidraResourceStatus struct {
+	// ObservedGeneration is the generation of the spec the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling and Stalled, with kstatus semantics.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// DeployState is the original Vidra's coarse state (its capitalised JSON name is kept).
+	// +optional
+	DeployState State `json:"DeployState,omitempty"`
+
+	// LastError is the last error met, empty once a reconcile succeeds.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+
+	// LastSyncTime is when the manifest was last applied successfully.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// ManagedResources lists the objects this VidraResource owns on its cluster. Entries
+	// are recorded before an object is applied, so no object is ever left untracked.
+	// +optional
+	ManagedResources []ManagedResource `json:"managedResources,omitempty"`
+
+	// ResourceCount is the number of managedResources, for kubectl's RESOURCES column.
+	// +optional
+	ResourceCount int32 `json:"resourceCount,omitempty"`
+
+	// Cluster is the name of the enrolled cluster the destination resolved to.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
+	// VMRollout reports the restart progress of the bundle's VirtualMachines.
+	// +optional
+	VMRollout *VMRolloutStatus `json:"vmRollout,omitempty"`
+}
+
+// VidraResource applies one manifest bundle to one cluster and keeps it there.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=vr,categories=vidra
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.cluster`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.DeployState`
+// +kubebuilder:printcolumn:name="Resources",type=integer,JSONPath=`.status.resourceCount`
+// +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type VidraResource struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   VidraResourceSpec   `json:"spec,omitempty"`
+	Status VidraResourceStatus `json:"status,omitempty"`
+}
+
+// VidraResourceList is a list of VidraResources.
+// +kubebuilder:object:root=true
+type VidraResourceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VidraResource `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VidraResource{}, &VidraResourceList{})
+}

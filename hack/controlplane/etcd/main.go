@@ -1,0 +1,12 @@
+// Command etcd is the upstream etcd server backing the test API servers.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+	etcdmain.Main(os.Args)
+}

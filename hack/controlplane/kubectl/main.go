@@ -1,0 +1,15 @@
+// Command kubectl is the upstream kubectl at the control plane's version, so tests and the
+// demo see exactly what a user's kubectl prints.
+package main
+
+import (
+	"k8s.io/component-base/cli"
+	"k8s.io/kubectl/pkg/cmd"
+)
+
+func main() {
+	command := cmd.NewDefaultKubectlCommand()
+	if err := cli.RunNoErrOutput(command); err != nil {
+		cmd.CheckErr(err)
+	}
+}

@@ -1,0 +1,227 @@
+package testfleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Cluster is one control plane of a fleet: a kube-apiserver with its etcd, and optionally
+// a kube-controller-manager.
+type Cluster struct {
+	// Name is "hub" or "member-N".
+	Name string
+	// Config authenticates as a cluster admin (system:masters).
+	Config *rest.Config
+	// Client is a controller-runtime client built from Config.
+	Client client.Client
+	// Kubeconfig is Config as a self-contained kubeconfig (certificates inline), the form
+	// a user puts into an enrollment Secret.
+	Kubeconfig []byte
+
+	env               *envtest.Environment
+	controllerManager *exec.Cmd
+	// controllerManagerExited receives the controller manager's exit once it ends.
+	controllerManagerExited chan error
+	workDir                 string
+}
+
+type clusterSpec struct {
+	name              string
+	assets            string
+	crdDirectories    []string
+	scheme            *runtime.Scheme
+	controllerManager bool
+}
+
+func startCluster(ctx context.Context, spec clusterSpec) (*Cluster, error) {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: spec.assets,
+		CRDDirectoryPaths:     spec.crdDirectories,
+		ErrorIfCRDPathMissing: len(spec.crdDirectories) > 0,
+		Scheme:                spec.scheme,
+	}
+	cfg, err := env.Start()
+	c := &Cluster{Name: spec.name, env: env}
+	if err != nil {
+		return c, fmt.Errorf("start control plane %s: %w", spec.name, err)
+	}
+	c.Config = cfg
+	c.Kubeconfig = env.KubeConfig
+	if c.Client, err = client.New(cfg, client.Options{Scheme: spec.scheme}); err != nil {
+		return c, fmt.Errorf("client for %s: %w", spec.name, err)
+	}
+	if spec.controllerManager {
+		if err := c.startControllerManager(ctx, spec.assets); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// Server is the URL of the cluster's API server.
+func (c *Cluster) Server() string {
+	return c.Config.Host
+}
+
+// WriteKubeconfig writes the cluster's kubeconfig into dir and returns its path.
+func (c *Cluster) WriteKubeconfig(dir string) (string, error) {
+	path := filepath.Join(dir, c.Name+".kubeconfig")
+	if err := os.WriteFile(path, c.Kubeconfig, 0o600); err != nil {
+		return "", fmt.Errorf("write kubeconfig of %s: %w", c.Name, err)
+	}
+	return path, nil
+}
+
+// Pause freezes the cluster's kube-apiserver (SIGSTOP): connections are accepted by the
+// kernel but never answered, as with a cluster behind a dead network path.
+func (c *Cluster) Pause() error {
+	return c.signalAPIServer(syscall.SIGSTOP)
+}
+
+// Resume undoes Pause.
+func (c *Cluster) Resume() error {
+	return c.signalAPIServer(syscall.SIGCONT)
+}
+
+func (c *Cluster) signalAPIServer(sig syscall.Signal) error {
+	pid, err := c.apiServerPID()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %v to kube-apiserver of %s: %w", sig, c.Name, err)
+	}
+	return nil
+}
+
+// apiServerPID finds the cluster's kube-apiserver among the processes by its unique
+// certificate directory; envtest does not expose the PID.
+func (c *Cluster) apiServerPID() (int, error) {
+	certDir := c.env.ControlPlane.APIServer.CertDir
+	if certDir == "" {
+		return 0, fmt.Errorf("kube-apiserver of %s has no certificate directory", c.Name)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	want := []byte("--cert-dir=" + certDir + "\x00")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(cmdline, []byte("kube-apiserver")) && bytes.Contains(cmdline, want) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("kube-apiserver of %s (cert dir %s) not found", c.Name, certDir)
+}
+
+// startControllerManager runs the garbage-collector and namespace controllers against the
+// cluster and waits until it reports healthy.
+func (c *Cluster) startControllerManager(ctx context.Context, assets string) error {
+	dir, err := os.MkdirTemp("", "testfleet-kcm-")
+	if err != nil {
+		return fmt.Errorf("work dir for kube-controller-manager of %s: %w", c.Name, err)
+	}
+	c.workDir = dir
+	kubeconfig, err := c.WriteKubeconfig(dir)
+	if err != nil {
+		return err
+	}
+	log, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
+	if err != nil {
+		return fmt.Errorf("log for kube-controller-manager of %s: %w", c.Name, err)
+	}
+	defer func() { _ = log.Close() }()
+	// The context only bounds start-up: the process lives until Stop.
+	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--controllers=garbage-collector-controller,namespace-controller",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--concurrent-gc-syncs=5",
+	)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start kube-controller-manager of %s: %w", c.Name, err)
+	}
+	c.controllerManager = cmd
+	c.controllerManagerExited = make(chan error, 1)
+	go func() { c.controllerManagerExited <- cmd.Wait() }()
+	return waitForControllerManager(ctx, c, filepath.Join(dir, "kube-controller-manager.log"))
+}
+
+// waitForControllerManager waits until the controller manager says its controllers
+// started; with --secure-port=0 it serves no health endpoint to poll.
+func waitForControllerManager(ctx context.Context, c *Cluster, logPath string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		out, err := os.ReadFile(logPath)
+		if err == nil && strings.Contains(string(out), "Started controller") {
+			return nil
+		}
+		select {
+		case err := <-c.controllerManagerExited:
+			c.controllerManagerExited <- err // Stop reads it again.
+			return fmt.Errorf("kube-controller-manager of %s exited (%v): %s", c.Name, err, tail(out))
+		case <-ctx.Done():
+			return fmt.Errorf("kube-controller-manager of %s not started: %w: %s", c.Name, ctx.Err(), tail(out))
+		case <-ticker.C:
+		}
+	}
+}
+
+func tail(b []byte) string {
+	const n = 2000
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Stop stops the cluster's processes; a paused API server is resumed first so it can
+// shut down.
+func (c *Cluster) Stop() error {
+	var errs []error
+	if c.controllerManager != nil {
+		_ = c.controllerManager.Process.Kill()
+		<-c.controllerManagerExited
+	}
+	if c.env != nil && c.Config != nil {
+		_ = c.Resume()
+	}
+	if c.env != nil {
+		if err := c.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop control plane %s: %w", c.Name, err))
+		}
+	}
+	if c.workDir != "" {
+		errs = append(errs, os.RemoveAll(c.workDir))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,112 @@
+package testfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// Options shape a fleet.
+type Options struct {
+	// Members is how many member clusters to start beside the hub.
+	Members int
+	// HubCRDDirectories are installed on the hub; empty means Vidra's generated CRDs.
+	HubCRDDirectories []string
+	// MemberCRDDirectories are installed on every member (for example KubeVirt's CRDs).
+	MemberCRDDirectories []string
+	// ControllerManager runs kube-controller-manager's garbage-collector and namespace
+	// controllers beside every API server, for tests that need ownerReference cascades or
+	// namespace deletion to complete.
+	ControllerManager bool
+	// Scheme for the clients; empty means client-go's scheme plus apiextensions and Vidra.
+	Scheme *runtime.Scheme
+}
+
+// Fleet is a hub and its members, each a real control plane.
+type Fleet struct {
+	Hub     *Cluster
+	Members []*Cluster
+}
+
+// Start starts the hub and the members side by side and returns when every API server is
+// healthy and its CRDs are established. On error, whatever was started is stopped.
+func Start(ctx context.Context, opts Options) (*Fleet, error) {
+	assets, err := BinaryAssetsDirectory()
+	if err != nil {
+		return nil, err
+	}
+	scheme := opts.Scheme
+	if scheme == nil {
+		if scheme, err = NewScheme(); err != nil {
+			return nil, err
+		}
+	}
+	hubCRDs := opts.HubCRDDirectories
+	if len(hubCRDs) == 0 {
+		dir, err := CRDDirectory()
+		if err != nil {
+			return nil, err
+		}
+		hubCRDs = []string{dir}
+	}
+
+	specs := []clusterSpec{{name: "hub", crdDirectories: hubCRDs}}
+	for i := range opts.Members {
+		specs = append(specs, clusterSpec{name: fmt.Sprintf("member-%d", i+1), crdDirectories: opts.MemberCRDDirectories})
+	}
+	clusters := make([]*Cluster, len(specs))
+	group, groupCtx := errgroup.WithContext(ctx)
+	for i, spec := range specs {
+		spec.assets = assets
+		spec.scheme = scheme
+		spec.controllerManager = opts.ControllerManager
+		group.Go(func() error {
+			c, err := startCluster(groupCtx, spec)
+			clusters[i] = c
+			return err
+		})
+	}
+	fleet := &Fleet{Hub: clusters[0], Members: clusters[1:]}
+	if err := group.Wait(); err != nil {
+		return nil, errors.Join(err, fleet.Stop())
+	}
+	return fleet, nil
+}
+
+// Clusters returns the hub followed by the members.
+func (f *Fleet) Clusters() []*Cluster {
+	return append([]*Cluster{f.Hub}, f.Members...)
+}
+
+// Stop stops every control plane of the fleet; clusters that never started are skipped.
+func (f *Fleet) Stop() error {
+	var errs []error
+	for _, c := range f.Clusters() {
+		if c != nil {
+			errs = append(errs, c.Stop())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NewScheme returns client-go's scheme with apiextensions and Vidra's API added.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		apiextensionsv1.AddToScheme,
+		vidrav1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return scheme, nil
+}
