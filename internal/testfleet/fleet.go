@@ -73,8 +73,9 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 			return err
 		})
 	}
+	err = group.Wait()
 	fleet := &Fleet{Hub: clusters[0], Members: clusters[1:]}
-	if err := group.Wait(); err != nil {
+	if err != nil {
 		return nil, errors.Join(err, fleet.Stop())
 	}
 	return fleet, nil
