@@ -87,17 +87,18 @@ func (c *Cluster) WriteKubeconfig(dir string) (string, error) {
 }
 
 // Pause freezes the cluster's kube-apiserver (SIGSTOP): connections are accepted by the
-// kernel but never answered, as with a cluster behind a dead network path.
+// kernel but never answered, as with a cluster behind a dead network path. It returns once
+// the process is stopped.
 func (c *Cluster) Pause() error {
-	return c.signalAPIServer(syscall.SIGSTOP)
+	return c.signalAPIServer(syscall.SIGSTOP, true)
 }
 
 // Resume undoes Pause.
 func (c *Cluster) Resume() error {
-	return c.signalAPIServer(syscall.SIGCONT)
+	return c.signalAPIServer(syscall.SIGCONT, false)
 }
 
-func (c *Cluster) signalAPIServer(sig syscall.Signal) error {
+func (c *Cluster) signalAPIServer(sig syscall.Signal, stopped bool) error {
 	pid, err := c.apiServerPID()
 	if err != nil {
 		return err
@@ -105,7 +106,26 @@ func (c *Cluster) signalAPIServer(sig syscall.Signal) error {
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("signal %v to kube-apiserver of %s: %w", sig, c.Name, err)
 	}
-	return nil
+	// Signal delivery is asynchronous: wait until the kernel reports the new state, so a
+	// request made right after Pause cannot still be served.
+	for range 500 {
+		if isStopped(pid) == stopped {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-apiserver of %s (pid %d) did not reach stopped=%v after %v", c.Name, pid, stopped, sig)
+}
+
+// isStopped reports whether the process is in state T (stopped) per /proc/PID/stat.
+func isStopped(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may itself hold spaces.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'T'
 }
 
 // apiServerPID finds the cluster's kube-apiserver among the processes by its unique
@@ -173,8 +193,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, assets string) err
 	return waitForControllerManager(ctx, c, filepath.Join(dir, "kube-controller-manager.log"))
 }
 
-// waitForControllerManager waits until the controller manager says its controllers
-// started; with --secure-port=0 it serves no health endpoint to poll.
+// waitForControllerManager waits until the controller manager's garbage collector, the
+// last of its controllers to get ready, has synced; with --secure-port=0 it serves no
+// health endpoint to poll.
 func waitForControllerManager(ctx context.Context, c *Cluster, logPath string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -182,7 +203,7 @@ func waitForControllerManager(ctx context.Context, c *Cluster, logPath string) e
 	defer ticker.Stop()
 	for {
 		out, err := os.ReadFile(logPath)
-		if err == nil && strings.Contains(string(out), "Started controller") {
+		if err == nil && strings.Contains(string(out), "all resource monitors have synced") {
 			return nil
 		}
 		select {
@@ -224,4 +245,38 @@ func (c *Cluster) Stop() error {
 		errs = append(errs, os.RemoveAll(c.workDir))
 	}
 	return errors.Join(errs...)
+}
+
+// reapOrphans kills control plane processes of assets whose test process died without
+// stopping them (a panic skips deferred cleanups): they are children of init by then, and
+// would otherwise hold ports and memory for the rest of the run.
+func reapOrphans(assets string) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	prefix := []byte(filepath.Clean(assets) + "/")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.HasPrefix(cmdline, prefix) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state, then the parent's PID.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) > 1 && fields[1] == "1" {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }

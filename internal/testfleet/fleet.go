@@ -42,6 +42,7 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	reapOrphans(assets)
 	scheme := opts.Scheme
 	if scheme == nil {
 		if scheme, err = NewScheme(); err != nil {

@@ -5,11 +5,12 @@ package main
 import (
 	"k8s.io/component-base/cli"
 	"k8s.io/kubectl/pkg/cmd"
+	"k8s.io/kubectl/pkg/cmd/util"
 )
 
 func main() {
 	command := cmd.NewDefaultKubectlCommand()
 	if err := cli.RunNoErrOutput(command); err != nil {
-		cmd.CheckErr(err)
+		util.CheckErr(err)
 	}
 }
