@@ -147,7 +147,3 @@ type InfrahubSyncList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []InfrahubSync `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&InfrahubSync{}, &InfrahubSyncList{})
-}

@@ -77,7 +77,3 @@ type VidraClusterList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []VidraCluster `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&VidraCluster{}, &VidraClusterList{})
-}

@@ -218,7 +218,3 @@ type VidraResourceList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []VidraResource `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&VidraResource{}, &VidraResourceList{})
-}

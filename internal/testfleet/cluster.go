@@ -209,7 +209,7 @@ func waitForControllerManager(ctx context.Context, c *Cluster, logPath string) e
 		select {
 		case err := <-c.controllerManagerExited:
 			c.controllerManagerExited <- err // Stop reads it again.
-			return fmt.Errorf("kube-controller-manager of %s exited (%v): %s", c.Name, err, tail(out))
+			return fmt.Errorf("kube-controller-manager of %s exited: %w: %s", c.Name, err, tail(out))
 		case <-ctx.Done():
 			return fmt.Errorf("kube-controller-manager of %s not started: %w: %s", c.Name, ctx.Err(), tail(out))
 		case <-ticker.C:

@@ -40,22 +40,6 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// eventually polls cond every 100ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: not true after %v (last error: %v)", what, timeout, lastErr)
-}
-
 func TestFleetHasAHubAndSeparateMembers(t *testing.T) {
 	ctx := context.Background()
 	if len(fleet.Members) != 2 {
@@ -128,7 +112,7 @@ func TestPausedMemberIsUnreachableUntilResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed = true
-	eventually(t, 10*time.Second, "resumed member answers", func() (bool, error) {
+	testfleet.Eventually(t, 10*time.Second, "resumed member answers", func() (bool, error) {
 		_, err := probe.ServerVersion()
 		return err == nil, err
 	})
@@ -150,7 +134,7 @@ func TestControllerManagerDeletesNamespacesAndCollectsGarbage(t *testing.T) {
 	if err := c.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "namespace doomed deleted", func() (bool, error) {
+	testfleet.Eventually(t, 60*time.Second, "namespace doomed deleted", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 		return apierrors.IsNotFound(err), err
 	})
@@ -169,7 +153,7 @@ func TestControllerManagerDeletesNamespacesAndCollectsGarbage(t *testing.T) {
 	if err := c.Delete(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "dependent collected", func() (bool, error) {
+	testfleet.Eventually(t, 60*time.Second, "dependent collected", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(dependent), &corev1.ConfigMap{})
 		return apierrors.IsNotFound(err), err
 	})

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"testing"
+)
+
+func TestOptionsDefaults(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	o, err := parseOptions(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.metricsBindAddress != ":8080" || o.healthProbeBindAddress != ":8081" || o.leaderElect {
+		t.Errorf("defaults = %+v", o)
+	}
+	if o.leaderElectionNamespace != "vidra-system" {
+		t.Errorf("leader election namespace = %q, want vidra-system", o.leaderElectionNamespace)
+	}
+}
+
+func TestOptionsLeaderElectionNamespaceFollowsPodNamespace(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "platform")
+	o, err := parseOptions([]string{"--leader-elect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.leaderElect || o.leaderElectionNamespace != "platform" {
+		t.Errorf("options = %+v, want leader election in namespace platform", o)
+	}
+}
+
+func TestOptionsRejectPositionalArguments(t *testing.T) {
+	if _, err := parseOptions([]string{"run"}); err == nil {
+		t.Error("positional argument accepted")
+	}
+	if _, err := parseOptions([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h = %v, want flag.ErrHelp", err)
+	}
+}

@@ -1,0 +1,23 @@
+// Package e2e holds end-to-end suites: the real bin/vidra binary driven the way a user
+// would, against a fleet of real control planes.
+package e2e
+
+import (
+	"os"
+	"testing"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/vidra-operator/vidra/e2e/fleetenv"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+var testenv env.Environment
+
+func TestMain(m *testing.M) {
+	testenv = env.NewWithConfig(envconf.New())
+	testenv.Setup(fleetenv.StartFleet(testfleet.Options{Members: 1}))
+	testenv.Finish(fleetenv.StopFleet())
+	os.Exit(testenv.Run(m))
+}
