@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,18 @@ func TestOriginalStatusFieldsKeepTheirJSONNames(t *testing.T) {
 	}
 	if vr.Status.DeployState != vidrav1alpha1.StateFailed {
 		t.Errorf("a spec update changed status.DeployState to %q", vr.Status.DeployState)
+	}
+}
+
+// TestSamplesAreAccepted: every sample in config/samples is valid as written.
+func TestSamplesAreAccepted(t *testing.T) {
+	samples, err := filepath.Glob("../../config/samples/*.yaml")
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no samples found (%v)", err)
+	}
+	for _, sample := range samples {
+		if _, err := hub.Kubectl(context.Background(), nil, "apply", "--dry-run=server", "-f", sample); err != nil {
+			t.Errorf("sample %s: %v", sample, err)
+		}
 	}
 }
