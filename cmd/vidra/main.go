@@ -11,19 +11,24 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/providers/secret"
 )
 
 func main() {
@@ -64,7 +69,11 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 		return err
 	}
 
-	mgr, err := mcmanager.New(cfg, nil, manager.Options{
+	provider, err := newClusterProvider(log, opts, scheme)
+	if err != nil {
+		return err
+	}
+	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsBindAddress},
 		HealthProbeBindAddress:  opts.healthProbeBindAddress,
@@ -77,6 +86,11 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	if provider != nil {
+		if err := provider.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add healthz check: %w", err)
 	}
@@ -84,11 +98,44 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 		return fmt.Errorf("add readyz check: %w", err)
 	}
 
-	log.Info("starting operator", "host", cfg.Host, "leaderElection", opts.leaderElect)
+	log.Info("starting operator", "host", cfg.Host, "leaderElection", opts.leaderElect, "clusterProvider", opts.clusterProvider)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// newClusterProvider returns the Secret-based cluster provider, or nil in standalone mode
+// (--cluster-provider=none), where no Secret is ever read. (A nil *secret.Provider must not
+// reach mcmanager.New as a non-nil interface, hence the interface return.)
+func newClusterProvider(log logr.Logger, opts options, scheme *runtime.Scheme) (clusterProvider, error) {
+	if opts.clusterProvider == providerNone {
+		return nil, nil
+	}
+	managed := labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
+	return secret.New(log.WithName("cluster-provider"), secret.Options{
+		Namespace: opts.clusterSecretNamespace,
+		Policy: kubeconfig.Policy{
+			AllowExec:        opts.allowKubeconfigExec,
+			ExecAllowlist:    opts.kubeconfigExecAllow,
+			AllowInsecureTLS: opts.allowInsecureTLS,
+		},
+		QPS:           float32(opts.clusterQPS),
+		Burst:         opts.clusterBurst,
+		SyncTimeout:   opts.clusterSyncTimeout,
+		ProbeInterval: opts.clusterProbeInterval,
+		ProbeTimeout:  opts.clusterProbeTimeout,
+		Scheme:        scheme,
+		// Member caches hold only what Vidra manages, so memory follows Vidra's objects
+		// rather than the size of each cluster.
+		Cache: cache.Options{DefaultLabelSelector: managed},
+	})
+}
+
+// clusterProvider is the cluster provider as the operator uses it.
+type clusterProvider interface {
+	multicluster.Provider
+	SetupWithManager(mcmanager.Manager) error
 }
 
 // restConfig loads the hub's client configuration from an explicit kubeconfig path, or

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
@@ -21,9 +23,27 @@ type options struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 
+	// The fleet: how clusters are enrolled and engaged.
+	clusterProvider        string
+	clusterSecretNamespace string
+	allowKubeconfigExec    bool
+	kubeconfigExecAllow    []string
+	allowInsecureTLS       bool
+	clusterQPS             float64
+	clusterBurst           int
+	clusterSyncTimeout     time.Duration
+	clusterProbeInterval   time.Duration
+	clusterProbeTimeout    time.Duration
+
 	// Logging: controller-runtime's zap flags (--zap-log-level, --zap-encoder, ...).
 	logging crzap.Options
 }
+
+// Cluster providers.
+const (
+	providerSecret = "secret"
+	providerNone   = "none"
+)
 
 const leaderElectionID = "vidra.infrahub.operators.com"
 
@@ -41,6 +61,30 @@ func parseOptions(args []string) (options, error) {
 		"Elect a leader through a Lease so only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", defaultNamespace(),
 		"Namespace of the leader election Lease.")
+	fs.StringVar(&o.clusterProvider, "cluster-provider", providerSecret,
+		"How member clusters are enrolled: 'secret' (labeled kubeconfig Secrets) or 'none' (standalone: only the local cluster, no Secret is read).")
+	fs.StringVar(&o.clusterSecretNamespace, "cluster-secret-namespace", defaultNamespace(),
+		"The only namespace whose labeled kubeconfig Secrets enroll clusters.")
+	fs.BoolVar(&o.allowKubeconfigExec, "allow-kubeconfig-exec", false,
+		"Allow exec credential plugins and auth-provider plugins in enrollment kubeconfigs (exec plugins must also be in --kubeconfig-exec-allowlist).")
+	fs.Func("kubeconfig-exec-allowlist", "Comma-separated exec plugin commands allowed with --allow-kubeconfig-exec.", func(v string) error {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				o.kubeconfigExecAllow = append(o.kubeconfigExecAllow, c)
+			}
+		}
+		return nil
+	})
+	fs.BoolVar(&o.allowInsecureTLS, "allow-insecure-tls", false,
+		"Allow insecure-skip-tls-verify and plain http servers in enrollment kubeconfigs.")
+	fs.Float64Var(&o.clusterQPS, "cluster-qps", 50, "Client QPS towards each engaged cluster.")
+	fs.IntVar(&o.clusterBurst, "cluster-burst", 100, "Client burst towards each engaged cluster.")
+	fs.DurationVar(&o.clusterSyncTimeout, "cluster-sync-timeout", 30*time.Second,
+		"How long to wait for an engaged cluster's cache to sync.")
+	fs.DurationVar(&o.clusterProbeInterval, "cluster-probe-interval", 30*time.Second,
+		"How often each engaged cluster's API server is probed.")
+	fs.DurationVar(&o.clusterProbeTimeout, "cluster-probe-timeout", 5*time.Second,
+		"Timeout of one probe (and of reaching a cluster when it is enrolled).")
 	o.logging.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "vidra: multi-cluster delivery operator for Infrahub artifacts.\n\nUsage: vidra [flags]\n\n")
@@ -51,6 +95,9 @@ func parseOptions(args []string) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.clusterProvider != providerSecret && o.clusterProvider != providerNone {
+		return o, fmt.Errorf("--cluster-provider=%q: want %q or %q", o.clusterProvider, providerSecret, providerNone)
 	}
 	return o, nil
 }

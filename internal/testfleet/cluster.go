@@ -280,3 +280,18 @@ func reapOrphans(assets string) {
 		}
 	}
 }
+
+// AddUser provisions a user with a client certificate on the cluster and returns a
+// kubeconfig for it, like Kubeconfig but with other credentials (for rotation and RBAC
+// tests). Groups such as system:masters give it rights.
+func (c *Cluster) AddUser(name string, groups ...string) ([]byte, error) {
+	user, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add user %s to %s: %w", name, c.Name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of user %s on %s: %w", name, c.Name, err)
+	}
+	return kubeconfig, nil
+}

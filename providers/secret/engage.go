@@ -1,0 +1,136 @@
+package secret
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/kubeconfig"
+)
+
+// engagedCluster is a cluster the manager's controllers work on.
+type engagedCluster struct {
+	name   multicluster.ClusterName
+	secret types.NamespacedName
+	hash   string // of the kubeconfig it was built from
+	server string // normalised
+
+	cluster    cluster.Cluster
+	httpClient *http.Client
+	probe      discovery.ServerVersionInterface
+	// ctx is the cluster's lifetime, handed to the manager on engage: it ends when the
+	// cluster is disengaged, which stops every controller's work on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// stopped is closed once the cluster's cache and probe loop have returned.
+	stopped chan struct{}
+
+	// mu guards the observed state below and orders the status writes made from it.
+	mu        sync.Mutex
+	phase     vidrav1alpha1.ClusterPhase
+	version   string
+	lastProbe metav1.Time
+	failures  int
+	// rotationError is why the Secret's current kubeconfig could not replace this one.
+	rotationError string
+}
+
+// stop cancels the cluster's context and waits for its goroutines, then drops its idle
+// connections (its transport is its own, so nothing of it outlives the cluster).
+func (ec *engagedCluster) stop() {
+	ec.cancel()
+	<-ec.stopped
+	ec.httpClient.CloseIdleConnections()
+}
+
+// connect builds a cluster from an accepted kubeconfig, starts its cache and checks that
+// its API server answers. The cluster is not engaged yet: the caller engages it, or stops
+// it when connect fails. ctx bounds only the checks; the cluster lives until stop.
+func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, secret types.NamespacedName, hash string, cfg *kubeconfig.Config) (*engagedCluster, error) {
+	restCfg := rest.CopyConfig(cfg.REST)
+	restCfg.QPS, restCfg.Burst = p.opts.QPS, p.opts.Burst
+	restCfg.UserAgent = "vidra/" + string(name)
+	// An own dialer keeps client-go from sharing (and caching forever) the transport, so a
+	// disengaged or rotated cluster's connections can be closed.
+	dialer := &net.Dialer{Timeout: p.opts.ProbeTimeout, KeepAlive: 30 * time.Second}
+	restCfg.Dial = dialer.DialContext
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("build HTTP client: %w", err)
+	}
+
+	probeCfg := rest.CopyConfig(restCfg)
+	probeCfg.Timeout = p.opts.ProbeTimeout
+	probeHTTP := *httpClient
+	probeHTTP.Timeout = p.opts.ProbeTimeout
+	probe, err := discovery.NewDiscoveryClientForConfigAndClient(probeCfg, &probeHTTP)
+	if err != nil {
+		httpClient.CloseIdleConnections()
+		return nil, fmt.Errorf("build discovery client: %w", err)
+	}
+	// Reachability first: an unreachable cluster costs one probe timeout, nothing more.
+	version, err := probe.ServerVersion()
+	if err != nil {
+		httpClient.CloseIdleConnections()
+		return nil, fmt.Errorf("probe API server %s: %w", cfg.Server, err)
+	}
+
+	cl, err := cluster.New(restCfg, func(o *cluster.Options) {
+		o.Scheme = p.opts.Scheme
+		o.HTTPClient = httpClient
+		o.Cache = p.opts.Cache
+		o.Logger = p.log.WithValues("cluster", name)
+	})
+	if err != nil {
+		httpClient.CloseIdleConnections()
+		return nil, fmt.Errorf("build cluster: %w", err)
+	}
+	p.mu.RLock()
+	indexers := append([]index(nil), p.indexers...)
+	p.mu.RUnlock()
+	for _, idx := range indexers {
+		if err := cl.GetFieldIndexer().IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
+			httpClient.CloseIdleConnections()
+			return nil, fmt.Errorf("index %s: %w", idx.field, err)
+		}
+	}
+
+	clusterCtx, cancel := context.WithCancel(context.Background())
+	ec := &engagedCluster{
+		name: name, secret: secret, hash: hash, server: cfg.Server,
+		cluster: cl, httpClient: httpClient, probe: probe,
+		ctx: clusterCtx, cancel: cancel, stopped: make(chan struct{}),
+		phase: vidrav1alpha1.ClusterEngaged, version: version.GitVersion, lastProbe: metav1.Now(),
+	}
+	cacheDone := make(chan struct{})
+	go func() {
+		defer close(cacheDone)
+		if err := cl.Start(clusterCtx); err != nil {
+			p.log.Error(err, "cluster cache stopped", "cluster", name)
+		}
+	}()
+	go func() {
+		defer close(ec.stopped)
+		p.probeLoop(clusterCtx, ec)
+		<-cacheDone
+	}()
+
+	syncCtx, cancelSync := context.WithTimeout(ctx, p.opts.SyncTimeout)
+	defer cancelSync()
+	if !cl.GetCache().WaitForCacheSync(syncCtx) {
+		ec.stop()
+		return nil, fmt.Errorf("cache of cluster %s not synced within %v", name, p.opts.SyncTimeout)
+	}
+	return ec, nil
+}

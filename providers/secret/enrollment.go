@@ -1,0 +1,88 @@
+package secret
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// Reasons an enrollment Secret is refused before its kubeconfig is even read, and reasons
+// for conflicts between Secrets. Kubeconfig policy reasons come from internal/kubeconfig.
+const (
+	ReasonInvalidClusterName = "InvalidClusterName"
+	ReasonMissingKubeconfig  = "MissingKubeconfig"
+	ReasonDuplicateName      = "DuplicateClusterName"
+	ReasonDuplicateServer    = "DuplicateServer"
+)
+
+// enrollment is what a labeled Secret asks for.
+type enrollment struct {
+	name       string
+	labels     map[string]string // labels for the VidraCluster
+	kubeconfig []byte
+	hash       string // of kubeconfig, to notice rotation
+}
+
+// readEnrollment reads the cluster name, the labels to copy and the kubeconfig from a
+// Secret. The first return is the reason for a refusal, with a message.
+func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
+	name, reason, message := clusterName(s.Labels)
+	if reason != "" {
+		return enrollment{}, reason, message
+	}
+	data := s.Data[vidrav1alpha1.KubeconfigKey]
+	if len(data) == 0 {
+		return enrollment{name: name}, ReasonMissingKubeconfig,
+			fmt.Sprintf("Secret has no data key %q holding a kubeconfig", vidrav1alpha1.KubeconfigKey)
+	}
+	labels := map[string]string{}
+	for k, v := range s.Labels {
+		if k != vidrav1alpha1.ClusterLabel && k != vidrav1alpha1.LegacyClusterLabel {
+			labels[k] = v
+		}
+	}
+	sum := sha256.Sum256(data)
+	return enrollment{name: name, labels: labels, kubeconfig: data, hash: hex.EncodeToString(sum[:])}, "", ""
+}
+
+// clusterName is the cluster name the labels ask for: the value of ClusterLabel, or else a
+// name derived from the host in LegacyClusterLabel (see legacyName).
+func clusterName(labels map[string]string) (string, string, string) {
+	if name, ok := labels[vidrav1alpha1.ClusterLabel]; ok {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return "", ReasonInvalidClusterName,
+				fmt.Sprintf("label %s=%q is not a valid cluster name: %s", vidrav1alpha1.ClusterLabel, name, strings.Join(errs, "; "))
+		}
+		return name, "", ""
+	}
+	host := labels[vidrav1alpha1.LegacyClusterLabel]
+	name := legacyName(host)
+	if name == "" {
+		return "", ReasonInvalidClusterName,
+			fmt.Sprintf("label %s=%q yields no cluster name", vidrav1alpha1.LegacyClusterLabel, host)
+	}
+	return name, "", ""
+}
+
+var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// legacyName derives a cluster name from the host of the original Vidra's label: lower
+// case, every run of characters other than letters and digits becomes one '-', and leading
+// or trailing '-' go. A name longer than 63 characters keeps 54 of them and gets '-' and
+// 8 hex digits of the host's SHA-256, so it stays unique. 10.0.0.1 → 10-0-0-1,
+// API.Edge.example.com → api-edge-example-com.
+func legacyName(host string) string {
+	name := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(host), "-"), "-")
+	if len(name) > validation.DNS1123LabelMaxLength {
+		sum := sha256.Sum256([]byte(host))
+		name = strings.TrimRight(name[:54], "-") + "-" + hex.EncodeToString(sum[:])[:8]
+	}
+	return name
+}

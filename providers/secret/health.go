@@ -1,0 +1,67 @@
+package secret
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// probeLoop probes the cluster's API server every ProbeInterval until ctx ends. After
+// UnreachableAfter failures in a row the cluster is Unreachable; the first success makes
+// it Engaged again. The cluster stays engaged either way: its caches reconnect by
+// themselves, and controllers see errors for it alone.
+func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
+	ticker := time.NewTicker(p.opts.ProbeInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		version, err := ec.probe.ServerVersion()
+		if ctx.Err() != nil {
+			return
+		}
+		ec.mu.Lock()
+		before := ec.phase
+		ec.lastProbe = metav1.Now()
+		if err == nil {
+			ec.failures = 0
+			ec.version = version.GitVersion
+			ec.phase = vidrav1alpha1.ClusterEngaged
+		} else {
+			ec.failures++
+			if ec.failures >= p.opts.UnreachableAfter {
+				ec.phase = vidrav1alpha1.ClusterUnreachable
+			}
+		}
+		after := ec.phase
+		ec.mu.Unlock()
+
+		if before != after {
+			p.log.Info("cluster health changed", "cluster", ec.name, "phase", after, "probeError", errString(err))
+		}
+		p.metrics.ready.WithLabelValues(string(ec.name)).Set(boolGauge(after == vidrav1alpha1.ClusterEngaged))
+		if err := p.writeEngagedStatus(ctx, ec, nil, errString(err)); err != nil && ctx.Err() == nil {
+			p.log.Error(err, "write VidraCluster status", "cluster", ec.name)
+		}
+	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

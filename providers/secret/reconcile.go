@@ -1,0 +1,277 @@
+package secret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/kubeconfig"
+)
+
+// Reconcile brings the cluster of one enrollment Secret in line with the Secret: engage,
+// rotate, reject or retire.
+func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := p.waitReady(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	key := req.NamespacedName
+	secret, err := p.getSecret(ctx, key)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// Gone, being deleted, or no longer labeled: let the cluster go.
+	if secret == nil || !secret.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, p.retire(ctx, key)
+	}
+
+	enr, reason, message := readEnrollment(secret)
+	// A Secret relabeled to another cluster name lets go of the old one first.
+	if old, ok := p.claimOf(key); ok && old.name != enr.name {
+		if err := p.retire(ctx, key); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if reason != "" {
+		return reconcile.Result{}, p.reject(ctx, secret, enr, reason, message, enr.name != "")
+	}
+
+	c, cfg, loadErr := p.claimFor(key, secret, enr)
+	if other, reason, message := p.precedingConflict(key, c); other != nil {
+		p.stopOwned(key, enr.name)
+		// A duplicate name cannot have a VidraCluster of its own: the name is taken.
+		return reconcile.Result{}, p.reject(ctx, secret, enr, reason, message, reason == ReasonDuplicateServer)
+	}
+	p.wakeConflicts(ctx, key, c)
+
+	current := p.engaged(multicluster.ClusterName(enr.name))
+	if current != nil && current.secret != key {
+		// A later duplicate still holds the name; it steps back when it is reconciled.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if loadErr != nil {
+		var rejected *kubeconfig.RejectedError
+		if !errors.As(loadErr, &rejected) {
+			return reconcile.Result{}, loadErr
+		}
+		if current != nil {
+			return reconcile.Result{}, p.rotationFailed(ctx, secret, current, enr, rejected.Error())
+		}
+		return reconcile.Result{}, p.reject(ctx, secret, enr, string(rejected.Reason), rejected.Message, true)
+	}
+	if current != nil && current.hash == enr.hash {
+		current.mu.Lock()
+		current.rotationError = ""
+		current.mu.Unlock()
+		return reconcile.Result{}, p.writeEngagedStatus(ctx, current, enr.labels, "")
+	}
+	if cfg == nil {
+		if cfg, err = kubeconfig.Load(enr.kubeconfig, p.opts.Policy); err != nil {
+			return reconcile.Result{}, fmt.Errorf("reload kubeconfig of Secret %s: %w", key, err)
+		}
+	}
+	return reconcile.Result{}, p.engage(ctx, secret, enr, cfg, current)
+}
+
+// engage builds the Secret's cluster and engages it; when current is not nil the new
+// cluster replaces it, and only once it works.
+func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enrollment, cfg *kubeconfig.Config, current *engagedCluster) error {
+	key := secretKeyOf(secret)
+	name := multicluster.ClusterName(enr.name)
+	log := p.log.WithValues("cluster", name, "secret", key)
+
+	next, err := p.connect(ctx, name, key, enr.hash, cfg)
+	if err == nil {
+		if err = p.aware.Engage(next.ctx, name, next.cluster); err != nil {
+			next.stop()
+			err = fmt.Errorf("engage controllers: %w", err)
+		}
+	}
+	if err != nil {
+		if current != nil {
+			return errors.Join(p.rotationFailed(ctx, secret, current, enr, err.Error()), err)
+		}
+		log.Info("cluster not reachable, will retry", "error", err.Error())
+		p.warn(secret, reasonUnreachable, "cluster "+enr.name+" is not reachable: "+err.Error())
+		return errors.Join(p.writeNotEngagedStatus(ctx, enr.name, key, enr.labels, vidrav1alpha1.ClusterUnreachable,
+			reasonUnreachable, "not engaged yet, retrying: "+err.Error()), err)
+	}
+
+	p.mu.Lock()
+	p.clusters[name] = next
+	p.mu.Unlock()
+	if current != nil {
+		current.stop() // after the new one is engaged: make before break
+	}
+	p.metrics.engaged.Inc()
+	p.metrics.ready.WithLabelValues(enr.name).Set(1)
+	action := "engaged"
+	if current != nil {
+		action = "rotated"
+	}
+	log.Info("cluster "+action, "server", next.server, "version", next.version)
+	p.recorder.Eventf(secret, nil, corev1.EventTypeNormal, reasonEngaged, "Enroll", "cluster %s %s (%s, %s)", enr.name, action, next.server, next.version)
+	return p.writeEngagedStatus(ctx, next, enr.labels, "")
+}
+
+// rotationFailed keeps the engaged cluster and shows why the Secret's new kubeconfig did
+// not replace it.
+func (p *Provider) rotationFailed(ctx context.Context, secret *corev1.Secret, current *engagedCluster, enr enrollment, why string) error {
+	current.mu.Lock()
+	current.rotationError = why
+	current.mu.Unlock()
+	p.log.Info("kubeconfig rotation failed, keeping the engaged one", "cluster", current.name, "secret", current.secret, "reason", why)
+	p.warn(secret, reasonRotationFailed, "cluster "+enr.name+" keeps its previous kubeconfig: "+why)
+	return p.writeEngagedStatus(ctx, current, enr.labels, "")
+}
+
+// reject records a refused Secret: a Warning Event, a metric, a log line, and — when the
+// cluster has a name of its own — a Rejected VidraCluster.
+func (p *Provider) reject(ctx context.Context, secret *corev1.Secret, enr enrollment, reason, message string, showCluster bool) error {
+	p.metrics.rejected.WithLabelValues(reason).Inc()
+	p.log.Info("enrollment Secret rejected", "secret", secretKeyOf(secret), "cluster", enr.name, "reason", reason, "message", message)
+	p.warn(secret, reason, message)
+	if !showCluster {
+		return nil
+	}
+	return p.writeNotEngagedStatus(ctx, enr.name, secretKeyOf(secret), enr.labels, vidrav1alpha1.ClusterRejected, reason, message)
+}
+
+// retire lets go of everything a Secret enrolled: its cluster is disengaged and its
+// VidraCluster deleted; Secrets that lost a conflict to it are looked at again.
+func (p *Provider) retire(ctx context.Context, key types.NamespacedName) error {
+	p.mu.Lock()
+	old, known := p.claims[key]
+	delete(p.claims, key)
+	p.mu.Unlock()
+	if known {
+		p.stopOwned(key, old.name)
+		p.wakeConflicts(ctx, key, old)
+		p.log.Info("cluster retired", "cluster", old.name, "secret", key)
+	}
+	return p.deleteStatus(ctx, key)
+}
+
+// stopOwned disengages the cluster name if the Secret key engaged it.
+func (p *Provider) stopOwned(key types.NamespacedName, name string) {
+	p.mu.Lock()
+	ec, ok := p.clusters[multicluster.ClusterName(name)]
+	if !ok || ec.secret != key {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.clusters, ec.name)
+	p.mu.Unlock()
+	ec.stop()
+	p.metrics.ready.DeleteLabelValues(name)
+}
+
+func (p *Provider) engaged(name multicluster.ClusterName) *engagedCluster {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.clusters[name]
+}
+
+// getSecret reads an enrollment Secret from the label-restricted caches; nil means it is
+// gone or no longer labeled.
+func (p *Provider) getSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+	for _, c := range p.secretCaches {
+		s := &corev1.Secret{}
+		err := c.Get(ctx, key, s)
+		if err == nil {
+			return s, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get Secret %s: %w", key, err)
+		}
+	}
+	return nil, nil
+}
+
+// claimFor records what the Secret asks for. The kubeconfig is parsed only when it
+// changed since the last look; cfg is nil when it was not parsed this time.
+func (p *Provider) claimFor(key types.NamespacedName, secret *corev1.Secret, enr enrollment) (claim, *kubeconfig.Config, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.claims[key]; ok && c.name == enr.name && c.hash == enr.hash {
+		return c, nil, c.loadErr
+	}
+	c := claim{name: enr.name, hash: enr.hash, created: secret.CreationTimestamp.Time}
+	cfg, err := kubeconfig.Load(enr.kubeconfig, p.opts.Policy)
+	if err == nil {
+		c.server = cfg.Server
+	}
+	c.loadErr = err
+	p.claims[key] = c
+	return c, cfg, err
+}
+
+func (p *Provider) claimOf(key types.NamespacedName) (claim, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c, ok := p.claims[key]
+	return c, ok
+}
+
+func (p *Provider) hasClaim(key types.NamespacedName) bool {
+	_, ok := p.claimOf(key)
+	return ok
+}
+
+// precedingConflict finds an earlier Secret (older, or as old and first by name) that
+// claims the same cluster name or the same server. The later Secret is the one refused.
+func (p *Provider) precedingConflict(key types.NamespacedName, c claim) (*types.NamespacedName, string, string) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for otherKey, other := range p.claims {
+		if otherKey == key || !precedes(otherKey, other, key, c) {
+			continue
+		}
+		if other.name == c.name {
+			return &otherKey, ReasonDuplicateName,
+				fmt.Sprintf("cluster name %q is already enrolled by Secret %s", c.name, otherKey)
+		}
+		if c.server != "" && other.server == c.server {
+			return &otherKey, ReasonDuplicateServer,
+				fmt.Sprintf("server %s is already enrolled as cluster %q by Secret %s", c.server, other.name, otherKey)
+		}
+	}
+	return nil, "", ""
+}
+
+// wakeConflicts requeues the Secrets that conflict with c, so that a later duplicate steps
+// back, or one that waited for this Secret to go gets its turn.
+func (p *Provider) wakeConflicts(ctx context.Context, key types.NamespacedName, c claim) {
+	p.mu.RLock()
+	var wake []types.NamespacedName
+	for otherKey, other := range p.claims {
+		if otherKey != key && (other.name == c.name || (c.server != "" && other.server == c.server)) {
+			wake = append(wake, otherKey)
+		}
+	}
+	p.mu.RUnlock()
+	for _, k := range wake {
+		s := &corev1.Secret{}
+		s.Namespace, s.Name = k.Namespace, k.Name
+		select {
+		case p.requeue <- event.TypedGenericEvent[*corev1.Secret]{Object: s}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func precedes(aKey types.NamespacedName, a claim, bKey types.NamespacedName, b claim) bool {
+	if !a.created.Equal(b.created) {
+		return a.created.Before(b.created)
+	}
+	return aKey.String() < bKey.String()
+}
