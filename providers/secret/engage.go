@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -26,9 +25,9 @@ type engagedCluster struct {
 	hash   string // of the kubeconfig it was built from
 	server string // normalised
 
-	cluster    cluster.Cluster
-	httpClient *http.Client
-	probe      discovery.ServerVersionInterface
+	cluster cluster.Cluster
+	conns   *connTracker
+	probe   discovery.ServerVersionInterface
 	// ctx is the cluster's lifetime, handed to the manager on engage: it ends when the
 	// cluster is disengaged, which stops every controller's work on it.
 	ctx    context.Context
@@ -51,7 +50,7 @@ type engagedCluster struct {
 func (ec *engagedCluster) stop() {
 	ec.cancel()
 	<-ec.stopped
-	ec.httpClient.CloseIdleConnections()
+	ec.conns.closeAll()
 }
 
 // connect builds a cluster from an accepted kubeconfig, starts its cache and checks that
@@ -61,10 +60,10 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	restCfg := rest.CopyConfig(cfg.REST)
 	restCfg.QPS, restCfg.Burst = p.opts.QPS, p.opts.Burst
 	restCfg.UserAgent = "vidra/" + string(name)
-	// An own dialer keeps client-go from sharing (and caching forever) the transport, so a
-	// disengaged or rotated cluster's connections can be closed.
-	dialer := &net.Dialer{Timeout: p.opts.ProbeTimeout, KeepAlive: 30 * time.Second}
-	restCfg.Dial = dialer.DialContext
+	// An own dialer keeps client-go from sharing (and caching forever) the transport, and
+	// lets every connection of a disengaged or rotated cluster be closed.
+	conns := newConnTracker(net.Dialer{Timeout: p.opts.ProbeTimeout, KeepAlive: 30 * time.Second})
+	restCfg.Dial = conns.DialContext
 	httpClient, err := rest.HTTPClientFor(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP client: %w", err)
@@ -76,13 +75,13 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	probeHTTP.Timeout = p.opts.ProbeTimeout
 	probe, err := discovery.NewDiscoveryClientForConfigAndClient(probeCfg, &probeHTTP)
 	if err != nil {
-		httpClient.CloseIdleConnections()
+		conns.closeAll()
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
 	// Reachability first: an unreachable cluster costs one probe timeout, nothing more.
 	version, err := probe.ServerVersion()
 	if err != nil {
-		httpClient.CloseIdleConnections()
+		conns.closeAll()
 		return nil, fmt.Errorf("probe API server %s: %w", cfg.Server, err)
 	}
 
@@ -93,7 +92,7 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 		o.Logger = p.log.WithValues("cluster", name)
 	})
 	if err != nil {
-		httpClient.CloseIdleConnections()
+		conns.closeAll()
 		return nil, fmt.Errorf("build cluster: %w", err)
 	}
 	p.mu.RLock()
@@ -101,7 +100,7 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	p.mu.RUnlock()
 	for _, idx := range indexers {
 		if err := cl.GetFieldIndexer().IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
-			httpClient.CloseIdleConnections()
+			conns.closeAll()
 			return nil, fmt.Errorf("index %s: %w", idx.field, err)
 		}
 	}
@@ -109,7 +108,7 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	clusterCtx, cancel := context.WithCancel(context.Background())
 	ec := &engagedCluster{
 		name: name, secret: secret, hash: hash, server: cfg.Server,
-		cluster: cl, httpClient: httpClient, probe: probe,
+		cluster: cl, conns: conns, probe: probe,
 		ctx: clusterCtx, cancel: cancel, stopped: make(chan struct{}),
 		phase: vidrav1alpha1.ClusterEngaged, version: version.GitVersion, lastProbe: metav1.Now(),
 	}
