@@ -43,6 +43,10 @@ control-plane: ## Build kube-apiserver, etcd, kube-controller-manager and kubect
 test: control-plane build verify vet ## Run unit, envtest and e2e tests on real control planes.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) VIDRA_BINARY=$(BIN)/vidra go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: control-plane ## Benchmarks on real control planes (enroll latency, memory per cluster).
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/...
+
 .PHONY: vet
 vet: ## go vet every package.
 	go vet ./...

@@ -22,7 +22,7 @@ import (
 
 // enroll creates a kubeconfig Secret labeled to enroll cluster name, with extra labels,
 // and deletes it when the test ends.
-func enroll(t *testing.T, secretName, clusterName string, kubeconfig []byte, extra map[string]string) *corev1.Secret {
+func enroll(t testing.TB, secretName, clusterName string, kubeconfig []byte, extra map[string]string) *corev1.Secret {
 	t.Helper()
 	labels := map[string]string{vidrav1alpha1.ClusterLabel: clusterName}
 	for k, v := range extra {
@@ -31,7 +31,7 @@ func enroll(t *testing.T, secretName, clusterName string, kubeconfig []byte, ext
 	return createSecret(t, secretName, labels, kubeconfig)
 }
 
-func createSecret(t *testing.T, name string, labels map[string]string, kubeconfig []byte) *corev1.Secret {
+func createSecret(t testing.TB, name string, labels map[string]string, kubeconfig []byte) *corev1.Secret {
 	t.Helper()
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
@@ -45,7 +45,7 @@ func createSecret(t *testing.T, name string, labels map[string]string, kubeconfi
 }
 
 // retireSecret deletes the Secret and waits until the provider has let go of it.
-func retireSecret(t *testing.T, s *corev1.Secret) {
+func retireSecret(t testing.TB, s *corev1.Secret) {
 	t.Helper()
 	deleteSecret(t, s)
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
@@ -63,7 +63,7 @@ func retireSecret(t *testing.T, s *corev1.Secret) {
 	})
 }
 
-func deleteSecret(t *testing.T, s *corev1.Secret) {
+func deleteSecret(t testing.TB, s *corev1.Secret) {
 	t.Helper()
 	err := fleet.Hub.Client.Delete(context.Background(), s)
 	if err != nil && !apierrors.IsNotFound(err) {

@@ -72,7 +72,14 @@ func runTests(m *testing.M) int {
 // startOperator runs a multicluster manager with the provider against the hub, the way
 // cmd/vidra wires it, with probes fast enough for tests.
 func startOperator(ctx context.Context) (<-chan struct{}, error) {
-	zl, err := zap.NewDevelopment()
+	// Errors only, unless VIDRA_TEST_LOG=debug asks for the operator's whole story.
+	level := zap.ErrorLevel
+	if os.Getenv("VIDRA_TEST_LOG") == "debug" {
+		level = zap.DebugLevel
+	}
+	zcfg := zap.NewDevelopmentConfig()
+	zcfg.Level = zap.NewAtomicLevelAt(level)
+	zl, err := zcfg.Build()
 	if err != nil {
 		return nil, err
 	}
