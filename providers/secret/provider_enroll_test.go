@@ -50,6 +50,9 @@ func TestEnrolledClusterIsEngagedAndShownWithItsVersion(t *testing.T) {
 	if v := metricValue(t, "vidra_cluster_ready", map[string]string{"cluster": "edge-basic"}); v != 1 {
 		t.Errorf("vidra_cluster_ready = %v, want 1", v)
 	}
+	if v := metricValue(t, "vidra_cluster_engaged_total", nil); v < 1 {
+		t.Errorf("vidra_cluster_engaged_total = %v, want at least 1", v)
+	}
 
 	// Controllers get requests for the cluster's Vidra-managed objects only: its cache is
 	// label-selected.

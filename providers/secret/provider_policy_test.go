@@ -62,6 +62,9 @@ func TestHostileKubeconfigsAreRejected(t *testing.T) {
 				t.Errorf("Ready reason = %q (%s), want %q", got, vc.Status.Message, tt.reason)
 			}
 			note := warningEvent(t, s, tt.reason)
+			if v := metricValue(t, "vidra_cluster_rejected_total", map[string]string{"reason": tt.reason}); v < 1 {
+				t.Errorf("vidra_cluster_rejected_total{reason=%q} = %v, want at least 1", tt.reason, v)
+			}
 			if _, err := provider.Get(context.Background(), multicluster.ClusterName(name)); !errors.Is(err, multicluster.ErrClusterNotFound) {
 				t.Errorf("a rejected cluster was engaged (Get = %v)", err)
 			}

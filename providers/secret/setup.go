@@ -74,7 +74,7 @@ func (p *Provider) newSecretCache(cfg *rest.Config, local manager.Manager, label
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("Secret cache for label %s: %w", label, err)
+		return nil, fmt.Errorf("build Secret cache for label %s: %w", label, err)
 	}
 	return c, nil
 }
