@@ -122,13 +122,20 @@ func warningEvent(t *testing.T, s *corev1.Secret, reason string) string {
 	return note
 }
 
-// mutateKubeconfig parses a kubeconfig, changes it and encodes it again.
-func mutateKubeconfig(t *testing.T, data []byte, mutate func(*clientcmdapi.Config)) []byte {
+// loadKubeconfig parses a kubeconfig.
+func loadKubeconfig(t *testing.T, data []byte) *clientcmdapi.Config {
 	t.Helper()
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// mutateKubeconfig parses a kubeconfig, changes it and encodes it again.
+func mutateKubeconfig(t *testing.T, data []byte, mutate func(*clientcmdapi.Config)) []byte {
+	t.Helper()
+	cfg := loadKubeconfig(t, data)
 	mutate(cfg)
 	out, err := clientcmd.Write(*cfg)
 	if err != nil {
@@ -150,10 +157,7 @@ func currentCluster(cfg *clientcmdapi.Config) *clientcmdapi.Cluster {
 // credentials returns the secret parts of a kubeconfig, to check none leaks.
 func credentials(t *testing.T, data []byte) []string {
 	t.Helper()
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadKubeconfig(t, data)
 	var out []string
 	for _, u := range cfg.AuthInfos {
 		for _, s := range []string{u.Token, u.Password, string(u.ClientKeyData)} {

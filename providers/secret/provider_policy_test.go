@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -121,11 +120,7 @@ func TestServerMatchingIsExact(t *testing.T) {
 	member := fleet.Members[1]
 	enroll(t, "exact-kubeconfig", "exact", member.Kubeconfig, nil)
 	vidraCluster(t, "exact", 15*time.Second, "Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
-	cfg, err := clientcmd.Load(member.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := strings.TrimRight(currentCluster(cfg).Server, "/") // https://127.0.0.1:PORT
+	server := strings.TrimRight(currentCluster(loadKubeconfig(t, member.Kubeconfig)).Server, "/") // https://127.0.0.1:PORT
 	port := server[strings.LastIndex(server, ":")+1:]
 
 	for _, same := range []string{server, server + "/", strings.Replace(server, "https", "HTTPS", 1)} {

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -67,11 +66,7 @@ func TestRotationToAWorkingKubeconfigReplacesTheCluster(t *testing.T) {
 		return err == nil && cl != old, err
 	})
 	next := engagedCluster(t, "edge-rotate")
-	parsed, err := clientcmd.Load(rotated)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantCert := currentUser(parsed).ClientCertificateData
+	wantCert := currentUser(loadKubeconfig(t, rotated)).ClientCertificateData
 	if !bytes.Equal(next.GetConfig().CertData, wantCert) {
 		t.Error("the engaged cluster does not use the rotated client certificate")
 	}
@@ -84,6 +79,9 @@ func TestRotationToABrokenKubeconfigKeepsTheEngagedOne(t *testing.T) {
 	vidraCluster(t, "edge-broken", 15*time.Second, "Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
 	old := engagedCluster(t, "edge-broken")
 	secrets := credentials(t, member.Kubeconfig)
+	other := fleet.Members[1]
+	enroll(t, "edge-other-kubeconfig", "edge-other", other.Kubeconfig, nil)
+	vidraCluster(t, "edge-other", 15*time.Second, "Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
 
 	tests := []struct {
 		name      string
@@ -94,6 +92,9 @@ func TestRotationToABrokenKubeconfigKeepsTheEngagedOne(t *testing.T) {
 		{"exec plugin", func(c *clientcmdapi.Config) {
 			currentUser(c).Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", APIVersion: "client.authentication.k8s.io/v1"}
 		}, "ExecPluginNotAllowed"},
+		{"another enrolled cluster's server", func(c *clientcmdapi.Config) {
+			*c = *loadKubeconfig(t, other.Kubeconfig)
+		}, "already enrolled as cluster \"edge-other\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

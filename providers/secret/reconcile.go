@@ -46,6 +46,10 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 
 	c, cfg, loadErr := p.claimFor(key, secret, enr)
 	if other, reason, message := p.precedingConflict(key, c); other != nil {
+		// A rotation onto another Secret's server fails like any broken rotation.
+		if cur := p.engaged(multicluster.ClusterName(enr.name)); reason == ReasonDuplicateServer && cur != nil && cur.secret == key {
+			return reconcile.Result{}, p.rotationFailed(ctx, secret, cur, enr, message)
+		}
 		p.stopOwned(key, enr.name)
 		// A duplicate name cannot have a VidraCluster of its own: the name is taken.
 		return reconcile.Result{}, p.reject(ctx, secret, enr, reason, message, reason == ReasonDuplicateServer)
@@ -226,25 +230,51 @@ func (p *Provider) hasClaim(key types.NamespacedName) bool {
 	return ok
 }
 
-// precedingConflict finds an earlier Secret (older, or as old and first by name) that
-// claims the same cluster name or the same server. The later Secret is the one refused.
+// precedingConflict finds a Secret that claims the same cluster name or the same server
+// and comes first, so that this one is refused: the older Secret (then the first by name)
+// comes first, except that a rotation never takes a server from the cluster engaged with it.
 func (p *Provider) precedingConflict(key types.NamespacedName, c claim) (*types.NamespacedName, string, string) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for otherKey, other := range p.claims {
-		if otherKey == key || !precedes(otherKey, other, key, c) {
+		if otherKey == key {
 			continue
 		}
-		if other.name == c.name {
+		if other.name == c.name && olderClaim(otherKey, other, key, c) {
 			return &otherKey, ReasonDuplicateName,
 				fmt.Sprintf("cluster name %q is already enrolled by Secret %s", c.name, otherKey)
 		}
-		if c.server != "" && other.server == c.server {
+		if c.server != "" && other.server == c.server && p.serverFirstLocked(otherKey, other, key, c) {
 			return &otherKey, ReasonDuplicateServer,
 				fmt.Sprintf("server %s is already enrolled as cluster %q by Secret %s", c.server, other.name, otherKey)
 		}
 	}
 	return nil, "", ""
+}
+
+// serverFirstLocked says whether claim a keeps a server that claim b asks for too. When b
+// is a rotation (b's cluster is engaged with another server) and a's cluster is engaged
+// with this one, a keeps it whatever the ages. p.mu must be held.
+func (p *Provider) serverFirstLocked(aKey types.NamespacedName, a claim, bKey types.NamespacedName, b claim) bool {
+	if p.engagedWithLocked(aKey, a.name, a.server) && p.engagedWithLocked(bKey, b.name, "") {
+		return true
+	}
+	return olderClaim(aKey, a, bKey, b)
+}
+
+// engagedWithLocked says whether the Secret's cluster is engaged under name and, when
+// server is not empty, with that server. p.mu must be held.
+func (p *Provider) engagedWithLocked(key types.NamespacedName, name, server string) bool {
+	ec, ok := p.clusters[multicluster.ClusterName(name)]
+	return ok && ec.secret == key && (server == "" || ec.server == server)
+}
+
+// olderClaim orders claims by the Secrets' age, then by their names.
+func olderClaim(aKey types.NamespacedName, a claim, bKey types.NamespacedName, b claim) bool {
+	if !a.created.Equal(b.created) {
+		return a.created.Before(b.created)
+	}
+	return aKey.String() < bKey.String()
 }
 
 // wakeConflicts requeues the Secrets that conflict with c, so that a later duplicate steps
@@ -267,11 +297,4 @@ func (p *Provider) wakeConflicts(ctx context.Context, key types.NamespacedName, 
 			return
 		}
 	}
-}
-
-func precedes(aKey types.NamespacedName, a claim, bKey types.NamespacedName, b claim) bool {
-	if !a.created.Equal(b.created) {
-		return a.created.Before(b.created)
-	}
-	return aKey.String() < bKey.String()
 }
