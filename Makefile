@@ -42,6 +42,13 @@ control-plane: ## Build kube-apiserver, etcd, kube-controller-manager and kubect
 .PHONY: test
 test: control-plane build verify vet ## Run unit, envtest and e2e tests on real control planes.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) VIDRA_BINARY=$(BIN)/vidra go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory fuzz
+
+FUZZ_TIME ?= 15s
+
+.PHONY: fuzz
+fuzz: ## Fuzz the manifest decoder for FUZZ_TIME (the checked-in corpus also runs in make test).
+	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZ_TIME) ./internal/manifest
 
 .PHONY: bench
 bench: control-plane ## Benchmarks on real control planes (enroll latency, memory per cluster).
