@@ -11,7 +11,7 @@ import (
 	"io"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -134,7 +134,7 @@ func validate(obj *unstructured.Unstructured) error {
 	if !ok || name == "" {
 		return fmt.Errorf("%s: metadata.name is missing or not a string (generateName cannot be applied)", kind)
 	}
-	if errs := path.IsValidPathSegmentName(name); len(errs) > 0 {
+	if errs := content.IsPathSegmentName(name); len(errs) > 0 {
 		return fmt.Errorf("%s %q: metadata.name %s", kind, name, strings.Join(errs, "; "))
 	}
 	if ns, present := metadata["namespace"]; present {
