@@ -13,6 +13,10 @@ const (
 	// KubeconfigKey is the data key of an enrollment Secret that holds the kubeconfig.
 	KubeconfigKey = "kubeconfig"
 
+	// OwnersAnnotation on every object Vidra applies holds the set of its owners: a
+	// sorted JSON array of owner IDs ("<hub-id>/<VidraResource name>"), never duplicated.
+	OwnersAnnotation = "vidra.infrahub.operators.com/owners"
+
 	// ManagedByLabel and ManagedByValue mark every object Vidra applies; member caches
 	// hold only objects with it.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
