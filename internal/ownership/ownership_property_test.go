@@ -93,7 +93,7 @@ func claim(ctx context.Context, w ownership.Writer, ref ownership.Ref, owner str
 		if err := cluster.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-		err := w.Join(ctx, ref, owner, false)
+		_, err := w.Join(ctx, ref, owner, false)
 		if !errors.Is(err, ownership.ErrGone) {
 			return err
 		}

@@ -65,7 +65,7 @@ func TestSharedObjectSurvivesUntilLastOwnerLeaves(t *testing.T) {
 	createConfigMap(t, "shared", true)
 
 	for _, owner := range []string{"hub/web", "hub/api", "hub/web"} {
-		if err := w.Join(ctx, ref, owner, false); err != nil {
+		if _, err := w.Join(ctx, ref, owner, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +103,7 @@ func TestDeleteLosesToAnOwnerJoiningAtTheSameMoment(t *testing.T) {
 	ref := configMapRef("contested")
 	createConfigMap(t, "contested", true)
 	plain := ownership.Writer{Client: cluster.Client}
-	if err := plain.Join(ctx, ref, "hub/leaver", false); err != nil {
+	if _, err := plain.Join(ctx, ref, "hub/leaver", false); err != nil {
 		t.Fatal(err)
 	}
 	base, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: cluster.Client.Scheme()})
@@ -115,7 +115,7 @@ func TestDeleteLosesToAnOwnerJoiningAtTheSameMoment(t *testing.T) {
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if !joined {
 				joined = true
-				if err := plain.Join(ctx, ref, "hub/joiner", false); err != nil {
+				if _, err := plain.Join(ctx, ref, "hub/joiner", false); err != nil {
 					t.Errorf("join during delete: %v", err)
 				}
 			}
@@ -137,14 +137,14 @@ func TestUnmanagedObjectIsNotTakenOverUnlessAdopted(t *testing.T) {
 	ref := configMapRef("someone-elses")
 	createConfigMap(t, "someone-elses", false)
 
-	if err := w.Join(ctx, ref, "hub/web", false); !errors.Is(err, ownership.ErrNotManaged) {
+	if _, err := w.Join(ctx, ref, "hub/web", false); !errors.Is(err, ownership.ErrNotManaged) {
 		t.Fatalf("join = %v, want ErrNotManaged", err)
 	}
 	cm, _ := get(t, "someone-elses")
 	if ownership.IsManaged(cm) || cm.Annotations[vidrav1alpha1.OwnersAnnotation] != "" {
 		t.Fatalf("an unmanaged object was marked: %v %v", cm.Labels, cm.Annotations)
 	}
-	if err := w.Join(ctx, ref, "hub/web", true); err != nil {
+	if _, err := w.Join(ctx, ref, "hub/web", true); err != nil {
 		t.Fatalf("adopt: %v", err)
 	}
 	cm, _ = get(t, "someone-elses")
@@ -158,7 +158,7 @@ func TestPruneFalseReleasesWithoutDeleting(t *testing.T) {
 	w := ownership.Writer{Client: cluster.Client}
 	ref := configMapRef("kept")
 	createConfigMap(t, "kept", true)
-	if err := w.Join(ctx, ref, "hub/web", false); err != nil {
+	if _, err := w.Join(ctx, ref, "hub/web", false); err != nil {
 		t.Fatal(err)
 	}
 	if outcome, err := w.Leave(ctx, ref, "hub/web", false); err != nil || outcome != ownership.Released {
@@ -174,7 +174,7 @@ func TestPruneFalseReleasesWithoutDeleting(t *testing.T) {
 }
 
 func TestJoinOfAGoneObjectSaysSo(t *testing.T) {
-	err := ownership.Writer{Client: cluster.Client}.Join(context.Background(), configMapRef("never-created"), "hub/web", false)
+	_, err := ownership.Writer{Client: cluster.Client}.Join(context.Background(), configMapRef("never-created"), "hub/web", false)
 	if !errors.Is(err, ownership.ErrGone) {
 		t.Errorf("join = %v, want ErrGone", err)
 	}

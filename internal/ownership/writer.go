@@ -77,9 +77,11 @@ type Writer struct {
 var conflictBackoff = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: 500 * time.Millisecond}
 
 // Join adds owner to the object's owners set and marks the object as managed by Vidra.
-// An existing object that Vidra does not manage is joined only when adopt is true.
-func (w Writer) Join(ctx context.Context, ref Ref, owner string, adopt bool) error {
-	return retry.RetryOnConflict(conflictBackoff, func() error {
+// An existing object that Vidra does not manage is joined only when adopt is true. It
+// returns the object's resourceVersion once joined.
+func (w Writer) Join(ctx context.Context, ref Ref, owner string, adopt bool) (string, error) {
+	var resourceVersion string
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		obj := ref.meta()
 		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -98,10 +100,16 @@ func (w Writer) Join(ctx context.Context, ref Ref, owner string, adopt bool) err
 			return fmt.Errorf("join %s: %w", ref, ErrNotManaged)
 		}
 		if IsManaged(obj) && slices.Contains(owners, owner) {
+			resourceVersion = obj.ResourceVersion
 			return nil
 		}
-		return w.patch(ctx, obj, append(owners, owner), true)
+		if err := w.patch(ctx, obj, append(owners, owner), true); err != nil {
+			return err
+		}
+		resourceVersion = obj.ResourceVersion // the patch response updated obj
+		return nil
 	})
+	return resourceVersion, err
 }
 
 // Leave removes owner from the object's owners set. When the set becomes empty the

@@ -1,0 +1,94 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vidra-operator/vidra/internal/ownership"
+)
+
+// Release lets go of objects the owner no longer declares, in the reverse of apply order
+// (so Namespaces and CRDs go last). Each object loses this owner from its owners set; the
+// last owner deletes it (prune) or leaves it unmanaged. Where other owners remain, this
+// owner also gives up its fields, so what stays is what the remaining owners declare.
+func (e *Engine) Release(ctx context.Context, refs []ownership.Ref, prune bool) ([]Result, error) {
+	ordered := make([]*unstructured.Unstructured, 0, len(refs))
+	for _, r := range refs {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(r.GVK)
+		u.SetNamespace(r.Namespace)
+		u.SetName(r.Name)
+		ordered = append(ordered, u)
+	}
+	sortForApply(ordered)
+	slices.Reverse(ordered)
+
+	results := make([]Result, 0, len(ordered))
+	var errs []error
+	for _, u := range ordered {
+		ref := ownership.Ref{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+		result := e.releaseOne(ctx, ref, prune)
+		if result.Err != nil {
+			errs = append(errs, result.Err)
+		}
+		results = append(results, result)
+	}
+	return results, errors.Join(errs...)
+}
+
+// Released actions.
+const (
+	// Deleted: the last owner left and the object was deleted.
+	Deleted Action = "Deleted"
+	// Released: the object stays; this owner no longer owns it.
+	Released Action = "Released"
+)
+
+func (e *Engine) releaseOne(ctx context.Context, ref ownership.Ref, prune bool) Result {
+	outcome, err := e.ownership().Leave(ctx, ref, e.Owner, prune)
+	if err != nil {
+		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("release %s: %w", ref, err)}
+	}
+	switch outcome {
+	case ownership.Deleted:
+		return Result{Ref: ref, Action: Deleted}
+	case ownership.Released:
+		return Result{Ref: ref, Action: Released}
+	}
+	if err := e.giveUpFields(ctx, ref); err != nil {
+		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("give up fields of %s: %w", ref, err)}
+	}
+	return Result{Ref: ref, Action: Released}
+}
+
+// giveUpFields applies an empty configuration as this owner, which drops every field only
+// this owner set. The object's resourceVersion rides along as a precondition, so an
+// object deleted meanwhile is not created again by the apply.
+func (e *Engine) giveUpFields(ctx context.Context, ref ownership.Ref) error {
+	for range maxReapply {
+		current := &unstructured.Unstructured{}
+		current.SetGroupVersionKind(ref.GVK)
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, current); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		empty := &unstructured.Unstructured{}
+		empty.SetGroupVersionKind(ref.GVK)
+		empty.SetNamespace(ref.Namespace)
+		empty.SetName(ref.Name)
+		empty.SetResourceVersion(current.GetResourceVersion())
+		err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(empty), client.FieldOwner(e.FieldManager()), client.ForceOwnership)
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s kept changing", ref)
+}
