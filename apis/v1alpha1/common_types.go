@@ -72,3 +72,19 @@ const (
 	// ConditionStalled is True when progress needs a change of the object or its inputs.
 	ConditionStalled = "Stalled"
 )
+
+// Condition reasons of a VidraResource, CamelCase as the API conventions ask.
+const (
+	ReasonSucceeded       = "Succeeded"
+	ReasonProgressing     = "Progressing"
+	ReasonSuspended       = "Suspended"
+	ReasonInvalidManifest = "InvalidManifest"
+	ReasonClusterNotFound = "ClusterNotFound"
+	ReasonApplyFailed     = "ApplyFailed"
+	ReasonPruneFailed     = "PruneFailed"
+	ReasonConflict        = "Conflict"
+	ReasonDeleting        = "Deleting"
+)
+
+// VidraResourceFinalizer holds a deleted VidraResource until its objects are released.
+const VidraResourceFinalizer = "vidraresource.infrahub.operators.com/finalizer"

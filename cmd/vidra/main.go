@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
@@ -91,6 +92,9 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 			return err
 		}
 	}
+	if err := setupControllers(ctx, log, mgr, provider, opts); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add healthz check: %w", err)
 	}
@@ -135,6 +139,7 @@ func newClusterProvider(log logr.Logger, opts options, scheme *runtime.Scheme) (
 // clusterProvider is the cluster provider as the operator uses it.
 type clusterProvider interface {
 	multicluster.Provider
+	destination.Fleet
 	SetupWithManager(mcmanager.Manager) error
 }
 

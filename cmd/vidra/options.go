@@ -35,6 +35,13 @@ type options struct {
 	clusterProbeInterval   time.Duration
 	clusterProbeTimeout    time.Duration
 
+	// Delivery: how VidraResources are reconciled.
+	hubID                   string
+	disableLocalCluster     bool
+	resyncInterval          time.Duration
+	maxConcurrentReconciles int
+	requestTimeout          time.Duration
+
 	// Logging: controller-runtime's zap flags (--zap-log-level, --zap-encoder, ...).
 	logging crzap.Options
 }
@@ -85,6 +92,16 @@ func parseOptions(args []string) (options, error) {
 		"How often each engaged cluster's API server is probed.")
 	fs.DurationVar(&o.clusterProbeTimeout, "cluster-probe-timeout", 5*time.Second,
 		"Timeout of one probe (and of reaching a cluster when it is enrolled).")
+	fs.StringVar(&o.hubID, "hub-id", "",
+		"This operator's identity in the owners sets of applied objects, so hubs sharing a member never take each other's objects. Empty: derived from the UID of the hub's kube-system namespace.")
+	fs.BoolVar(&o.disableLocalCluster, "disable-local-cluster", false,
+		"Refuse destinations that name the cluster the operator runs in.")
+	fs.DurationVar(&o.resyncInterval, "resync-interval", 10*time.Minute,
+		"Reapply every VidraResource at least this often, whatever the watches report.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 10,
+		"VidraResources reconciled at once.")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second,
+		"Timeout of every request to a destination cluster, so one hung cluster holds no worker for long.")
 	o.logging.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "vidra: multi-cluster delivery operator for Infrahub artifacts.\n\nUsage: vidra [flags]\n\n")

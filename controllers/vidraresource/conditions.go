@@ -1,0 +1,57 @@
+package vidraresource
+
+import (
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// The conditions follow kstatus: Reconciling while working, Stalled when only a change of
+// the VidraResource can help, Ready when the bundle is in effect. DeployState and
+// lastError mirror them for users of the original Vidra.
+
+func setCondition(vr *vidrav1alpha1.VidraResource, conditionType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&vr.Status.Conditions, metav1.Condition{
+		Type: conditionType, Status: status, Reason: reason, Message: message, ObservedGeneration: vr.Generation,
+	})
+}
+
+func markReconciling(vr *vidrav1alpha1.VidraResource) {
+	setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionTrue, vidrav1alpha1.ReasonProgressing, "applying the manifest")
+	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionStalled)
+	vr.Status.DeployState = vidrav1alpha1.StateRunning
+}
+
+func markReady(vr *vidrav1alpha1.VidraResource, message string) {
+	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, vidrav1alpha1.ReasonSucceeded, message)
+	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionReconciling)
+	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionStalled)
+	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
+	vr.Status.LastError = ""
+	now := metav1.Now()
+	vr.Status.LastSyncTime = &now
+}
+
+func markNotReady(vr *vidrav1alpha1.VidraResource, reason, message string) {
+	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	vr.Status.DeployState = vidrav1alpha1.StateFailed
+	vr.Status.LastError = message
+}
+
+func markStalled(vr *vidrav1alpha1.VidraResource, reason, message string) {
+	markNotReady(vr, reason, message)
+	setCondition(vr, vidrav1alpha1.ConditionStalled, metav1.ConditionTrue, reason, message)
+	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionReconciling)
+}
+
+func markSuspended(vr *vidrav1alpha1.VidraResource) {
+	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonSuspended, "suspended: nothing is applied or pruned")
+	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionReconciling)
+	vr.Status.DeployState = vidrav1alpha1.StatePending
+}
+
+func apiequalitySemantic(a, b vidrav1alpha1.VidraResourceStatus) bool {
+	return apiequality.Semantic.DeepEqual(a, b)
+}

@@ -1,0 +1,73 @@
+package vidraresource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// target is the cluster a VidraResource's objects go to, with a client that reads
+// from its API server (decisions are made on current objects, not a cache) and that
+// impersonates the VidraResource's service account when it names one.
+type target struct {
+	name    multicluster.ClusterName
+	cluster cluster.Cluster
+	client  client.Client
+}
+
+// errClusterNotEngaged: the destination is known but not engaged (yet).
+var errClusterNotEngaged = errors.New("cluster is not engaged")
+
+func (r *Reconciler) target(ctx context.Context, vr *vidrav1alpha1.VidraResource) (*target, error) {
+	name, err := r.Resolver.Resolve(vr.Spec.Destination)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := r.Manager.GetCluster(ctx, name)
+	if err != nil {
+		if errors.Is(err, multicluster.ErrClusterNotFound) {
+			return &target{name: name}, fmt.Errorf("cluster %q: %w", name, errClusterNotEngaged)
+		}
+		return &target{name: name}, fmt.Errorf("cluster %q: %w", name, err)
+	}
+	timeout := r.RequestTimeout
+	if timeout == 0 {
+		timeout = requestTimeout
+	}
+	httpClient := cl.GetHTTPClient()
+	cfg := rest.CopyConfig(cl.GetConfig())
+	if sa := vr.Spec.ServiceAccountName; sa != "" {
+		ns := vr.Spec.Destination.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		// Impersonate over the cluster's own transport: its connections are reused.
+		user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)
+		httpClient = &http.Client{
+			Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: user}, httpClient.Transport),
+			Timeout:   timeout,
+		}
+	} else {
+		copied := *httpClient
+		copied.Timeout = timeout
+		httpClient = &copied
+	}
+	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("client for cluster %q: %w", name, err)
+	}
+	return &target{name: name, cluster: cl, client: c}, nil
+}
+
+// requestTimeout is the default bound of one request to a destination.
+const requestTimeout = 30 * time.Second

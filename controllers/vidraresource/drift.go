@@ -1,0 +1,181 @@
+package vidraresource
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ownership"
+)
+
+// DriftWatches watches, per destination cluster, the kinds VidraResources use there —
+// metadata only, through the cluster's cache, which holds only objects Vidra manages — and
+// requeues the owners of an object someone changed or deleted. A kind's watch starts when
+// a VidraResource first uses it on a cluster and stops when none does any more.
+type DriftWatches struct {
+	log   logr.Logger
+	hubID string
+	// events feeds the VidraResource controller.
+	events chan event.TypedGenericEvent[*vidrav1alpha1.VidraResource]
+
+	mu       sync.Mutex
+	clusters map[multicluster.ClusterName]*clusterWatches
+}
+
+type clusterWatches struct {
+	cluster cluster.Cluster
+	kinds   map[schema.GroupVersionKind]*kindWatch
+}
+
+type kindWatch struct {
+	users        map[string]bool // VidraResource names
+	registration toolscache.ResourceEventHandlerRegistration
+	informer     cache.Informer
+}
+
+// NewDriftWatches returns watches that requeue VidraResources of hubID.
+func NewDriftWatches(log logr.Logger, hubID string) *DriftWatches {
+	return &DriftWatches{
+		log:      log,
+		hubID:    hubID,
+		events:   make(chan event.TypedGenericEvent[*vidrav1alpha1.VidraResource], 1024),
+		clusters: map[multicluster.ClusterName]*clusterWatches{},
+	}
+}
+
+// Use records that the VidraResource uses exactly these kinds on the destination: watches
+// start for new kinds and stop for kinds nobody uses any more.
+func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionKind) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cw := w.clusters[dest.name]
+	if cw == nil || cw.cluster != dest.cluster {
+		// New, or re-engaged with another cluster object: the old watches died with it.
+		cw = &clusterWatches{cluster: dest.cluster, kinds: map[schema.GroupVersionKind]*kindWatch{}}
+		w.clusters[dest.name] = cw
+	}
+	for _, gvk := range kinds {
+		kw := cw.kinds[gvk]
+		if kw == nil {
+			var err error
+			if kw, err = w.start(dest.cluster, gvk); err != nil {
+				w.log.Error(err, "cannot watch kind for drift; the periodic resync still repairs it", "cluster", dest.name, "kind", gvk.String())
+				continue
+			}
+			cw.kinds[gvk] = kw
+		}
+		kw.users[vr] = true
+	}
+	for gvk, kw := range cw.kinds {
+		if kw.users[vr] && !slices.Contains(kinds, gvk) {
+			w.drop(cw, gvk, kw, vr)
+		}
+	}
+}
+
+// Release records that the VidraResource uses nothing on the cluster any more.
+func (w *DriftWatches) Release(name multicluster.ClusterName, vr string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cw := w.clusters[name]
+	if cw == nil {
+		return
+	}
+	for gvk, kw := range cw.kinds {
+		if kw.users[vr] {
+			w.drop(cw, gvk, kw, vr)
+		}
+	}
+}
+
+func (w *DriftWatches) drop(cw *clusterWatches, gvk schema.GroupVersionKind, kw *kindWatch, vr string) {
+	delete(kw.users, vr)
+	if len(kw.users) > 0 {
+		return
+	}
+	_ = kw.informer.RemoveEventHandler(kw.registration)
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	if err := cw.cluster.GetCache().RemoveInformer(context.Background(), obj); err != nil {
+		w.log.Error(err, "stop watching kind", "kind", gvk.String())
+	}
+	delete(cw.kinds, gvk)
+}
+
+func (w *DriftWatches) start(cl cluster.Cluster, gvk schema.GroupVersionKind) (*kindWatch, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	informer, err := cl.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			if changedBySomeone(oldObj, newObj) {
+				w.requeueOwners(newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			w.requeueOwners(obj)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &kindWatch{users: map[string]bool{}, registration: registration, informer: informer}, nil
+}
+
+// changedBySomeone ignores status-only writes (controllers report status all the time)
+// and keeps changes of the object's declared state.
+func changedBySomeone(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if o.Generation != n.Generation {
+		return true
+	}
+	return !slices.EqualFunc(specManagers(o), specManagers(n), func(a, b metav1.ManagedFieldsEntry) bool {
+		return a.Manager == b.Manager && a.Operation == b.Operation && a.Time.Equal(b.Time)
+	})
+}
+
+func specManagers(o *metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry {
+	return slices.DeleteFunc(slices.Clone(o.ManagedFields), func(e metav1.ManagedFieldsEntry) bool { return e.Subresource != "" })
+}
+
+// requeueOwners requeues every VidraResource of this hub in the object's owners set.
+func (w *DriftWatches) requeueOwners(obj any) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	owners, err := ownership.Owners(m)
+	if err != nil {
+		return
+	}
+	for _, owner := range owners {
+		name, ok := strings.CutPrefix(owner, w.hubID+"/")
+		if !ok {
+			continue
+		}
+		vr := &vidrav1alpha1.VidraResource{}
+		vr.Name = name
+		w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: vr}
+	}
+}

@@ -1,0 +1,333 @@
+// Package vidraresource reconciles VidraResources: it applies one manifest bundle to one
+// cluster and keeps it there, releases what leaves the bundle, repairs drift as the
+// destination reports it, and shows all of it in the VidraResource's status.
+package vidraresource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/manifest"
+	"github.com/vidra-operator/vidra/internal/ownership"
+)
+
+// Reconciler reconciles VidraResources on the hub.
+type Reconciler struct {
+	// Hub reads and writes VidraResources.
+	Hub client.Client
+	// Manager finds destination clusters by name.
+	Manager mcmanager.Manager
+	// Resolver turns a destination into a cluster name.
+	Resolver destination.Resolver
+	// HubID makes owner IDs unique across hubs that share a member.
+	HubID string
+	// ResyncInterval reapplies every VidraResource at least this often.
+	ResyncInterval time.Duration
+	// RequestTimeout bounds every request to a destination.
+	RequestTimeout time.Duration
+	// Recorder records Events on VidraResources.
+	Recorder events.EventRecorder
+	// Watches repairs drift as soon as a destination reports it.
+	Watches *DriftWatches
+}
+
+// Reconcile narrates the life of one VidraResource.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	log := logr.FromContextOrDiscard(ctx)
+
+	// Get the VidraResource.
+	vr := &vidrav1alpha1.VidraResource{}
+	if err := r.Hub.Get(ctx, req.NamespacedName, vr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	// Status is written once, at the end, whatever path is taken.
+	before := vr.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, before, vr); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	// Deleted: release every object, then let it go.
+	if !vr.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, vr)
+	}
+
+	// Hold deletion until the objects are released.
+	if controllerutil.AddFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
+		if err := r.Hub.Update(ctx, vr); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		before = vr.DeepCopy()
+	}
+
+	// Suspended: nothing is applied or pruned.
+	if vr.Spec.Suspend {
+		markSuspended(vr)
+		return ctrl.Result{}, nil
+	}
+
+	result, err := r.reconcileNormal(ctx, vr)
+	if err != nil {
+		log.Error(err, "reconcile failed", "vidraresource", vr.Name)
+	}
+	return result, err
+}
+
+// reconcileNormal applies the bundle and releases what left it.
+func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
+	markReconciling(vr)
+
+	// Decode and validate the whole bundle before anything is applied.
+	objects, err := manifest.Decode([]byte(vr.Spec.Manifest))
+	if err != nil {
+		markStalled(vr, vidrav1alpha1.ReasonInvalidManifest, "manifest: "+err.Error())
+		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInvalidManifest, err.Error())
+		return ctrl.Result{}, nil // terminal until the spec changes
+	}
+
+	// Find the destination cluster.
+	dest, err := r.target(ctx, vr)
+	if err != nil {
+		markNotReady(vr, vidrav1alpha1.ReasonClusterNotFound, err.Error())
+		if dest != nil {
+			vr.Status.Cluster = string(dest.name)
+		}
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	vr.Status.Cluster = clusterLabel(dest.name)
+	if objects, err = r.withDestinationNamespace(ctx, dest, objects, vr.Spec.Destination.Namespace); err != nil {
+		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	engine := r.engine(vr, dest)
+
+	// Record what is about to be owned before applying it: a crash in between never
+	// orphans an object.
+	desired, mapErrs := refsOf(engine, objects)
+	previous := refsFromStatus(vr.Status.ManagedResources)
+	if err := r.recordInventory(ctx, vr, union(previous, desired)); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// Apply, in stages.
+	results, applyErr := engine.Apply(ctx, objects)
+	r.Watches.Use(dest, vr.Name, kindsOf(desired))
+
+	// Release what left the bundle (Namespaces and CRDs last).
+	stale := difference(previous, desired)
+	var pruneErr error
+	failedRelease := map[ownership.Ref]bool{}
+	if len(stale) > 0 && applyErr == nil && len(mapErrs) == 0 {
+		released, err := engine.Release(ctx, stale, prunes(vr))
+		pruneErr = err
+		for _, res := range released {
+			if res.Err != nil {
+				failedRelease[res.Ref] = true
+			}
+		}
+		r.eventResults(vr, released)
+	} else {
+		for _, ref := range stale {
+			failedRelease[ref] = true
+		}
+	}
+	kept := desired
+	for _, ref := range stale {
+		if failedRelease[ref] {
+			kept = append(kept, ref) // still tracked, so a failed delete is retried
+		}
+	}
+	setInventory(vr, kept)
+	r.eventResults(vr, results)
+
+	return r.summarize(vr, results, errors.Join(append(mapErrs, applyErr)...), pruneErr)
+}
+
+// summarize turns the apply and prune results into the status and the next requeue.
+func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.Result, applyErr, pruneErr error) (ctrl.Result, error) {
+	var conflicts []string
+	for _, res := range results {
+		switch res.Action {
+		case apply.Conflicted:
+			var fields []string
+			for _, c := range res.Conflicts {
+				fields = append(fields, fmt.Sprintf("%s (held by %s)", c.Field, strings.TrimPrefix(c.Manager, apply.FieldManagerPrefix)))
+			}
+			conflicts = append(conflicts, fmt.Sprintf("%s: %s", res.Ref, strings.Join(fields, ", ")))
+		case apply.NotManaged:
+			conflicts = append(conflicts, res.Err.Error())
+		}
+	}
+	switch {
+	case len(conflicts) > 0:
+		markNotReady(vr, vidrav1alpha1.ReasonConflict, "conflicts with other owners: "+strings.Join(conflicts, "; "))
+		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	case applyErr != nil:
+		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
+		return ctrl.Result{}, applyErr
+	case pruneErr != nil:
+		markNotReady(vr, vidrav1alpha1.ReasonPruneFailed, pruneErr.Error())
+		return ctrl.Result{}, pruneErr
+	}
+	markReady(vr, fmt.Sprintf("applied %d objects", len(vr.Status.ManagedResources)))
+	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+}
+
+// reconcileDelete releases every object, then removes the finalizer. An engaged but
+// unreachable cluster holds the deletion; an un-enrolled one does not, and what was left
+// on it is listed in a Warning Event.
+func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	refs := refsFromStatus(vr.Status.ManagedResources)
+	dest, err := r.target(ctx, vr)
+	switch {
+	case errors.Is(err, errClusterNotEngaged) && !r.clusterEnrolled(ctx, dest):
+		if len(refs) > 0 {
+			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonDeleting,
+				fmt.Sprintf("cluster %q is no longer enrolled; left on it: %s", dest.name, refsString(refs)))
+		}
+	case err != nil:
+		markNotReady(vr, vidrav1alpha1.ReasonDeleting, "waiting for the destination to release objects: "+err.Error())
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	default:
+		released, err := r.engine(vr, dest).Release(ctx, refs, prunes(vr))
+		r.eventResults(vr, released)
+		if err != nil {
+			markNotReady(vr, vidrav1alpha1.ReasonDeleting, "releasing objects: "+err.Error())
+			return ctrl.Result{}, err
+		}
+		r.Watches.Release(dest.name, vr.Name)
+	}
+	controllerutil.RemoveFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer)
+	if err := r.Hub.Update(ctx, vr); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// clusterEnrolled says whether a VidraCluster still shows the cluster.
+func (r *Reconciler) clusterEnrolled(ctx context.Context, dest *target) bool {
+	if dest == nil || dest.name == destination.LocalCluster {
+		return dest != nil
+	}
+	err := r.Hub.Get(ctx, client.ObjectKey{Name: string(dest.name)}, &vidrav1alpha1.VidraCluster{})
+	return err == nil
+}
+
+func (r *Reconciler) engine(vr *vidrav1alpha1.VidraResource, dest *target) *apply.Engine {
+	return &apply.Engine{
+		Client:           dest.client,
+		Owner:            ownership.ID(r.HubID, vr.Name),
+		Adopt:            vr.Spec.AdoptExisting == vidrav1alpha1.AdoptAlways,
+		DefaultNamespace: vr.Spec.Destination.Namespace,
+	}
+}
+
+// recordInventory writes the inventory to status at once, ahead of the apply.
+func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) error {
+	if slices.Equal(refs, refsFromStatus(vr.Status.ManagedResources)) {
+		return nil
+	}
+	base := vr.DeepCopy()
+	setInventory(vr, refs)
+	if err := r.Hub.Status().Patch(ctx, vr, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("record inventory: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, before, vr *vidrav1alpha1.VidraResource) error {
+	vr.Status.ObservedGeneration = vr.Generation
+	if apiequalitySemantic(before.Status, vr.Status) {
+		return nil
+	}
+	err := r.Hub.Status().Patch(ctx, vr, client.MergeFrom(before))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(vr, nil, eventType, reason, "Reconcile", "%s", note)
+	}
+}
+
+// eventResults records an Event for each object that changed or could not be applied.
+func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []apply.Result) {
+	for _, res := range results {
+		switch res.Action {
+		case apply.Unchanged:
+		case apply.Failed, apply.NotManaged:
+			r.event(vr, corev1.EventTypeWarning, string(res.Action), res.Err.Error())
+		case apply.Conflicted:
+			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonConflict, fmt.Sprintf("%s: fields held by another owner: %v", res.Ref, res.Conflicts))
+		default:
+			r.event(vr, corev1.EventTypeNormal, string(res.Action), res.Ref.String())
+		}
+	}
+}
+
+func prunes(vr *vidrav1alpha1.VidraResource) bool {
+	return vr.Spec.Prune == nil || *vr.Spec.Prune
+}
+
+// clusterLabel is how the status names a cluster; the local cluster is "local".
+func clusterLabel(name interface{ String() string }) string {
+	if s := name.String(); s != "" {
+		return s
+	}
+	return "local"
+}
+
+// withDestinationNamespace adds the destination namespace to the bundle when it is
+// missing on the destination (or Vidra already manages it) and the bundle does not declare
+// it, so it is created and owned like any other object. A namespace that exists and that
+// Vidra does not manage is used as it is.
+func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target, objects []*unstructured.Unstructured, ns string) ([]*unstructured.Unstructured, error) {
+	if ns == "" {
+		return objects, nil
+	}
+	for _, o := range objects {
+		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" && o.GetName() == ns {
+			return objects, nil
+		}
+	}
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)
+	switch {
+	case err == nil && !ownership.IsManaged(existing):
+		return objects, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("look up destination namespace %s: %w", ns, err)
+	}
+	n := &unstructured.Unstructured{}
+	n.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
+	n.SetName(ns)
+	return append([]*unstructured.Unstructured{n}, objects...), nil
+}

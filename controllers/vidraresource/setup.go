@@ -1,0 +1,60 @@
+package vidraresource
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// SetupWithManager registers the controller with the hub's manager: VidraResources (on a
+// change of spec or a deletion), drift reported by destinations, and clusters being
+// enrolled (which may resolve a waiting destination).
+func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
+	local := r.Manager.GetLocalManager()
+	specOrDeletion := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			!e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+	err := ctrl.NewControllerManagedBy(local).
+		Named("vidraresource").
+		For(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(specOrDeletion)).
+		WatchesRawSource(source.Channel(r.Watches.events, &handler.TypedEnqueueRequestForObject[*vidrav1alpha1.VidraResource]{})).
+		Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfCluster),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				oldVC, _ := e.ObjectOld.(*vidrav1alpha1.VidraCluster)
+				newVC, _ := e.ObjectNew.(*vidrav1alpha1.VidraCluster)
+				return oldVC == nil || newVC == nil || oldVC.Status.Phase != newVC.Status.Phase
+			}})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("set up VidraResource controller: %w", err)
+	}
+	return nil
+}
+
+// resourcesOfCluster requeues the VidraResources that wait for, or deliver to, a cluster.
+func (r *Reconciler) resourcesOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list vidrav1alpha1.VidraResourceList
+	if err := r.Hub.List(ctx, &list); err != nil {
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, vr := range list.Items {
+		if vr.Spec.Destination.Cluster == obj.GetName() || vr.Status.Cluster == obj.GetName() {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vr)})
+		}
+	}
+	return requests
+}
