@@ -126,7 +126,7 @@ func TestStandaloneModeReadsNoSecret(t *testing.T) {
 			return ctx
 		}).
 		Assess("with --cluster-provider=none it runs without any right on Secrets", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			op, err := fleetenv.StartOperator(ctx, "--kubeconfig="+kubeconfigPath, "--cluster-provider=none", "--leader-elect")
+			op, err := fleetenv.StartOperator(ctx, "--kubeconfig="+kubeconfigPath, "--cluster-provider=none", "--leader-elect", "--hub-id=e2e")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestStandaloneModeReadsNoSecret(t *testing.T) {
 			return ctx
 		}).
 		Assess("the same rights in hub mode are refused Secrets, which the check above would catch", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			op, err := fleetenv.StartOperator(ctx, "--kubeconfig="+kubeconfigPath, "--leader-elect")
+			op, err := fleetenv.StartOperator(ctx, "--kubeconfig="+kubeconfigPath, "--leader-elect", "--hub-id=e2e")
 			if err != nil {
 				t.Fatal(err)
 			}

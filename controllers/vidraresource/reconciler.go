@@ -152,7 +152,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 			failedRelease[ref] = true
 		}
 	}
-	kept := desired
+	// An existing object Vidra does not manage is not this VidraResource's to track.
+	var kept []ownership.Ref
+	for _, ref := range desired {
+		if !slices.ContainsFunc(results, func(res apply.Result) bool { return res.Action == apply.NotManaged && key(res.Ref) == key(ref) }) {
+			kept = append(kept, ref)
+		}
+	}
 	for _, ref := range stale {
 		if failedRelease[ref] {
 			kept = append(kept, ref) // still tracked, so a failed delete is retried
@@ -251,11 +257,13 @@ func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if slices.Equal(refs, refsFromStatus(vr.Status.ManagedResources)) {
 		return nil
 	}
-	base := vr.DeepCopy()
-	setInventory(vr, refs)
-	if err := r.Hub.Status().Patch(ctx, vr, client.MergeFrom(base)); err != nil {
+	// Patch a copy: the response would overwrite the status being built in vr.
+	recorded := vr.DeepCopy()
+	setInventory(recorded, refs)
+	if err := r.Hub.Status().Patch(ctx, recorded, client.MergeFrom(vr)); err != nil {
 		return fmt.Errorf("record inventory: %w", err)
 	}
+	setInventory(vr, refs)
 	return nil
 }
 

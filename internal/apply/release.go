@@ -58,7 +58,7 @@ func (e *Engine) releaseOne(ctx context.Context, ref ownership.Ref, prune bool) 
 	switch outcome {
 	case ownership.Deleted:
 		return Result{Ref: ref, Action: Deleted}
-	case ownership.Released:
+	case ownership.Released, ownership.NotOwned:
 		return Result{Ref: ref, Action: Released}
 	}
 	if err := e.giveUpFields(ctx, ref); err != nil {

@@ -186,3 +186,33 @@ func TestUnparsableOwnersIsAnError(t *testing.T) {
 		t.Error("a non-JSON owners annotation parsed")
 	}
 }
+
+// TestLeavingAnObjectNotOwnedChangesNothing: an owner that is not in the set (the object
+// was never joined, or is someone else's) neither deletes nor edits it.
+func TestLeavingAnObjectNotOwnedChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	w := ownership.Writer{Client: cluster.Client}
+	createConfigMap(t, "unowned", false)
+	if outcome, err := w.Leave(ctx, configMapRef("unowned"), "hub/web", true); err != nil || outcome != ownership.NotOwned {
+		t.Fatalf("leave of an unmanaged object = %v, %v; want NotOwned", outcome, err)
+	}
+	if _, ok := get(t, "unowned"); !ok {
+		t.Fatal("an object Vidra does not manage was deleted")
+	}
+	createConfigMap(t, "others", true)
+	if _, err := w.Join(ctx, configMapRef("others"), "hub/other", false); err != nil {
+		t.Fatal(err)
+	}
+	if outcome, err := w.Leave(ctx, configMapRef("others"), "hub/web", true); err != nil || outcome != ownership.NotOwned {
+		t.Fatalf("leave of another owner's object = %v, %v; want NotOwned", outcome, err)
+	}
+	if !slices.Equal(ownersOf(t, "others"), []string{"hub/other"}) {
+		t.Errorf("owners = %v", ownersOf(t, "others"))
+	}
+	// A managed object with an empty set was created by an owner that stopped before
+	// recording itself: its owner's release deletes it.
+	createConfigMap(t, "half-created", true)
+	if outcome, err := w.Leave(ctx, configMapRef("half-created"), "hub/web", true); err != nil || outcome != ownership.Deleted {
+		t.Fatalf("leave of a half-created object = %v, %v; want Deleted", outcome, err)
+	}
+}

@@ -64,6 +64,9 @@ const (
 	// Released: the last owner left without pruning; Vidra's marks were removed and the
 	// object stays, unmanaged.
 	Released
+	// NotOwned: the owner was not in the set; nothing was changed. An object that Vidra
+	// does not manage is never deleted.
+	NotOwned
 )
 
 // Writer changes owners sets on one cluster. Its client must read from the API server,
@@ -131,13 +134,16 @@ func (w Writer) Leave(ctx context.Context, ref Ref, owner string, prune bool) (O
 		if err != nil {
 			return err
 		}
+		// Only an owner lets go. A Vidra-managed object with an empty set counts as the
+		// leaver's: it created the object and stopped before recording itself.
+		if !slices.Contains(owners, owner) && (len(owners) > 0 || !IsManaged(obj)) {
+			outcome = NotOwned
+			return nil
+		}
 		remaining := slices.DeleteFunc(slices.Clone(owners), func(s string) bool { return s == owner })
 		switch {
 		case len(remaining) > 0:
 			outcome = StillOwned
-			if len(remaining) == len(owners) {
-				return nil
-			}
 			err := w.patch(ctx, obj, remaining, true)
 			if errors.Is(err, ErrGone) {
 				outcome = Deleted // deleted behind our back: there is nothing left to leave

@@ -1,0 +1,121 @@
+package vidraresource_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+// deliver creates a VidraResource and deletes it (waiting for its release) when the test
+// ends.
+func deliver(t *testing.T, name string, dest vidrav1alpha1.Destination, manifest string, mutate ...func(*vidrav1alpha1.VidraResource)) {
+	t.Helper()
+	vr := &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       vidrav1alpha1.VidraResourceSpec{Destination: dest, Manifest: manifest},
+	}
+	for _, m := range mutate {
+		m(vr)
+	}
+	if err := fleet.Hub.Client.Create(context.Background(), vr); err != nil {
+		t.Fatalf("create VidraResource %s: %v", name, err)
+	}
+	t.Cleanup(func() { remove(t, name) })
+}
+
+// remove deletes a VidraResource and waits until it is gone (its objects released).
+func remove(t *testing.T, name string) {
+	t.Helper()
+	vr := &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := fleet.Hub.Client.Delete(context.Background(), vr); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "VidraResource "+name+" deleted", func() (bool, error) {
+		err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, &vidrav1alpha1.VidraResource{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+// condition waits until the VidraResource's condition has status and reason, and
+// returns the VidraResource.
+func condition(t *testing.T, name, conditionType string, status metav1.ConditionStatus, reason string) *vidrav1alpha1.VidraResource {
+	t.Helper()
+	vr := &vidrav1alpha1.VidraResource{}
+	testfleet.Eventually(t, 30*time.Second, name+" "+conditionType+"="+string(status)+" ("+reason+")", func() (bool, error) {
+		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(vr.Status.Conditions, conditionType)
+		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == vr.Generation, nil
+	})
+	return vr
+}
+
+func ready(t *testing.T, name string) *vidrav1alpha1.VidraResource {
+	t.Helper()
+	return condition(t, name, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, vidrav1alpha1.ReasonSucceeded)
+}
+
+func conditionMessage(vr *vidrav1alpha1.VidraResource, conditionType string) string {
+	if c := meta.FindStatusCondition(vr.Status.Conditions, conditionType); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// exists says whether an object is on the cluster.
+func exists(t *testing.T, c *testfleet.Cluster, obj client.Object, namespace, name string) bool {
+	t.Helper()
+	err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// gone waits until an object is no longer on the cluster.
+func gone(t *testing.T, c *testfleet.Cluster, obj client.Object, namespace, name string) {
+	t.Helper()
+	testfleet.Eventually(t, 60*time.Second, name+" gone", func() (bool, error) {
+		return !exists(t, c, obj, namespace, name), nil
+	})
+}
+
+func ownersOf(t *testing.T, obj client.Object) []string {
+	t.Helper()
+	o, err := ownership.Owners(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func owned(t *testing.T, obj client.Object, owners ...string) bool {
+	t.Helper()
+	return ownership.IsManaged(obj) && slices.Equal(ownersOf(t, obj), owners)
+}
+
+func updateSpec(t *testing.T, name string, mutate func(*vidrav1alpha1.VidraResource)) {
+	t.Helper()
+	vr := &vidrav1alpha1.VidraResource{}
+	if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
+		t.Fatal(err)
+	}
+	mutate(vr)
+	if err := fleet.Hub.Client.Update(context.Background(), vr); err != nil {
+		t.Fatal(err)
+	}
+}

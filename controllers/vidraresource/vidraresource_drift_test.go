@@ -1,0 +1,43 @@
+package vidraresource_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+// TestDriftIsRepairedWithinSeconds: another field manager changes an applied object; the
+// destination's watch reports it and the declared value is back long before a resync.
+func TestDriftIsRepairedWithinSeconds(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[0]
+	deliver(t, "steady", vidrav1alpha1.Destination{Cluster: member.Name}, cmManifest("steady"))
+	ready(t, "steady")
+
+	cm := &corev1.ConfigMap{}
+	exists(t, member, cm, "default", "steady")
+	cm.Data["k"] = "edited by hand"
+	start := time.Now()
+	if err := member.Client.Update(ctx, cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Poll(t, 10*time.Millisecond, 10*time.Second, "drift repaired", func() (bool, error) {
+		got := &corev1.ConfigMap{}
+		return exists(t, member, got, "default", "steady") && got.Data["k"] == "v", nil
+	})
+	t.Logf("drift repaired in %v", time.Since(start).Round(time.Millisecond))
+
+	// A deleted object comes back too.
+	if err := member.Client.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 10*time.Second, "deleted object recreated", func() (bool, error) {
+		return exists(t, member, &corev1.ConfigMap{}, "default", "steady"), nil
+	})
+}
