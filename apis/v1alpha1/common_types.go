@@ -88,3 +88,7 @@ const (
 
 // VidraResourceFinalizer holds a deleted VidraResource until its objects are released.
 const VidraResourceFinalizer = "vidraresource.infrahub.operators.com/finalizer"
+
+// ConditionConflict is True on every VidraResource that declares a field of a shared
+// object differently from another: the one whose value is in effect and the one refused.
+const ConditionConflict = "Conflict"

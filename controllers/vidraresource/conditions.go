@@ -1,6 +1,8 @@
 package vidraresource
 
 import (
+	"strings"
+
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,4 +56,21 @@ func markSuspended(vr *vidrav1alpha1.VidraResource) {
 
 func apiequalitySemantic(a, b vidrav1alpha1.VidraResourceStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// markConflict shows the conflicts on both sides: refused lists this VidraResource's
+// fields held by another owner, held those of this VidraResource that others were refused.
+func markConflict(vr *vidrav1alpha1.VidraResource, refused, held string) {
+	var parts []string
+	if refused != "" {
+		parts = append(parts, "refused: "+refused)
+	}
+	if held != "" {
+		parts = append(parts, "in effect, but "+held)
+	}
+	if len(parts) == 0 {
+		meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionConflict)
+		return
+	}
+	setCondition(vr, vidrav1alpha1.ConditionConflict, metav1.ConditionTrue, vidrav1alpha1.ReasonConflict, strings.Join(parts, "; "))
 }

@@ -31,6 +31,9 @@ type DriftWatches struct {
 
 	mu       sync.Mutex
 	clusters map[multicluster.ClusterName]*clusterWatches
+	// periodicOnly holds VidraResources with reconcileOnEvents false: as in the original
+	// Vidra, their drift is repaired by the periodic resync only.
+	periodicOnly map[string]bool
 }
 
 type clusterWatches struct {
@@ -47,18 +50,24 @@ type kindWatch struct {
 // NewDriftWatches returns watches that requeue VidraResources of hubID.
 func NewDriftWatches(log logr.Logger, hubID string) *DriftWatches {
 	return &DriftWatches{
-		log:      log,
-		hubID:    hubID,
-		events:   make(chan event.TypedGenericEvent[*vidrav1alpha1.VidraResource], 1024),
-		clusters: map[multicluster.ClusterName]*clusterWatches{},
+		log:          log,
+		hubID:        hubID,
+		events:       make(chan event.TypedGenericEvent[*vidrav1alpha1.VidraResource], 1024),
+		clusters:     map[multicluster.ClusterName]*clusterWatches{},
+		periodicOnly: map[string]bool{},
 	}
 }
 
 // Use records that the VidraResource uses exactly these kinds on the destination: watches
 // start for new kinds and stop for kinds nobody uses any more.
-func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionKind) {
+func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionKind, onEvents bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if onEvents {
+		delete(w.periodicOnly, vr)
+	} else {
+		w.periodicOnly[vr] = true
+	}
 	cw := w.clusters[dest.name]
 	if cw == nil || cw.cluster != dest.cluster {
 		// New, or re-engaged with another cluster object: the old watches died with it.
@@ -88,6 +97,7 @@ func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionK
 func (w *DriftWatches) Release(name multicluster.ClusterName, vr string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	delete(w.periodicOnly, vr)
 	cw := w.clusters[name]
 	if cw == nil {
 		return
@@ -171,11 +181,24 @@ func (w *DriftWatches) requeueOwners(obj any) {
 	}
 	for _, owner := range owners {
 		name, ok := strings.CutPrefix(owner, w.hubID+"/")
-		if !ok {
+		if !ok || w.isPeriodicOnly(name) {
 			continue
 		}
 		vr := &vidrav1alpha1.VidraResource{}
 		vr.Name = name
 		w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: vr}
 	}
+}
+
+func (w *DriftWatches) isPeriodicOnly(vr string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.periodicOnly[vr]
+}
+
+// Requeue asks for the VidraResource to be reconciled again.
+func (w *DriftWatches) Requeue(vr string) {
+	obj := &vidrav1alpha1.VidraResource{}
+	obj.Name = vr
+	w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: obj}
 }

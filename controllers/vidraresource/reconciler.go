@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -48,6 +49,14 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Watches repairs drift as soon as a destination reports it.
 	Watches *DriftWatches
+
+	conflictsOnce sync.Once
+	conflicts     *conflictBook
+}
+
+func (r *Reconciler) book() *conflictBook {
+	r.conflictsOnce.Do(func() { r.conflicts = newConflictBook() })
+	return r.conflicts
 }
 
 // Reconcile narrates the life of one VidraResource.
@@ -132,7 +141,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 
 	// Apply, in stages.
 	results, applyErr := engine.Apply(ctx, objects)
-	r.Watches.Use(dest, vr.Name, kindsOf(desired))
+	r.Watches.Use(dest, vr.Name, kindsOf(desired), vr.Spec.Destination.ReconcileOnEvents || vr.Spec.ReconcileOnEvents)
 
 	// Release what left the bundle (Namespaces and CRDs last).
 	stale := difference(previous, desired)
@@ -166,6 +175,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	}
 	setInventory(vr, kept)
 	r.eventResults(vr, results)
+	for _, holder := range r.book().record(vr.Name, r.HubID, results) {
+		r.Watches.Requeue(holder)
+	}
 
 	return r.summarize(vr, results, errors.Join(append(mapErrs, applyErr)...), pruneErr)
 }
@@ -185,6 +197,7 @@ func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.
 			conflicts = append(conflicts, res.Err.Error())
 		}
 	}
+	markConflict(vr, strings.Join(conflicts, "; "), r.book().heldAgainst(vr.Name))
 	switch {
 	case len(conflicts) > 0:
 		markNotReady(vr, vidrav1alpha1.ReasonConflict, "conflicts with other owners: "+strings.Join(conflicts, "; "))
@@ -226,6 +239,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 			return ctrl.Result{}, err
 		}
 		r.Watches.Release(dest.name, vr.Name)
+	}
+	for _, holder := range r.book().forget(vr.Name) {
+		r.Watches.Requeue(holder)
 	}
 	controllerutil.RemoveFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer)
 	if err := r.Hub.Update(ctx, vr); err != nil && !apierrors.IsNotFound(err) {

@@ -17,7 +17,7 @@ import (
 func TestDriftIsRepairedWithinSeconds(t *testing.T) {
 	ctx := context.Background()
 	member := fleet.Members[0]
-	deliver(t, "steady", vidrav1alpha1.Destination{Cluster: member.Name}, cmManifest("steady"))
+	deliver(t, "steady", vidrav1alpha1.Destination{Cluster: member.Name, ReconcileOnEvents: true}, cmManifest("steady"))
 	ready(t, "steady")
 
 	cm := &corev1.ConfigMap{}
@@ -39,5 +39,30 @@ func TestDriftIsRepairedWithinSeconds(t *testing.T) {
 	}
 	testfleet.Eventually(t, 10*time.Second, "deleted object recreated", func() (bool, error) {
 		return exists(t, member, &corev1.ConfigMap{}, "default", "steady"), nil
+	})
+}
+
+// TestWithoutReconcileOnEventsDriftWaitsForTheResync: reconcileOnEvents false keeps the
+// original Vidra's periodic-only behaviour: a change is not answered at once.
+func TestWithoutReconcileOnEventsDriftWaitsForTheResync(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[0]
+	deliver(t, "periodic", vidrav1alpha1.Destination{Cluster: member.Name}, cmManifest("periodic"))
+	ready(t, "periodic")
+	cm := &corev1.ConfigMap{}
+	exists(t, member, cm, "default", "periodic")
+	cm.Data["k"] = "edited by hand"
+	if err := member.Client.Update(ctx, cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // a watch-driven repair takes tens of milliseconds
+	if exists(t, member, cm, "default", "periodic"); cm.Data["k"] != "edited by hand" {
+		t.Errorf("k = %q: repaired on an event although reconcileOnEvents is false", cm.Data["k"])
+	}
+	// A change of the VidraResource itself still reconciles it at once.
+	updateSpec(t, "periodic", func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Manifest = cmManifest("periodic") + "  # touched\n" })
+	testfleet.Eventually(t, 10*time.Second, "repaired by the next reconcile", func() (bool, error) {
+		got := &corev1.ConfigMap{}
+		return exists(t, member, got, "default", "periodic") && got.Data["k"] == "v", nil
 	})
 }

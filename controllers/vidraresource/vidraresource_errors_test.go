@@ -4,11 +4,15 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/testfleet"
 )
 
 func TestInvalidManifestStallsNamingTheDocument(t *testing.T) {
@@ -68,10 +72,25 @@ func TestConflictingSharedFieldIsReportedWithoutFlipFlop(t *testing.T) {
 	if msg := conditionMessage(vr, vidrav1alpha1.ConditionReady); !strings.Contains(msg, "ConfigMap default/paint") || !strings.Contains(msg, ".data.color") {
 		t.Errorf("message %q does not name the object and the field", msg)
 	}
+	// The owner whose value is in effect reports the conflict too.
+	red := condition(t, "red", vidrav1alpha1.ConditionConflict, metav1.ConditionTrue, vidrav1alpha1.ReasonConflict)
+	if msg := conditionMessage(red, vidrav1alpha1.ConditionConflict); !strings.Contains(msg, "blue") || !strings.Contains(msg, ".data.color") {
+		t.Errorf("red's Conflict message %q does not name the other owner and the field", msg)
+	}
+	if c := conditionMessage(red, vidrav1alpha1.ConditionReady); c == "" {
+		t.Error("red has no Ready condition")
+	}
 	cm := &corev1.ConfigMap{}
 	if exists(t, member, cm, "default", "paint"); cm.Data["color"] != "red" {
 		t.Errorf("color = %q: the second owner won", cm.Data["color"])
 	}
+	// When blue goes, red no longer reports a conflict.
+	remove(t, "blue")
+	testfleet.Eventually(t, 10*time.Second, "red's conflict cleared", func() (bool, error) {
+		vr := &vidrav1alpha1.VidraResource{}
+		err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: "red"}, vr)
+		return err == nil && meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionConflict) == nil, err
+	})
 }
 
 func TestUnenrolledDestinationIsReported(t *testing.T) {

@@ -1,0 +1,75 @@
+package vidraresource
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/vidra-operator/vidra/internal/apply"
+)
+
+// conflictBook remembers, for each VidraResource whose field value is in effect, which
+// other VidraResources were refused that field, so both sides report the conflict. The
+// refused side writes its entries on every reconcile; they are rebuilt after a restart the
+// same way.
+type conflictBook struct {
+	mu sync.Mutex
+	// byHolder[holder][refused] lists "object: field" entries.
+	byHolder map[string]map[string][]string
+}
+
+func newConflictBook() *conflictBook {
+	return &conflictBook{byHolder: map[string]map[string][]string{}}
+}
+
+// record replaces what refused was refused, and returns the holders whose view changed.
+func (b *conflictBook) record(refused, hubID string, results []apply.Result) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changed := map[string]bool{}
+	for holder, entries := range b.byHolder {
+		if _, ok := entries[refused]; ok {
+			delete(entries, refused)
+			changed[holder] = true
+		}
+	}
+	prefix := apply.FieldManagerPrefix + hubID + "/"
+	for _, res := range results {
+		for _, c := range res.Conflicts {
+			holder, ok := strings.CutPrefix(c.Manager, prefix)
+			if !ok || res.Action != apply.Conflicted {
+				continue
+			}
+			if b.byHolder[holder] == nil {
+				b.byHolder[holder] = map[string][]string{}
+			}
+			b.byHolder[holder][refused] = append(b.byHolder[holder][refused], fmt.Sprintf("%s %s", res.Ref, c.Field))
+			changed[holder] = true
+		}
+	}
+	holders := make([]string, 0, len(changed))
+	for h := range changed {
+		holders = append(holders, h)
+	}
+	slices.Sort(holders)
+	return holders
+}
+
+// forget drops everything a deleted VidraResource recorded, and returns the holders
+// whose view changed.
+func (b *conflictBook) forget(refused string) []string {
+	return b.record(refused, "", nil)
+}
+
+// heldAgainst describes the conflicts in which holder's values are in effect.
+func (b *conflictBook) heldAgainst(holder string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var parts []string
+	for refused, entries := range b.byHolder[holder] {
+		parts = append(parts, fmt.Sprintf("%s declares %s differently", refused, strings.Join(entries, ", ")))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
