@@ -75,15 +75,16 @@ const (
 
 // Condition reasons of a VidraResource, CamelCase as the API conventions ask.
 const (
-	ReasonSucceeded       = "Succeeded"
-	ReasonProgressing     = "Progressing"
-	ReasonSuspended       = "Suspended"
-	ReasonInvalidManifest = "InvalidManifest"
-	ReasonClusterNotFound = "ClusterNotFound"
-	ReasonApplyFailed     = "ApplyFailed"
-	ReasonPruneFailed     = "PruneFailed"
-	ReasonConflict        = "Conflict"
-	ReasonDeleting        = "Deleting"
+	ReasonSucceeded         = "Succeeded"
+	ReasonProgressing       = "Progressing"
+	ReasonSuspended         = "Suspended"
+	ReasonInvalidManifest   = "InvalidManifest"
+	ReasonClusterNotFound   = "ClusterNotFound"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonPruneFailed       = "PruneFailed"
+	ReasonConflict          = "Conflict"
+	ReasonDeleting          = "Deleting"
+	ReasonHealthCheckFailed = "HealthCheckFailed"
 )
 
 // VidraResourceFinalizer holds a deleted VidraResource until its objects are released.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -179,8 +180,35 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		r.Watches.Requeue(holder)
 	}
 
-	return r.summarize(vr, results, errors.Join(append(mapErrs, applyErr)...), pruneErr)
+	result, err := r.summarize(vr, results, errors.Join(append(mapErrs, applyErr)...), pruneErr)
+	if err != nil || !meta.IsStatusConditionTrue(vr.Status.Conditions, vidrav1alpha1.ConditionReady) {
+		return result, err
+	}
+	return r.reconcileHealth(ctx, vr, dest, kept)
 }
+
+// reconcileHealth keeps Ready false until every object is Current by kstatus. Status
+// changes do not trigger the drift watches, so progress is polled.
+func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref) (ctrl.Result, error) {
+	inProgress, failed, err := health(ctx, dest.client, refs)
+	switch {
+	case err != nil:
+		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
+		return ctrl.Result{}, err
+	case len(failed) > 0:
+		markNotReady(vr, vidrav1alpha1.ReasonHealthCheckFailed, "failed: "+strings.Join(failed, "; "))
+		return ctrl.Result{RequeueAfter: healthPoll}, nil
+	case len(inProgress) > 0:
+		markNotReady(vr, vidrav1alpha1.ReasonProgressing, "applied; waiting for: "+strings.Join(inProgress, "; "))
+		setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionTrue, vidrav1alpha1.ReasonProgressing, "waiting for objects to become ready")
+		vr.Status.DeployState = vidrav1alpha1.StateRunning
+		return ctrl.Result{RequeueAfter: healthPoll}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+}
+
+// healthPoll is how often objects still in progress are looked at again.
+const healthPoll = 5 * time.Second
 
 // summarize turns the apply and prune results into the status and the next requeue.
 func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.Result, applyErr, pruneErr error) (ctrl.Result, error) {

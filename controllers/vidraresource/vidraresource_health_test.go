@@ -1,0 +1,50 @@
+package vidraresource_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// TestReadyWaitsForEveryObjectToBeCurrent: nothing runs pods here, so a Deployment stays
+// in progress until its status is written as a kubelet and controller would.
+func TestReadyWaitsForEveryObjectToBeCurrent(t *testing.T) {
+	member := fleet.Members[1]
+	deliver(t, "app", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "default"}, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec: {containers: [{name: app, image: registry.example/app:1}]}
+`)
+	vr := condition(t, "app", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonProgressing)
+	if msg := conditionMessage(vr, vidrav1alpha1.ConditionReady); !strings.Contains(msg, "Deployment default/app") {
+		t.Errorf("Ready message %q does not name the Deployment", msg)
+	}
+	if vr.Status.DeployState != vidrav1alpha1.StateRunning {
+		t.Errorf("DeployState = %q while progressing", vr.Status.DeployState)
+	}
+
+	d := &appsv1.Deployment{}
+	exists(t, member, d, "default", "app")
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
+			{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"},
+		},
+	}
+	if err := member.Client.Status().Update(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	ready(t, "app")
+}
