@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
@@ -23,7 +24,12 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 	if provider != nil {
 		resolver.Fleet = provider
 	}
+	metrics, err := vidraresource.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return err
+	}
 	r := &vidraresource.Reconciler{
+		Metrics:        metrics,
 		Hub:            mgr.GetLocalManager().GetClient(),
 		Manager:        mgr,
 		Resolver:       resolver,

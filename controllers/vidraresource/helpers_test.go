@@ -119,3 +119,9 @@ func updateSpec(t *testing.T, name string, mutate func(*vidrav1alpha1.VidraResou
 		t.Fatal(err)
 	}
 }
+
+// metricValue reads a metric of the operator under test; -1 when absent.
+func metricValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	return testfleet.MetricValue(t, registry, name, labels)
+}

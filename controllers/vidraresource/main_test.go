@@ -36,6 +36,9 @@ const (
 // collector controllers, so deleted namespaces really go.
 var fleet *testfleet.Fleet
 
+// registry holds the controller's metrics.
+var registry = prometheus.NewRegistry()
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -99,7 +102,12 @@ func startOperator(ctx context.Context) (<-chan struct{}, error) {
 	if err := provider.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	metrics, err := vidraresource.NewMetrics(registry)
+	if err != nil {
+		return nil, err
+	}
 	r := &vidraresource.Reconciler{
+		Metrics:        metrics,
 		Hub:            mgr.GetLocalManager().GetClient(),
 		Manager:        mgr,
 		Resolver:       destination.Resolver{Fleet: provider},

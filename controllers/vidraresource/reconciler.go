@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Watches repairs drift as soon as a destination reports it.
 	Watches *DriftWatches
+	// Metrics, when set, count applies, drift and managed objects.
+	Metrics *Metrics
 
 	conflictsOnce sync.Once
 	conflicts     *conflictBook
@@ -63,6 +66,10 @@ func (r *Reconciler) book() *conflictBook {
 // Reconcile narrates the life of one VidraResource.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	log := logr.FromContextOrDiscard(ctx)
+
+	if r.Metrics != nil {
+		defer prometheus.NewTimer(r.Metrics.duration).ObserveDuration()
+	}
 
 	// Get the VidraResource.
 	vr := &vidrav1alpha1.VidraResource{}
@@ -176,6 +183,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	}
 	setInventory(vr, kept)
 	r.eventResults(vr, results)
+	r.Metrics.observeApply(vr.Status.Cluster, results)
+	r.Metrics.setManaged(vr.Status.Cluster, vr.Name, len(kept))
 	for _, holder := range r.book().record(vr.Name, r.HubID, results) {
 		r.Watches.Requeue(holder)
 	}
@@ -271,6 +280,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 	for _, holder := range r.book().forget(vr.Name) {
 		r.Watches.Requeue(holder)
 	}
+	r.Metrics.setManaged(vr.Status.Cluster, vr.Name, 0)
 	controllerutil.RemoveFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer)
 	if err := r.Hub.Update(ctx, vr); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)

@@ -32,6 +32,15 @@ func TestDriftIsRepairedWithinSeconds(t *testing.T) {
 		return exists(t, member, got, "default", "steady") && got.Data["k"] == "v", nil
 	})
 	t.Logf("drift repaired in %v", time.Since(start).Round(time.Millisecond))
+	if v := metricValue(t, "vidra_drift_repaired_total", map[string]string{"cluster": member.Name}); v < 1 {
+		t.Errorf("vidra_drift_repaired_total{cluster=%q} = %v, want at least 1", member.Name, v)
+	}
+	if v := metricValue(t, "vidra_managed_objects", map[string]string{"cluster": member.Name}); v < 1 {
+		t.Errorf("vidra_managed_objects{cluster=%q} = %v", member.Name, v)
+	}
+	if v := metricValue(t, "vidra_apply_total", map[string]string{"cluster": member.Name, "result": "Created"}); v < 1 {
+		t.Errorf("vidra_apply_total{result=Created} = %v", v)
+	}
 
 	// A deleted object comes back too.
 	if err := member.Client.Delete(ctx, cm); err != nil {

@@ -173,29 +173,8 @@ func credentials(t *testing.T, data []byte) []string {
 	return out
 }
 
-// metricValue reads a gauge or counter from the provider's registry; -1 when absent.
+// metricValue reads a metric of the operator under test; -1 when absent.
 func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	families, err := metrics.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return -1
+	return testfleet.MetricValue(t, metrics, name, labels)
 }
