@@ -202,3 +202,17 @@ func (w *DriftWatches) Requeue(vr string) {
 	obj.Name = vr
 	w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: obj}
 }
+
+// Watched lists the kinds watched on a cluster, sorted.
+func (w *DriftWatches) Watched(name multicluster.ClusterName) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var kinds []string
+	if cw := w.clusters[name]; cw != nil {
+		for gvk := range cw.kinds {
+			kinds = append(kinds, gvk.Kind)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}

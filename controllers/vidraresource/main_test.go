@@ -39,6 +39,9 @@ var fleet *testfleet.Fleet
 // registry holds the controller's metrics.
 var registry = prometheus.NewRegistry()
 
+// watches are the controller's drift watches.
+var watches *vidraresource.DriftWatches
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -102,6 +105,7 @@ func startOperator(ctx context.Context) (<-chan struct{}, error) {
 	if err := provider.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	watches = vidraresource.NewDriftWatches(log.WithName("drift"), hubID)
 	metrics, err := vidraresource.NewMetrics(registry)
 	if err != nil {
 		return nil, err
@@ -114,7 +118,8 @@ func startOperator(ctx context.Context) (<-chan struct{}, error) {
 		HubID:          hubID,
 		ResyncInterval: 10 * time.Minute,
 		Recorder:       mgr.GetLocalManager().GetEventRecorder("vidra"),
-		Watches:        vidraresource.NewDriftWatches(log.WithName("drift"), hubID),
+		Watches:        watches,
+		RequestTimeout: 2 * time.Second,
 	}
 	if err := r.SetupWithManager(4); err != nil {
 		return nil, err

@@ -385,6 +385,10 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 	switch {
 	case err == nil && !ownership.IsManaged(existing):
 		return objects, nil
+	case apierrors.IsForbidden(err):
+		// An impersonated service account may not read namespaces: use the namespace as
+		// it is, and let the apply say so if it is missing.
+		return objects, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("look up destination namespace %s: %w", ns, err)
 	}

@@ -1,0 +1,86 @@
+package vidraresource_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+// crashAfterRecording leaves a VidraResource as an operator stopped mid-reconcile would:
+// its inventory records objects; applied, when created, means the object was created by
+// the apply but the operator stopped before adding itself to the owners set. The
+// VidraResource is suspended meanwhile, as a stopped operator does nothing.
+func crashAfterRecording(t *testing.T, name string, member string, recorded []string, created []string) {
+	t.Helper()
+	ctx := context.Background()
+	deliver(t, name, vidrav1alpha1.Destination{Cluster: member}, cmManifest(recorded[0]),
+		func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Suspend = true })
+	condition(t, name, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonSuspended)
+	vr := &vidrav1alpha1.VidraResource{}
+	if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, vr); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range recorded {
+		vr.Status.ManagedResources = append(vr.Status.ManagedResources,
+			vidrav1alpha1.ManagedResource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: cm})
+	}
+	if err := fleet.Hub.Client.Status().Update(ctx, vr); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range created {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: "default",
+			Labels: map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}}}
+		if err := memberNamed(member).Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCrashBetweenRecordingAndJoiningLeavesNoOrphan: an object created by an apply whose
+// operator stopped before joining it, and dropped from the bundle meanwhile, is pruned
+// when the operator is back.
+func TestCrashBetweenRecordingAndJoiningLeavesNoOrphan(t *testing.T) {
+	member := fleet.Members[0]
+	crashAfterRecording(t, "crashy", member.Name, []string{"crash-a"}, []string{"crash-a"})
+	updateSpec(t, "crashy", func(vr *vidrav1alpha1.VidraResource) {
+		vr.Spec.Suspend = false
+		vr.Spec.Manifest = cmManifest("crash-b")
+	})
+	vr := ready(t, "crashy")
+	gone(t, member, &corev1.ConfigMap{}, "default", "crash-a")
+	cm := &corev1.ConfigMap{}
+	if !exists(t, member, cm, "default", "crash-b") || !owned(t, cm, "hub/crashy") {
+		t.Errorf("crash-b: %v", cm.Annotations)
+	}
+	if len(vr.Status.ManagedResources) != 1 || vr.Status.ManagedResources[0].Name != "crash-b" {
+		t.Errorf("managedResources = %+v", vr.Status.ManagedResources)
+	}
+}
+
+// TestCrashBeforeApplyingCompletesTheApply: an object recorded but never applied is
+// applied and joined when the operator is back.
+func TestCrashBeforeApplyingCompletesTheApply(t *testing.T) {
+	member := fleet.Members[0]
+	crashAfterRecording(t, "crashy-2", member.Name, []string{"crash-c"}, nil)
+	updateSpec(t, "crashy-2", func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Suspend = false })
+	ready(t, "crashy-2")
+	cm := &corev1.ConfigMap{}
+	if !exists(t, member, cm, "default", "crash-c") || !owned(t, cm, "hub/crashy-2") {
+		t.Errorf("crash-c: %v", cm.Annotations)
+	}
+}
+
+func memberNamed(name string) *testfleet.Cluster {
+	for _, m := range fleet.Members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
