@@ -31,6 +31,7 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 	r := &vidraresource.Reconciler{
 		Metrics:        metrics,
 		Hub:            mgr.GetLocalManager().GetClient(),
+		HubReader:      mgr.GetLocalManager().GetAPIReader(),
 		Manager:        mgr,
 		Resolver:       resolver,
 		HubID:          hubID,

@@ -113,6 +113,7 @@ func startOperator(ctx context.Context) (<-chan struct{}, error) {
 	r := &vidraresource.Reconciler{
 		Metrics:        metrics,
 		Hub:            mgr.GetLocalManager().GetClient(),
+		HubReader:      mgr.GetLocalManager().GetAPIReader(),
 		Manager:        mgr,
 		Resolver:       destination.Resolver{Fleet: provider},
 		HubID:          hubID,

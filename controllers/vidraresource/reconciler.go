@@ -37,6 +37,10 @@ import (
 type Reconciler struct {
 	// Hub reads and writes VidraResources.
 	Hub client.Client
+	// HubReader reads a VidraResource from the API server at the start of a reconcile:
+	// its inventory must include what the previous reconcile recorded, which a cache may
+	// not have seen yet.
+	HubReader client.Reader
 	// Manager finds destination clusters by name.
 	Manager mcmanager.Manager
 	// Resolver turns a destination into a cluster name.
@@ -73,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	// Get the VidraResource.
 	vr := &vidrav1alpha1.VidraResource{}
-	if err := r.Hub.Get(ctx, req.NamespacedName, vr); err != nil {
+	if err := r.HubReader.Get(ctx, req.NamespacedName, vr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 

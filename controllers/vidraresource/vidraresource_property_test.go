@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -56,15 +56,12 @@ func TestOwnersMatchTheDeclaringResourcesAfterRandomChurn(t *testing.T) {
 				i := rng.IntN(objects)
 				declared[r][i] = !declared[r][i]
 				manifest := bundle(declared[r])
-				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-					vr := &vidrav1alpha1.VidraResource{}
-					if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: vrName(r)}, vr); err != nil {
-						return err
-					}
-					vr.Spec.Manifest = manifest
-					return fleet.Hub.Client.Update(ctx, vr)
-				})
-				if err != nil {
+				// A merge patch, as kubectl patch would: status writes by the controller do
+				// not make it conflict.
+				patch := fmt.Sprintf(`{"spec":{"manifest":%q}}`, manifest)
+				vr := &vidrav1alpha1.VidraResource{}
+				vr.Name = vrName(r)
+				if err := fleet.Hub.Client.Patch(ctx, vr, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 					return err
 				}
 			}
@@ -75,6 +72,19 @@ func TestOwnersMatchTheDeclaringResourcesAfterRandomChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	defer func() {
+		if t.Failed() {
+			for i := range objects {
+				cm := &corev1.ConfigMap{}
+				if exists(t, member, cm, "default", objName(i)) {
+					t.Logf("DBG %s labels=%v annotations=%v data=%v", objName(i), cm.Labels, cm.Annotations, cm.Data)
+					for _, mf := range cm.ManagedFields {
+						t.Logf("DBG   %s %s %s %s", mf.Manager, mf.Operation, mf.Time, string(mf.FieldsV1.Raw))
+					}
+				}
+			}
+		}
+	}()
 	// Quiesce: every VidraResource has reconciled its last spec and is Ready.
 	for r := range resources {
 		testfleet.Eventually(t, 60*time.Second, vrName(r)+" caught up", func() (bool, error) {
@@ -82,7 +92,8 @@ func TestOwnersMatchTheDeclaringResourcesAfterRandomChurn(t *testing.T) {
 			if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: vrName(r)}, vr); err != nil {
 				return false, err
 			}
-			return vr.Status.ObservedGeneration == vr.Generation && vr.Status.DeployState == vidrav1alpha1.StateSucceeded, nil
+			return vr.Status.ObservedGeneration == vr.Generation && vr.Status.DeployState == vidrav1alpha1.StateSucceeded,
+				fmt.Errorf("generation %d observed %d, %s: %s", vr.Generation, vr.Status.ObservedGeneration, vr.Status.DeployState, vr.Status.LastError)
 		})
 	}
 

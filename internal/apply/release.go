@@ -68,8 +68,9 @@ func (e *Engine) releaseOne(ctx context.Context, ref ownership.Ref, prune bool) 
 }
 
 // giveUpFields applies an empty configuration as this owner, which drops every field only
-// this owner set. The object's resourceVersion rides along as a precondition, so an
-// object deleted meanwhile is not created again by the apply.
+// this owner set. The object's UID and resourceVersion ride along as preconditions: an
+// apply with a resourceVersion alone would create a deleted object again, empty; with
+// the UID the API server refuses to.
 func (e *Engine) giveUpFields(ctx context.Context, ref ownership.Ref) error {
 	for range maxReapply {
 		current := &unstructured.Unstructured{}
@@ -81,6 +82,7 @@ func (e *Engine) giveUpFields(ctx context.Context, ref ownership.Ref) error {
 		empty.SetGroupVersionKind(ref.GVK)
 		empty.SetNamespace(ref.Namespace)
 		empty.SetName(ref.Name)
+		empty.SetUID(current.GetUID())
 		empty.SetResourceVersion(current.GetResourceVersion())
 		err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(empty), client.FieldOwner(e.FieldManager()), client.ForceOwnership)
 		if err == nil || apierrors.IsNotFound(err) {
