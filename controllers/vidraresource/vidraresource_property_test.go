@@ -72,14 +72,16 @@ func TestOwnersMatchTheDeclaringResourcesAfterRandomChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// On failure, show every object with its field managers: what is needed to tell a
+	// race from a rule broken.
 	defer func() {
 		if t.Failed() {
 			for i := range objects {
 				cm := &corev1.ConfigMap{}
 				if exists(t, member, cm, "default", objName(i)) {
-					t.Logf("DBG %s labels=%v annotations=%v data=%v", objName(i), cm.Labels, cm.Annotations, cm.Data)
+					t.Logf("%s: labels %v, annotations %v, data %v, managed fields:", objName(i), cm.Labels, cm.Annotations, cm.Data)
 					for _, mf := range cm.ManagedFields {
-						t.Logf("DBG   %s %s %s %s", mf.Manager, mf.Operation, mf.Time, string(mf.FieldsV1.Raw))
+						t.Logf("  %s %s %s %s", mf.Manager, mf.Operation, mf.Time, mf.FieldsV1.GetRawString())
 					}
 				}
 			}
