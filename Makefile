@@ -51,8 +51,8 @@ fuzz: ## Fuzz the manifest decoder for FUZZ_TIME (the checked-in corpus also run
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZ_TIME) ./internal/manifest
 
 .PHONY: bench
-bench: control-plane ## Benchmarks on real control planes (enroll latency, memory per cluster).
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/...
+bench: control-plane ## Benchmarks on real control planes (enroll latency, memory per cluster, converge).
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/... ./controllers/...
 
 .PHONY: vet
 vet: ## go vet every package.

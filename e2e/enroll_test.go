@@ -65,6 +65,42 @@ func TestLabeledSecretEnrollsAMember(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("a VidraResource applied with kubectl is delivered to it", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			kubectl(ctx, t, []byte(`apiVersion: infrahub.operators.com/v1alpha1
+kind: VidraResource
+metadata:
+  name: hello
+spec:
+  destination:
+    cluster: edge-1
+    namespace: hello
+    reconcileOnEvents: true
+  manifest: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: greeting
+    data:
+      text: hello from the hub
+`), "apply", "-f", "-")
+			var out string
+			testfleet.Eventually(t, 30*time.Second, "hello Succeeded", func() (bool, error) {
+				out = kubectl(ctx, t, nil, "get", "vidraresources")
+				r := row(out, "hello")
+				return len(r) >= 4 && r[1] == "edge-1" && r[2] == "Succeeded" && r[3] == "2", nil
+			})
+			t.Logf("kubectl get vidraresources:\n%s", out)
+			member := fleetenv.Fleet(ctx).Members[0]
+			got, err := member.Kubectl(ctx, nil, "-n", "hello", "get", "configmap", "greeting", "-o", "jsonpath={.data.text}")
+			if err != nil || got != "hello from the hub" {
+				t.Errorf("ConfigMap on the member: %q, %v", got, err)
+			}
+			kubectl(ctx, t, nil, "delete", "vidraresource", "hello", "--wait=true", "--timeout=30s")
+			if _, err := member.Kubectl(ctx, nil, "-n", "hello", "get", "configmap", "greeting"); err == nil {
+				t.Error("deleting the VidraResource left its ConfigMap on the member")
+			}
+			return ctx
+		}).
 		Assess("deleting the Secret retires the cluster", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "delete", "secret", "edge-1")
 			testfleet.Eventually(t, 30*time.Second, "edge-1 gone", func() (bool, error) {

@@ -34,7 +34,7 @@ func deliver(t *testing.T, name string, dest vidrav1alpha1.Destination, manifest
 }
 
 // remove deletes a VidraResource and waits until it is gone (its objects released).
-func remove(t *testing.T, name string) {
+func remove(t testing.TB, name string) {
 	t.Helper()
 	vr := &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := fleet.Hub.Client.Delete(context.Background(), vr); err != nil && !apierrors.IsNotFound(err) {
