@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +25,8 @@ import (
 // exactly those VidraResources. VIDRA_PROPERTY_STEPS and VIDRA_PROPERTY_SEED replay a run.
 func TestOwnersMatchTheDeclaringResourcesAfterRandomChurn(t *testing.T) {
 	const resources, objects = 4, 6
-	steps := envInt(t, "VIDRA_PROPERTY_STEPS", 1000)
-	seed := uint64(envInt(t, "VIDRA_PROPERTY_SEED", int(time.Now().UnixNano()%1_000_000)))
+	steps := testfleet.EnvInt(t, "VIDRA_PROPERTY_STEPS", 1000)
+	seed := uint64(testfleet.EnvInt(t, "VIDRA_PROPERTY_SEED", int(time.Now().UnixNano()%1_000_000)))
 	t.Logf("%d steps, seed %d", steps, seed)
 	ctx := context.Background()
 	member := fleet.Members[1]
@@ -117,17 +115,4 @@ func TestOwnersMatchTheDeclaringResourcesAfterRandomChurn(t *testing.T) {
 			t.Errorf("%s owners = %v, want %v", objName(i), ownersOf(t, cm), want)
 		}
 	}
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", name, v, err)
-	}
-	return n
 }

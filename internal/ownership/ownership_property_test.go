@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/testfleet"
 )
 
 // TestOwnersSetsStayTrueUnderConcurrentClaims is a randomized property test: several
@@ -27,8 +26,8 @@ import (
 // owners. VIDRA_PROPERTY_STEPS and VIDRA_PROPERTY_SEED replay a run.
 func TestOwnersSetsStayTrueUnderConcurrentClaims(t *testing.T) {
 	const owners, objects = 4, 6
-	steps := envInt(t, "VIDRA_PROPERTY_STEPS", 1000)
-	seed := uint64(envInt(t, "VIDRA_PROPERTY_SEED", int(time.Now().UnixNano()%1_000_000)))
+	steps := testfleet.EnvInt(t, "VIDRA_PROPERTY_STEPS", 1000)
+	seed := uint64(testfleet.EnvInt(t, "VIDRA_PROPERTY_SEED", int(time.Now().UnixNano()%1_000_000)))
 	t.Logf("%d steps, seed %d", steps, seed)
 
 	ctx := context.Background()
@@ -98,17 +97,4 @@ func claim(ctx context.Context, w ownership.Writer, ref ownership.Ref, owner str
 			return err
 		}
 	}
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", name, v, err)
-	}
-	return n
 }

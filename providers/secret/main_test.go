@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/zapr"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -72,18 +70,10 @@ func runTests(m *testing.M) int {
 // startOperator runs a multicluster manager with the provider against the hub, the way
 // cmd/vidra wires it, with probes fast enough for tests.
 func startOperator(ctx context.Context) (<-chan struct{}, error) {
-	// Errors only, unless VIDRA_TEST_LOG=debug asks for the operator's whole story.
-	level := zap.ErrorLevel
-	if os.Getenv("VIDRA_TEST_LOG") == "debug" {
-		level = zap.DebugLevel
-	}
-	zcfg := zap.NewDevelopmentConfig()
-	zcfg.Level = zap.NewAtomicLevelAt(level)
-	zl, err := zcfg.Build()
+	log, err := testfleet.Logger()
 	if err != nil {
 		return nil, err
 	}
-	log := zapr.NewLogger(zl)
 	scheme, err := testfleet.NewScheme()
 	if err != nil {
 		return nil, err
