@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
@@ -132,7 +133,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if err != nil {
 		markNotReady(vr, vidrav1alpha1.ReasonClusterNotFound, err.Error())
 		if dest != nil {
-			vr.Status.Cluster = string(dest.name)
+			vr.Status.Cluster = clusterLabel(dest.name)
 		}
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
@@ -363,11 +364,11 @@ func prunes(vr *vidrav1alpha1.VidraResource) bool {
 }
 
 // clusterLabel is how the status names a cluster; the local cluster is "local".
-func clusterLabel(name interface{ String() string }) string {
-	if s := name.String(); s != "" {
-		return s
+func clusterLabel(name multicluster.ClusterName) string {
+	if name == destination.LocalCluster {
+		return "local"
 	}
-	return "local"
+	return string(name)
 }
 
 // withDestinationNamespace adds the destination namespace to the bundle when it is

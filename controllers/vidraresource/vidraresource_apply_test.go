@@ -75,3 +75,17 @@ spec:
 		t.Errorf("Gadget on %s: %v", member.Name, g.GetAnnotations())
 	}
 }
+
+// TestEmptyDestinationIsTheHubItself: as in the original Vidra, no destination (or
+// https://kubernetes.default.svc) means the cluster the operator runs in.
+func TestEmptyDestinationIsTheHubItself(t *testing.T) {
+	deliver(t, "at-home", vidrav1alpha1.Destination{Server: vidrav1alpha1.LocalClusterServer, Namespace: "default"}, cmManifest("at-home"))
+	vr := ready(t, "at-home")
+	if vr.Status.Cluster != "local" {
+		t.Errorf("status.cluster = %q, want local", vr.Status.Cluster)
+	}
+	cm := &corev1.ConfigMap{}
+	if !exists(t, fleet.Hub, cm, "default", "at-home") || !owned(t, cm, "hub/at-home") {
+		t.Errorf("ConfigMap on the hub: %v", cm.Annotations)
+	}
+}
