@@ -23,37 +23,44 @@ func newConflictBook() *conflictBook {
 	return &conflictBook{byHolder: map[string]map[string][]string{}}
 }
 
-// record replaces what refused was refused, and returns the holders whose view changed.
+// record replaces what refused was refused, and returns the holders whose view changed
+// (only those: two VidraResources refusing each other a field must not requeue each
+// other forever).
 func (b *conflictBook) record(refused, hubID string, results []apply.Result) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	changed := map[string]bool{}
-	for holder, entries := range b.byHolder {
-		if _, ok := entries[refused]; ok {
-			delete(entries, refused)
-			changed[holder] = true
-		}
-	}
+	fresh := map[string][]string{}
 	prefix := apply.FieldManagerPrefix + hubID + "/"
 	for _, res := range results {
+		if res.Action != apply.Conflicted {
+			continue
+		}
 		for _, c := range res.Conflicts {
-			holder, ok := strings.CutPrefix(c.Manager, prefix)
-			if !ok || res.Action != apply.Conflicted {
-				continue
+			if holder, ok := strings.CutPrefix(c.Manager, prefix); ok && hubID != "" {
+				fresh[holder] = append(fresh[holder], fmt.Sprintf("%s %s", res.Ref, c.Field))
 			}
-			if b.byHolder[holder] == nil {
-				b.byHolder[holder] = map[string][]string{}
-			}
-			b.byHolder[holder][refused] = append(b.byHolder[holder][refused], fmt.Sprintf("%s %s", res.Ref, c.Field))
-			changed[holder] = true
 		}
 	}
-	holders := make([]string, 0, len(changed))
-	for h := range changed {
-		holders = append(holders, h)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var changed []string
+	for holder, entries := range b.byHolder {
+		if _, still := fresh[holder]; !still {
+			if _, had := entries[refused]; had {
+				delete(entries, refused)
+				changed = append(changed, holder)
+			}
+		}
 	}
-	slices.Sort(holders)
-	return holders
+	for holder, entries := range fresh {
+		if b.byHolder[holder] == nil {
+			b.byHolder[holder] = map[string][]string{}
+		}
+		if !slices.Equal(b.byHolder[holder][refused], entries) {
+			b.byHolder[holder][refused] = entries
+			changed = append(changed, holder)
+		}
+	}
+	slices.Sort(changed)
+	return changed
 }
 
 // forget drops everything a deleted VidraResource recorded, and returns the holders
