@@ -1,8 +1,6 @@
 package v1alpha1_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,20 +12,5 @@ import (
 var hub *testfleet.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	fleet, err := testfleet.Start(context.Background(), testfleet.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := fleet.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop control plane:", err)
-		}
-	}()
-	hub = fleet.Hub
-	return m.Run()
+	os.Exit(testfleet.Main(m, testfleet.Options{}, func(f *testfleet.Fleet) { hub = f.Hub }))
 }

@@ -1,8 +1,6 @@
 package apply_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,16 +12,5 @@ import (
 var member *testfleet.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	fleet, err := testfleet.Start(context.Background(), testfleet.Options{Members: 1})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start fleet:", err)
-		return 1
-	}
-	defer func() { _ = fleet.Stop() }()
-	member = fleet.Members[0]
-	return m.Run()
+	os.Exit(testfleet.Main(m, testfleet.Options{Members: 1}, func(f *testfleet.Fleet) { member = f.Members[0] }))
 }

@@ -1,8 +1,6 @@
 package ownership_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,16 +11,5 @@ import (
 var cluster *testfleet.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	fleet, err := testfleet.Start(context.Background(), testfleet.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start control plane:", err)
-		return 1
-	}
-	defer func() { _ = fleet.Stop() }()
-	cluster = fleet.Hub
-	return m.Run()
+	os.Exit(testfleet.Main(m, testfleet.Options{}, func(f *testfleet.Fleet) { cluster = f.Hub }))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -111,4 +112,22 @@ func NewScheme() (*runtime.Scheme, error) {
 		}
 	}
 	return scheme, nil
+}
+
+// Main runs a test package's tests on a fleet started for them: use it from TestMain as
+// os.Exit(testfleet.Main(m, opts, func(f *Fleet) { ... })), where the function keeps the
+// clusters the tests need. The fleet is stopped when the tests end.
+func Main(m interface{ Run() int }, opts Options, keep func(*Fleet)) int {
+	fleet, err := Start(context.Background(), opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start fleet:", err)
+		return 1
+	}
+	defer func() {
+		if err := fleet.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop fleet:", err)
+		}
+	}()
+	keep(fleet)
+	return m.Run()
 }

@@ -2,7 +2,6 @@ package testfleet_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -22,22 +21,7 @@ import (
 var fleet *testfleet.Fleet
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	var err error
-	fleet, err = testfleet.Start(context.Background(), testfleet.Options{Members: 2, ControllerManager: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start fleet:", err)
-		return 1
-	}
-	defer func() {
-		if err := fleet.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop fleet:", err)
-		}
-	}()
-	return m.Run()
+	os.Exit(testfleet.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, func(f *testfleet.Fleet) { fleet = f }))
 }
 
 func TestFleetHasAHubAndSeparateMembers(t *testing.T) {
