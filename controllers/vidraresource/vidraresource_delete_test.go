@@ -24,15 +24,7 @@ func TestDeletionWaitsForAnUnreachableCluster(t *testing.T) {
 	deliver(t, "patient", vidrav1alpha1.Destination{Cluster: member.Name}, cmManifest("patient"))
 	ready(t, "patient")
 
-	if err := member.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = member.Resume()
-		}
-	}()
+	member.PauseInTest(t)
 	if err := fleet.Hub.Client.Delete(ctx, &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: "patient"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +35,6 @@ func TestDeletionWaitsForAnUnreachableCluster(t *testing.T) {
 	if err := member.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	resumed = true
 	remove(t, "patient")
 	gone(t, member, &corev1.ConfigMap{}, "default", "patient")
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -93,7 +94,17 @@ func (c *Cluster) Pause() error {
 	return c.signalAPIServer(syscall.SIGSTOP, true)
 }
 
-// Resume undoes Pause.
+// PauseInTest pauses the cluster's API server for a test, which may Resume it itself;
+// it is resumed when the test ends whatever happens, so no later test meets it frozen.
+func (c *Cluster) PauseInTest(t testing.TB) {
+	t.Helper()
+	if err := c.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Resume() })
+}
+
+// Resume undoes Pause; resuming a running API server does nothing.
 func (c *Cluster) Resume() error {
 	return c.signalAPIServer(syscall.SIGCONT, false)
 }

@@ -75,15 +75,7 @@ func TestPausedMemberIsUnreachableUntilResumed(t *testing.T) {
 	cfg.Timeout = time.Second
 	probe := discovery.NewDiscoveryClientForConfigOrDie(cfg)
 
-	if err := member.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = member.Resume()
-		}
-	}()
+	member.PauseInTest(t)
 	if _, err := probe.ServerVersion(); err == nil {
 		t.Fatal("a paused member answered")
 	}
@@ -95,7 +87,6 @@ func TestPausedMemberIsUnreachableUntilResumed(t *testing.T) {
 	if err := member.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	resumed = true
 	testfleet.Eventually(t, 10*time.Second, "resumed member answers", func() (bool, error) {
 		_, err := probe.ServerVersion()
 		return err == nil, err

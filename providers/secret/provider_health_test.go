@@ -15,15 +15,7 @@ func TestUnreachableClusterDoesNotHoldUpOthers(t *testing.T) {
 	enroll(t, "edge-health-kubeconfig", "edge-health", paused.Kubeconfig, nil)
 	vidraCluster(t, "edge-health", 15*time.Second, "Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
 
-	if err := paused.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = paused.Resume()
-		}
-	}()
+	paused.PauseInTest(t)
 	vc := vidraCluster(t, "edge-health", 20*time.Second, "Unreachable", phaseIs(vidrav1alpha1.ClusterUnreachable))
 	if readyReason(vc) != "Unreachable" {
 		t.Errorf("Ready reason = %q, want Unreachable", readyReason(vc))
@@ -40,7 +32,6 @@ func TestUnreachableClusterDoesNotHoldUpOthers(t *testing.T) {
 	if err := paused.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	resumed = true
 	vidraCluster(t, "edge-health", 20*time.Second, "Engaged again", phaseIs(vidrav1alpha1.ClusterEngaged))
 	if v := metricValue(t, "vidra_cluster_ready", map[string]string{"cluster": "edge-health"}); v != 1 {
 		t.Errorf("vidra_cluster_ready = %v after resume, want 1", v)
