@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // State is the coarse lifecycle state the original Vidra API reports in
 // InfrahubSync.status.syncState and VidraResource.status.DeployState. Conditions carry the
 // detail; State stays for users and scripts that read the original field.
@@ -87,9 +89,34 @@ const (
 	ReasonHealthCheckFailed = "HealthCheckFailed"
 )
 
+// Condition reasons of an InfrahubSync.
+const (
+	// ReasonSourceInvalid: the source cannot be used as written (a refused URL, a missing
+	// or unreadable credentials or CA Secret); fixing the InfrahubSync or its Secret helps.
+	ReasonSourceInvalid = "SourceInvalid"
+	// ReasonAuthenticationFailed: Infrahub refused the credentials.
+	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ReasonListFailed: the artifacts could not be listed; nothing was changed.
+	ReasonListFailed = "ListFailed"
+	// ReasonArtifactFailed: some artifacts could not be delivered (not Ready in Infrahub,
+	// a checksum mismatch, content that is not a manifest); their VidraResources are kept
+	// as they were.
+	ReasonArtifactFailed = "ArtifactFailed"
+	// ReasonNoArtifacts: Infrahub lists no artifact of that name; nothing was removed.
+	ReasonNoArtifacts = "NoArtifacts"
+	// ReasonVidraResourceFailed: a VidraResource could not be written.
+	ReasonVidraResourceFailed = "VidraResourceFailed"
+)
+
 // VidraResourceFinalizer holds a deleted VidraResource until its objects are released.
 const VidraResourceFinalizer = "vidraresource.infrahub.operators.com/finalizer"
 
 // ConditionConflict is True on every VidraResource that declares a field of a shared
 // object differently from another: the one whose value is in effect and the one refused.
 const ConditionConflict = "Conflict"
+
+// StatusConditions gives the VidraResource's conditions to shared condition helpers.
+func (in *VidraResource) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
+
+// StatusConditions gives the InfrahubSync's conditions to shared condition helpers.
+func (in *InfrahubSync) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }

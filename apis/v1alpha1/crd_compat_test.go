@@ -63,10 +63,11 @@ func TestOriginalVidraManifestsApplyUnchanged(t *testing.T) {
 		src.TargetDate != "2025-01-01T00:00:00Z" || src.ArtefactName != "Webserver_Manifest" {
 		t.Errorf("source = %+v, original fields changed", src)
 	}
-	if src.Interval == nil || src.Interval.Duration != time.Minute {
-		t.Errorf("interval = %v, want the default 1m", src.Interval)
+	if ihs.Spec.Interval == nil || ihs.Spec.Interval.Duration != time.Minute {
+		t.Errorf("interval = %v, want the default 1m", ihs.Spec.Interval)
 	}
-	if src.InsecureAllowHTTP || src.CredentialsSecretRef != nil {
+	if src.InsecureAllowHTTP || src.CredentialsSecretRef != nil || src.CASecretRef != nil || src.QueryName != "" ||
+		ihs.Spec.AllowEmpty || ihs.Spec.Suspend || ihs.Spec.Destination.ClusterFromTarget {
 		t.Errorf("new optional source fields set without being asked for: %+v", src)
 	}
 	if ihs.Spec.Destination.Server != vidrav1alpha1.LocalClusterServer || !ihs.Spec.Destination.ReconcileOnEvents {

@@ -83,21 +83,33 @@ func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
 		}, "spec.source.targetDate", "RFC 3339"},
 		{"interval below a second", func() client.Object {
 			s := validSync()
-			s.Spec.Source.Interval = &metav1.Duration{Duration: 1}
+			s.Spec.Interval = &metav1.Duration{Duration: 1}
 			return s
-		}, "spec.source.interval", "at least 1s"},
+		}, "spec.interval", "at least 1s"},
 		{"sync with cluster and server", func() client.Object {
 			s := validSync()
 			s.Spec.Destination.Cluster = "edge-1"
 			s.Spec.Destination.Server = "https://edge-1.example.com:6443"
 			return s
-		}, "spec.destination", "at most one of cluster, server and clusterSelector"},
+		}, "spec.destination", "at most one of cluster, server, clusterSelector and clusterFromTarget"},
 		{"sync with cluster and clusterSelector", func() client.Object {
 			s := validSync()
 			s.Spec.Destination.Cluster = "edge-1"
 			s.Spec.Destination.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"site": "a"}}
 			return s
-		}, "spec.destination", "at most one of cluster, server and clusterSelector"},
+		}, "spec.destination", "at most one of cluster, server, clusterSelector and clusterFromTarget"},
+		{"sync with clusterSelector and clusterFromTarget", func() client.Object {
+			s := validSync()
+			s.Spec.Destination.ClusterFromTarget = true
+			s.Spec.Destination.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"site": "a"}}
+			return s
+		}, "spec.destination", "at most one of cluster, server, clusterSelector and clusterFromTarget"},
+		{"sync named longer than a label value", func() client.Object {
+			s := validSync()
+			s.GenerateName = ""
+			s.Name = strings.Repeat("a", 64)
+			return s
+		}, "<nil>", "at most 63 characters"},
 		{"resource with cluster and server", func() client.Object {
 			r := validResource()
 			r.Spec.Destination.Cluster = "edge-1"
@@ -200,6 +212,13 @@ func TestValidObjectsAreAccepted(t *testing.T) {
 		{"plain http Infrahub (refused later unless insecureAllowHTTP)", func() client.Object {
 			s := validSync()
 			s.Spec.Source.InfrahubAPIURL = "http://infrahub:8000"
+			return s
+		}},
+		{"sync whose artifacts name their clusters", func() client.Object {
+			s := validSync()
+			s.Spec.Destination.ClusterFromTarget = true
+			s.Spec.AllowEmpty = true
+			s.Spec.Source.QueryName = "ArtifactIDs"
 			return s
 		}},
 		{"sync fanned out by clusterSelector", func() client.Object {

@@ -32,34 +32,49 @@ type InfrahubSyncSource struct {
 	// +kubebuilder:validation:MaxLength=253
 	ArtefactName string `json:"artefactName"`
 
-	// CredentialsSecretRef names a Secret with either username and password, or apiToken.
+	// QueryName, when set, lists the artifacts through this Infrahub stored query instead
+	// of GraphQL by name, as the original Vidra did with its ArtifactIDs query. The query
+	// receives the variable artifactname and must return CoreArtifact edges.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	QueryName string `json:"queryName,omitempty"`
+
+	// CredentialsSecretRef names a Secret, in the operator's namespace, with either apiToken
+	// or username and password. Without it, a Secret in the operator's namespace labeled
+	// infrahub-api-url=<Infrahub host> is used (as the original Vidra did), and without
+	// that Infrahub is read anonymously.
 	// +optional
 	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
 
-	// Interval is how often Infrahub is polled for changed artifacts.
+	// CASecretRef names a Secret, in the operator's namespace, whose ca.crt is the PEM CA
+	// bundle that Infrahub's certificate is verified against, in addition to the system's.
 	// +optional
-	// +kubebuilder:default="1m"
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="interval must be a duration of at least 1s, such as 1m or 30s"
-	Interval *metav1.Duration `json:"interval,omitempty"`
+	CASecretRef *SecretReference `json:"caSecretRef,omitempty"`
 
 	// InsecureAllowHTTP allows a plain http:// infrahubAPIURL. Without it such a URL is
-	// refused, because credentials would cross the network in clear.
+	// refused, because credentials and artifacts would cross the network in clear.
 	// +optional
 	InsecureAllowHTTP bool `json:"insecureAllowHTTP,omitempty"`
 }
 
 // InfrahubSyncDestination says where the VidraResources made from the artifacts deliver:
-// one cluster (cluster, server, or neither for the local cluster) or every enrolled cluster
-// whose VidraCluster matches clusterSelector.
-// +kubebuilder:validation:XValidation:rule="[has(self.cluster), has(self.server), has(self.clusterSelector)].filter(x, x).size() <= 1",message="set at most one of cluster, server and clusterSelector"
+// one cluster (cluster, server, or neither for the local cluster), every enrolled cluster
+// whose VidraCluster matches clusterSelector, or, with clusterFromTarget, the cluster that
+// each artifact's target names.
+// +kubebuilder:validation:XValidation:rule="[has(self.cluster), has(self.server), has(self.clusterSelector), has(self.clusterFromTarget) && self.clusterFromTarget].filter(x, x).size() <= 1",message="set at most one of cluster, server, clusterSelector and clusterFromTarget"
 type InfrahubSyncDestination struct {
 	Destination `json:",inline"`
 
 	// ClusterSelector fans the artifacts out to every enrolled cluster whose VidraCluster
-	// labels match.
+	// labels match; clusters joining or leaving the selection get or lose theirs.
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// ClusterFromTarget delivers each artifact to the enrolled cluster named by the display
+	// label of the artifact's target node in Infrahub, so the source of truth decides
+	// where each artifact goes.
+	// +optional
+	ClusterFromTarget bool `json:"clusterFromTarget,omitempty"`
 }
 
 // InfrahubSyncSpec pulls artifacts from Infrahub and delivers them to the fleet.
@@ -70,6 +85,24 @@ type InfrahubSyncSpec struct {
 	// Destination is where the artifacts are delivered.
 	// +optional
 	Destination InfrahubSyncDestination `json:"destination,omitempty"`
+
+	// Interval is how often Infrahub is polled for changed artifacts. Infrahub's webhooks,
+	// when configured, trigger a sync at once.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="interval must be a duration of at least 1s, such as 1m or 30s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// AllowEmpty lets a listing that finds no artifact at all remove every VidraResource
+	// of the sync. Without it such a listing removes nothing, so that a typo in
+	// artefactName or an emptied branch never wipes a fleet.
+	// +optional
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
+
+	// Suspend stops syncing; the VidraResources already made stay as they are.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // ArtifactStatus records one artifact pulled by an InfrahubSync.
@@ -79,9 +112,18 @@ type ArtifactStatus struct {
 	// Name of the artifact.
 	// +optional
 	Name string `json:"name,omitempty"`
-	// Checksum of the artifact's content as Infrahub reports it.
+	// Target is the display label of the node the artifact was rendered for.
+	// +optional
+	Target string `json:"target,omitempty"`
+	// Definition is the name of the artifact's definition.
+	// +optional
+	Definition string `json:"definition,omitempty"`
+	// Checksum of the content delivered to the VidraResources (MD5, as Infrahub reports it).
 	// +optional
 	Checksum string `json:"checksum,omitempty"`
+	// Message says why the artifact's latest content is not delivered, if it is not.
+	// +optional
+	Message string `json:"message,omitempty"`
 	// VidraResources generated from the artifact, one per destination cluster.
 	// +optional
 	VidraResources []string `json:"vidraResources,omitempty"`
@@ -125,6 +167,7 @@ type InfrahubSyncStatus struct {
 // InfrahubSync pulls artifacts (rendered manifests) from Infrahub and turns each into
 // VidraResources on its destination clusters.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="the name of an InfrahubSync is at most 63 characters: it labels the VidraResources it makes"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=ihs,categories=vidra
 // +kubebuilder:printcolumn:name="Artifact",type=string,JSONPath=`.spec.source.artefactName`

@@ -6,10 +6,13 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/internal/destination"
 )
@@ -40,7 +43,46 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 		Recorder:       mgr.GetLocalManager().GetEventRecorder("vidra"),
 		Watches:        vidraresource.NewDriftWatches(log.WithName("drift"), hubID),
 	}
-	return r.SetupWithManager(opts.maxConcurrentReconciles)
+	if err := r.SetupWithManager(opts.maxConcurrentReconciles); err != nil {
+		return err
+	}
+	return setupInfrahubSync(log, mgr.GetLocalManager(), opts)
+}
+
+// setupInfrahubSync registers the InfrahubSync controller and, when a key is configured,
+// the receiver of Infrahub's webhooks.
+func setupInfrahubSync(log logr.Logger, mgr ctrl.Manager, opts options) error {
+	metrics, err := infrahubsync.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	r := &infrahubsync.Reconciler{
+		Hub:         mgr.GetClient(),
+		HubReader:   mgr.GetAPIReader(),
+		Namespace:   opts.infrahubSecretNamespace,
+		HTTPTimeout: opts.infrahubTimeout,
+		Recorder:    mgr.GetEventRecorder("vidra"),
+		Metrics:     metrics,
+	}
+	if err := r.SetupWithManager(mgr, opts.maxConcurrentSyncs); err != nil {
+		return err
+	}
+	if opts.webhookBindAddress == "0" || opts.webhookSecret == "" {
+		log.Info("Infrahub webhooks are not received: set --infrahub-webhook-secret (and --webhook-bind-address) to receive them")
+		return nil
+	}
+	receiver := &infrahubsync.Receiver{
+		Addr:      opts.webhookBindAddress,
+		Hub:       mgr.GetClient(),
+		Secrets:   mgr.GetAPIReader(),
+		KeySecret: types.NamespacedName{Namespace: opts.infrahubSecretNamespace, Name: opts.webhookSecret},
+		Log:       log.WithName("webhook"),
+		Metrics:   metrics,
+	}
+	if err := mgr.Add(receiver); err != nil {
+		return fmt.Errorf("add webhook receiver: %w", err)
+	}
+	return nil
 }
 
 // resolveHubID returns the hub ID: the flag's, or the first 8 characters of the UID of the

@@ -42,6 +42,13 @@ type options struct {
 	maxConcurrentReconciles int
 	requestTimeout          time.Duration
 
+	// Infrahub: how InfrahubSyncs read it and hear from it.
+	infrahubSecretNamespace string
+	infrahubTimeout         time.Duration
+	maxConcurrentSyncs      int
+	webhookBindAddress      string
+	webhookSecret           string
+
 	// Logging: controller-runtime's zap flags (--zap-log-level, --zap-encoder, ...).
 	logging crzap.Options
 }
@@ -102,6 +109,16 @@ func parseOptions(args []string) (options, error) {
 		"VidraResources reconciled at once.")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second,
 		"Timeout of every request to a destination cluster, so one hung cluster holds no worker for long.")
+	fs.StringVar(&o.infrahubSecretNamespace, "infrahub-secret-namespace", defaultNamespace(),
+		"The only namespace InfrahubSyncs' credentials and CA Secrets are read from.")
+	fs.DurationVar(&o.infrahubTimeout, "infrahub-timeout", 30*time.Second,
+		"Timeout of every request to Infrahub.")
+	fs.IntVar(&o.maxConcurrentSyncs, "max-concurrent-syncs", 4,
+		"InfrahubSyncs synced at once.")
+	fs.StringVar(&o.webhookBindAddress, "webhook-bind-address", ":8090",
+		"Address Infrahub's webhooks (POST /hooks/infrahub) are received on; 0 disables them.")
+	fs.StringVar(&o.webhookSecret, "infrahub-webhook-secret", "",
+		"Secret, in --infrahub-secret-namespace, whose 'key' is the key Infrahub signs webhooks with. Empty: webhooks are not received.")
 	o.logging.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "vidra: multi-cluster delivery operator for Infrahub artifacts.\n\nUsage: vidra [flags]\n\n")

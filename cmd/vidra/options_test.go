@@ -18,6 +18,10 @@ func TestOptionsDefaults(t *testing.T) {
 	if o.leaderElectionNamespace != "vidra-system" {
 		t.Errorf("leader election namespace = %q, want vidra-system", o.leaderElectionNamespace)
 	}
+	// Infrahub: Secrets from the operator's namespace; webhooks only with a key.
+	if o.infrahubSecretNamespace != "vidra-system" || o.webhookBindAddress != ":8090" || o.webhookSecret != "" || o.infrahubTimeout.Seconds() != 30 {
+		t.Errorf("Infrahub defaults = %+v", o)
+	}
 }
 
 func TestOptionsLeaderElectionNamespaceFollowsPodNamespace(t *testing.T) {

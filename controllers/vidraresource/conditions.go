@@ -4,10 +4,10 @@ import (
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 )
 
 // The conditions follow kstatus: Reconciling while working, Stalled when only a change of
@@ -15,21 +15,16 @@ import (
 // lastError mirror them for users of the original Vidra.
 
 func setCondition(vr *vidrav1alpha1.VidraResource, conditionType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&vr.Status.Conditions, metav1.Condition{
-		Type: conditionType, Status: status, Reason: reason, Message: message, ObservedGeneration: vr.Generation,
-	})
+	conditions.Set(vr, conditionType, status, reason, message)
 }
 
 func markReconciling(vr *vidrav1alpha1.VidraResource) {
-	setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionTrue, vidrav1alpha1.ReasonProgressing, "applying the manifest")
-	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionStalled)
+	conditions.MarkReconciling(vr, vidrav1alpha1.ReasonProgressing, "applying the manifest")
 	vr.Status.DeployState = vidrav1alpha1.StateRunning
 }
 
 func markReady(vr *vidrav1alpha1.VidraResource, message string) {
-	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, vidrav1alpha1.ReasonSucceeded, message)
-	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionReconciling)
-	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionStalled)
+	conditions.MarkReady(vr, vidrav1alpha1.ReasonSucceeded, message)
 	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
 	vr.Status.LastError = ""
 	now := metav1.Now()
@@ -37,20 +32,19 @@ func markReady(vr *vidrav1alpha1.VidraResource, message string) {
 }
 
 func markNotReady(vr *vidrav1alpha1.VidraResource, reason, message string) {
-	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	conditions.MarkNotReady(vr, reason, message)
 	vr.Status.DeployState = vidrav1alpha1.StateFailed
 	vr.Status.LastError = message
 }
 
 func markStalled(vr *vidrav1alpha1.VidraResource, reason, message string) {
 	markNotReady(vr, reason, message)
-	setCondition(vr, vidrav1alpha1.ConditionStalled, metav1.ConditionTrue, reason, message)
-	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionReconciling)
+	conditions.MarkStalled(vr, reason, message)
 }
 
 func markSuspended(vr *vidrav1alpha1.VidraResource) {
 	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonSuspended, "suspended: nothing is applied or pruned")
-	meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionReconciling)
+	conditions.Remove(vr, vidrav1alpha1.ConditionReconciling)
 	vr.Status.DeployState = vidrav1alpha1.StatePending
 }
 
@@ -69,7 +63,7 @@ func markConflict(vr *vidrav1alpha1.VidraResource, refused, held string) {
 		parts = append(parts, "in effect, but "+held)
 	}
 	if len(parts) == 0 {
-		meta.RemoveStatusCondition(&vr.Status.Conditions, vidrav1alpha1.ConditionConflict)
+		conditions.Remove(vr, vidrav1alpha1.ConditionConflict)
 		return
 	}
 	setCondition(vr, vidrav1alpha1.ConditionConflict, metav1.ConditionTrue, vidrav1alpha1.ReasonConflict, strings.Join(parts, "; "))

@@ -58,11 +58,11 @@ func StartOperator(ctx context.Context, args ...string) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	metricsAddr, err := freeLocalAddress()
+	metricsAddr, err := FreeLocalAddress()
 	if err != nil {
 		return nil, err
 	}
-	healthAddr, err := freeLocalAddress()
+	healthAddr, err := FreeLocalAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,8 @@ func Get(ctx context.Context, url string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-func freeLocalAddress() (string, error) {
+// FreeLocalAddress returns a loopback address with a port free at the time of asking.
+func FreeLocalAddress() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)

@@ -1,0 +1,294 @@
+package infrahubsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/manifest"
+)
+
+// target is one destination of an artifact's VidraResource.
+type target struct {
+	// segment names the destination in the VidraResource's name.
+	segment string
+	// key identifies the destination uniquely, for the name's hash.
+	key string
+	// destination is the VidraResource's.
+	destination vidrav1alpha1.Destination
+}
+
+// destinations are the targets of every artifact, or nil when each artifact names its
+// own (clusterFromTarget).
+func (r *Reconciler) destinations(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) ([]target, error) {
+	d := ihs.Spec.Destination
+	placement := vidrav1alpha1.Destination{Namespace: d.Namespace, ReconcileOnEvents: d.ReconcileOnEvents}
+	switch {
+	case d.ClusterFromTarget:
+		return nil, nil
+	case d.ClusterSelector != nil:
+		selector, err := metav1.LabelSelectorAsSelector(d.ClusterSelector)
+		if err != nil {
+			return nil, fmt.Errorf("clusterSelector: %w", err)
+		}
+		var clusters vidrav1alpha1.VidraClusterList
+		if err := r.Hub.List(ctx, &clusters); err != nil {
+			return nil, fmt.Errorf("list VidraClusters: %w", err)
+		}
+		var targets []target
+		for _, vc := range clusters.Items {
+			if vc.DeletionTimestamp.IsZero() && selector.Matches(labels.Set(vc.Labels)) {
+				targets = append(targets, clusterTarget(vc.Name, placement))
+			}
+		}
+		return targets, nil
+	case d.Cluster != "":
+		return []target{clusterTarget(d.Cluster, placement)}, nil
+	case d.Server != "":
+		placement.Server = d.Server
+		host := d.Server
+		if u, err := url.Parse(d.Server); err == nil {
+			host = u.Host
+		}
+		return []target{{segment: host, key: "server:" + d.Server, destination: placement}}, nil
+	default:
+		return []target{{segment: "local", key: "local:", destination: placement}}, nil
+	}
+}
+
+func clusterTarget(cluster string, placement vidrav1alpha1.Destination) target {
+	placement.Cluster = cluster
+	return target{segment: cluster, key: "cluster:" + cluster, destination: placement}
+}
+
+// delivery delivers the artifacts of one sync and collects what happened.
+type delivery struct {
+	r      *Reconciler
+	client *infrahub.Client
+	snap   infrahub.Snapshot
+	ihs    *vidrav1alpha1.InfrahubSync
+	owned  map[string]*vidrav1alpha1.VidraResource
+
+	// keep are the owned VidraResources to keep: delivered now, or left as they were
+	// because their artifact could not be delivered.
+	keep map[string]bool
+	// problems say which artifacts could not be delivered and why; transient is the
+	// first of their errors that may pass with a retry.
+	problems  []string
+	transient error
+	// pending are artifacts Infrahub is still generating.
+	pending []string
+}
+
+// deliver writes artifact a's VidraResources, one per target, and returns its status.
+// Whatever goes wrong, the VidraResources it had are kept as they were.
+func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []target, prev vidrav1alpha1.ArtifactStatus) vidrav1alpha1.ArtifactStatus {
+	st := vidrav1alpha1.ArtifactStatus{
+		ID: a.ID, Name: a.Name, Target: a.Target.Label, Definition: a.Definition,
+		Checksum: prev.Checksum, VidraResources: prev.VidraResources,
+	}
+	existing := d.resourcesOf(a.ID)
+	fail := func(msg string, err error) vidrav1alpha1.ArtifactStatus {
+		for _, vr := range existing {
+			d.keep[vr.Name] = true
+		}
+		st.Message = msg
+		d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", a.ID, a.Target.Label, msg))
+		if err != nil && d.transient == nil && isTransient(err) {
+			d.transient = err
+		}
+		return st
+	}
+
+	switch a.Status {
+	case infrahub.StatusReady:
+	case infrahub.StatusError:
+		return fail("Infrahub failed to generate it (status Error); the last delivered content is kept", nil)
+	default:
+		for _, vr := range existing {
+			d.keep[vr.Name] = true
+		}
+		st.Message = fmt.Sprintf("status %s in Infrahub; the last delivered content is kept until it is Ready", a.Status)
+		d.pending = append(d.pending, fmt.Sprintf("artifact %s for %s (%s)", a.ID, a.Target.Label, a.Status))
+		return st
+	}
+
+	if d.ihs.Spec.Destination.ClusterFromTarget {
+		cluster := a.Target.Label
+		if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
+			return fail(fmt.Sprintf("its target's display label %q does not name a cluster: %s", cluster, strings.Join(errs, ", ")), nil)
+		}
+		placement := vidrav1alpha1.Destination{Namespace: d.ihs.Spec.Destination.Namespace, ReconcileOnEvents: d.ihs.Spec.Destination.ReconcileOnEvents}
+		targets = []target{clusterTarget(cluster, placement)}
+	}
+
+	// Build the desired VidraResources; content is filled in below if any needs writing.
+	desired := make([]*vidrav1alpha1.VidraResource, 0, len(targets))
+	stale := false
+	for _, t := range targets {
+		vr := d.resource(a, t)
+		desired = append(desired, vr)
+		if cur := d.owned[vr.Name]; cur == nil || !holds(cur, a.Checksum) {
+			stale = true
+		}
+	}
+	content, err := d.content(ctx, a, existing, stale)
+	if err != nil {
+		return fail(err.Error(), err)
+	}
+
+	// Write them.
+	st.VidraResources = nil
+	var writeErrs []error
+	for _, vr := range desired {
+		vr.Spec.Manifest = content
+		d.keep[vr.Name] = true
+		if err := d.write(ctx, vr); err != nil {
+			writeErrs = append(writeErrs, err)
+		}
+		st.VidraResources = append(st.VidraResources, vr.Name)
+	}
+	if err := errors.Join(writeErrs...); err != nil {
+		for _, vr := range existing {
+			d.keep[vr.Name] = true
+		}
+		return fail(err.Error(), err)
+	}
+	st.Checksum = a.Checksum
+	// The VidraResource is the Event's related object, so the Events of different
+	// artifacts are not folded into one series.
+	if len(desired) == 0 {
+		return st
+	}
+	related := desired[0]
+	switch {
+	case prev.ID == "":
+		d.r.event(d.ihs, related, corev1.EventTypeNormal, "ArtifactAdded", fmt.Sprintf("artifact %s (%s, target %s) delivered as %s", a.Name, a.ID, a.Target.Label, strings.Join(st.VidraResources, ", ")))
+	case prev.Checksum != a.Checksum:
+		d.r.event(d.ihs, related, corev1.EventTypeNormal, "ArtifactUpdated", fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", a.Name, a.ID, a.Target.Label, a.Checksum, strings.Join(st.VidraResources, ", ")))
+	}
+	return st
+}
+
+// resourcesOf are the owned VidraResources that deliver artifact id.
+func (d *delivery) resourcesOf(id string) []*vidrav1alpha1.VidraResource {
+	var out []*vidrav1alpha1.VidraResource
+	for _, vr := range d.owned {
+		if vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation] == id {
+			out = append(out, vr)
+		}
+	}
+	return out
+}
+
+// content is artifact a's content. A VidraResource of the sync that already holds the
+// checksum's content gives it, so Infrahub is asked only for content no VidraResource
+// holds: the VidraResources are the checksum cache, each entry checked against its
+// checksum, since a person may have edited it. Downloaded content must decode as a
+// manifest before it goes anywhere.
+func (d *delivery) content(ctx context.Context, a infrahub.Artifact, existing []*vidrav1alpha1.VidraResource, stale bool) (string, error) {
+	for _, vr := range existing {
+		if holds(vr, a.Checksum) {
+			return vr.Spec.Manifest, nil
+		}
+	}
+	if !stale {
+		return "", nil // nothing will be written
+	}
+	data, err := d.client.Download(ctx, d.snap, a)
+	d.r.Metrics.observeDownload(err)
+	var mismatch *infrahub.ChecksumMismatchError
+	switch {
+	case errors.As(err, &mismatch):
+		return "", fmt.Errorf("content refused: %w", err)
+	case err != nil:
+		return "", err
+	}
+	if _, err := manifest.Decode(data); err != nil {
+		return "", fmt.Errorf("content is not a Kubernetes manifest: %w", err)
+	}
+	return string(data), nil
+}
+
+// holds reports whether a VidraResource's manifest is the content with checksum.
+func holds(vr *vidrav1alpha1.VidraResource, checksum string) bool {
+	return vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] == checksum && infrahub.Checksum([]byte(vr.Spec.Manifest)) == checksum
+}
+
+// resource is the VidraResource that delivers artifact a to target t, without content.
+func (d *delivery) resource(a infrahub.Artifact, t target) *vidrav1alpha1.VidraResource {
+	return &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   resourceName(d.ihs.Name, t.segment, t.key, a.ID),
+			Labels: map[string]string{vidrav1alpha1.InfrahubSyncLabel: d.ihs.Name},
+			Annotations: map[string]string{
+				vidrav1alpha1.ArtifactIDAnnotation:       a.ID,
+				vidrav1alpha1.ArtifactChecksumAnnotation: a.Checksum,
+				vidrav1alpha1.ArtifactNameAnnotation:     a.Name,
+				vidrav1alpha1.ArtifactTargetAnnotation:   a.Target.Label,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d.ihs, vidrav1alpha1.GroupVersion.WithKind("InfrahubSync"))},
+		},
+		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination},
+	}
+}
+
+// write creates vr or brings the sync's existing one to it. A VidraResource of that name
+// that is not this sync's is never touched.
+func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) error {
+	cur := d.owned[vr.Name]
+	if cur == nil {
+		err := d.r.Hub.Create(ctx, vr)
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("create VidraResource %s: %w", vr.Name, err)
+			}
+			return nil
+		}
+		// The cache had not seen it yet, or it is someone else's.
+		cur = &vidrav1alpha1.VidraResource{}
+		if err := d.r.HubReader.Get(ctx, client.ObjectKeyFromObject(vr), cur); err != nil {
+			return fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
+		}
+		if !metav1.IsControlledBy(cur, d.ihs) {
+			return fmt.Errorf("VidraResource %s exists and was not made by this InfrahubSync; it is left alone", vr.Name)
+		}
+	}
+	if vr.Spec.Manifest == "" {
+		vr.Spec.Manifest = cur.Spec.Manifest // content unchanged, not fetched
+	}
+	updated := cur.DeepCopy()
+	updated.Labels = mergeInto(updated.Labels, vr.Labels)
+	updated.Annotations = mergeInto(updated.Annotations, vr.Annotations)
+	updated.Spec = vr.Spec
+	if apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) && apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec) {
+		return nil
+	}
+	// A merge patch of what changed: the VidraResource controller writes its status and
+	// finalizer meanwhile, which must not make this write conflict.
+	if err := d.r.Hub.Patch(ctx, updated, client.MergeFrom(cur)); err != nil {
+		return fmt.Errorf("update VidraResource %s: %w", vr.Name, err)
+	}
+	return nil
+}
+
+func mergeInto(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	maps.Copy(dst, src)
+	return dst
+}

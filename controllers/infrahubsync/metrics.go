@@ -1,0 +1,77 @@
+package infrahubsync
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidra-operator/vidra/internal/infrahub"
+)
+
+// Metrics of the InfrahubSync controller and its webhook receiver.
+type Metrics struct {
+	requests  *prometheus.CounterVec
+	downloads *prometheus.CounterVec
+	duration  prometheus.Histogram
+	webhooks  *prometheus.CounterVec
+}
+
+// NewMetrics registers the controller's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_infrahub_requests_total", Help: "Requests to Infrahub, by HTTP status code (\"error\" when no answer came).",
+		}, []string{"code"}),
+		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_artifact_downloads_total", Help: "Artifact contents downloaded from Infrahub, by result (ok, checksum_mismatch, error).",
+		}, []string{"result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "vidra_sync_duration_seconds", Help: "Time to sync one InfrahubSync.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_webhook_deliveries_total", Help: "Infrahub webhook deliveries received, by result.",
+		}, []string{"result"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.downloads, m.duration, m.webhooks} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register InfrahubSync metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) observeRequest(code string) {
+	if m != nil {
+		m.requests.WithLabelValues(code).Inc()
+	}
+}
+
+func (m *Metrics) observeDownload(err error) {
+	if m == nil {
+		return
+	}
+	var mismatch *infrahub.ChecksumMismatchError
+	switch {
+	case err == nil:
+		m.downloads.WithLabelValues("ok").Inc()
+	case errors.As(err, &mismatch):
+		m.downloads.WithLabelValues("checksum_mismatch").Inc()
+	default:
+		m.downloads.WithLabelValues("error").Inc()
+	}
+}
+
+func (m *Metrics) observeSync(d time.Duration) {
+	if m != nil {
+		m.duration.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeWebhook(result string) {
+	if m != nil {
+		m.webhooks.WithLabelValues(result).Inc()
+	}
+}

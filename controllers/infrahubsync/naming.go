@@ -1,0 +1,48 @@
+package infrahubsync
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// resourceName is the name of the VidraResource that delivers one artifact of one sync
+// to one destination: readable (the sync's name, then segment, naming the destination)
+// and unique, because a hash of the sync, the destination's key and the artifact ends it.
+// Infrahub keeps a node's ID across branches, so the sync's name is what keeps two syncs
+// of one artifact apart.
+func resourceName(sync, segment, key, artifactID string) string {
+	sum := sha256.Sum256([]byte(sync + "\x00" + key + "\x00" + artifactID))
+	hash := hex.EncodeToString(sum[:])[:hashLength]
+	prefix := dnsLabel(sync + "-" + segment)
+	if len(prefix) > maxNameLength-hashLength-1 {
+		prefix = strings.TrimRight(prefix[:maxNameLength-hashLength-1], "-")
+	}
+	if prefix == "" {
+		return hash
+	}
+	return prefix + "-" + hash
+}
+
+const (
+	// maxNameLength keeps names usable as label values (the VM rollout labels by it).
+	maxNameLength = 63
+	hashLength    = 10
+)
+
+// dnsLabel lowercases s and turns every run of characters a DNS label cannot hold into
+// one dash.
+func dnsLabel(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}

@@ -1,0 +1,285 @@
+package infrahubsync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/infrahub"
+)
+
+// WebhookPath is where Infrahub's webhooks are received.
+const WebhookPath = "/hooks/infrahub"
+
+// WebhookKeyField is the data key of the webhook Secret that holds the shared key.
+const WebhookKeyField = "key"
+
+const (
+	// maxWebhookBody caps a delivery's body: artifact events are well under 2 KiB.
+	maxWebhookBody = 64 << 10
+	// webhookTolerance refuses deliveries signed longer ago (or further ahead) than this,
+	// so a captured delivery cannot be replayed later.
+	webhookTolerance = 5 * time.Minute
+	// seenFor is how long an event ID is remembered: longer than Infrahub's retries.
+	seenFor = 30 * time.Minute
+	// maxSeen bounds the memory the remembered IDs take.
+	maxSeen = 10000
+	// keyTTL is how long the shared key is used before it is read again, so a rotated
+	// key takes effect without a restart.
+	keyTTL = 10 * time.Second
+)
+
+// Receiver serves Infrahub's webhooks. A delivery with a valid signature and an artifact
+// event asks every InfrahubSync it may concern for a sync, by setting the requested-at
+// annotation: any replica can receive it, the one reconciling acts on it.
+type Receiver struct {
+	// Addr is the address to listen on.
+	Addr string
+	// Hub lists InfrahubSyncs (from the cache) and annotates them.
+	Hub client.Client
+	// Secrets reads the shared key's Secret.
+	Secrets client.Reader
+	// KeySecret names the Secret whose WebhookKeyField is the shared key.
+	KeySecret types.NamespacedName
+	// Log records refused deliveries and triggered syncs.
+	Log logr.Logger
+	// Metrics, when set, count deliveries by result.
+	Metrics *Metrics
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+
+	mu      sync.Mutex
+	key     []byte
+	keyRead time.Time
+	seen    map[string]time.Time
+}
+
+// Handler serves WebhookPath.
+func (w *Receiver) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(WebhookPath, w)
+	return mux
+}
+
+// Start serves until ctx ends.
+func (w *Receiver) Start(ctx context.Context) error {
+	srv := &http.Server{Addr: w.Addr, Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	ln, err := net.Listen("tcp", w.Addr)
+	if err != nil {
+		return fmt.Errorf("webhook receiver: listen on %s: %w", w.Addr, err)
+	}
+	w.Log.Info("serving Infrahub webhooks", "address", ln.Addr().String(), "path", WebhookPath)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdownCtx) //nolint:contextcheck // ctx is already done
+	case err := <-errc:
+		return fmt.Errorf("webhook receiver: %w", err)
+	}
+}
+
+// NeedLeaderElection is false: every replica receives, since a Service picks any.
+func (w *Receiver) NeedLeaderElection() bool { return false }
+
+func (w *Receiver) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// ServeHTTP handles one delivery. Only a valid signature gets past the first checks;
+// until then the answer says nothing about what the operator knows.
+func (w *Receiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	log := w.Log.WithValues("remote", req.RemoteAddr, "webhookID", req.Header.Get(infrahub.HeaderWebhookID))
+	if req.Method != http.MethodPost {
+		rw.Header().Set("Allow", http.MethodPost)
+		w.answer(rw, http.StatusMethodNotAllowed, "refused", "POST only")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxWebhookBody))
+	if err != nil {
+		log.Info("webhook refused: body too large or unreadable", "error", err.Error())
+		w.answer(rw, http.StatusRequestEntityTooLarge, "refused", "body too large")
+		return
+	}
+	key, err := w.sharedKey(req.Context())
+	if err != nil {
+		log.Error(err, "webhook refused: no shared key")
+		w.answer(rw, http.StatusServiceUnavailable, "error", "webhook key unavailable")
+		return
+	}
+	if err := infrahub.VerifyWebhook(key, req.Header, body, w.now(), webhookTolerance); err != nil {
+		log.Info("webhook refused: signature", "reason", err.Error())
+		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
+		return
+	}
+	ev, err := infrahub.ParseWebhookEvent(body)
+	if err != nil {
+		log.Info("webhook refused: body", "reason", err.Error())
+		w.answer(rw, http.StatusBadRequest, "refused", err.Error())
+		return
+	}
+	log = log.WithValues("event", ev.Event, "eventID", ev.ID, "branch", ev.Branch, "artifact", ev.Data.NodeID)
+	if w.wasSeen(ev.ID) {
+		log.V(1).Info("webhook duplicate ignored")
+		w.answer(rw, http.StatusOK, "duplicate", "duplicate event ignored")
+		return
+	}
+	if ev.Event != infrahub.EventArtifactCreated && ev.Event != infrahub.EventArtifactUpdated {
+		w.remember(ev.ID)
+		w.answer(rw, http.StatusOK, "ignored", "event "+ev.Event+" is not an artifact event")
+		return
+	}
+	triggered, err := w.trigger(req.Context(), ev, req.URL.Query().Get("infrahub"))
+	if err != nil {
+		// Not remembered: Infrahub retries, and the retry may succeed.
+		log.Error(err, "webhook: could not request syncs")
+		w.answer(rw, http.StatusInternalServerError, "error", "could not request syncs")
+		return
+	}
+	w.remember(ev.ID)
+	log.Info("webhook requested syncs", "infrahubsyncs", triggered)
+	w.answer(rw, http.StatusAccepted, "accepted", fmt.Sprintf("sync requested for %d InfrahubSyncs", len(triggered)))
+}
+
+func (w *Receiver) answer(rw http.ResponseWriter, code int, result, message string) {
+	w.Metrics.observeWebhook(result)
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(code)
+	_ = json.NewEncoder(rw).Encode(map[string]string{"message": message})
+}
+
+// trigger requests a sync of every InfrahubSync the event may concern, and returns
+// their names.
+func (w *Receiver) trigger(ctx context.Context, ev infrahub.WebhookEvent, source string) ([]string, error) {
+	var list vidrav1alpha1.InfrahubSyncList
+	if err := w.Hub.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list InfrahubSyncs: %w", err)
+	}
+	stamp := w.now().UTC().Format(time.RFC3339Nano)
+	var triggered []string
+	var errs []error
+	for i := range list.Items {
+		ihs := &list.Items[i]
+		if !concerns(ihs, ev, source) {
+			continue
+		}
+		patch := client.RawPatch(types.MergePatchType,
+			fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, stamp))
+		if err := w.Hub.Patch(ctx, ihs, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("request a sync of %s: %w", ihs.Name, err))
+			continue
+		}
+		triggered = append(triggered, ihs.Name)
+	}
+	return triggered, errors.Join(errs...)
+}
+
+// concerns reports whether an artifact event may change what an InfrahubSync delivers:
+// same Infrahub (when the delivery says which, with ?infrahub=<URL or host>), same
+// branch, a point in time that moves with now, and the event's artifact definition
+// among the sync's (when the event names it; otherwise the sync's listing decides).
+func concerns(ihs *vidrav1alpha1.InfrahubSync, ev infrahub.WebhookEvent, source string) bool {
+	src := ihs.Spec.Source
+	if ihs.Spec.Suspend || branchOf(ihs) != ev.Branch || !infrahub.IsRelative(src.TargetDate) {
+		return false
+	}
+	if source != "" && !sameHost(src.InfrahubAPIURL, source) {
+		return false
+	}
+	def := ev.Data.ArtifactDefinitionName
+	if def == "" || def == src.ArtefactName {
+		return true
+	}
+	for _, a := range ihs.Status.Artifacts {
+		if a.ID == ev.Data.NodeID || a.Definition == def {
+			return true
+		}
+	}
+	return false
+}
+
+// sameHost compares the host (and port) of a URL with a URL or a bare host.
+func sameHost(rawURL, hostOrURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	other := hostOrURL
+	if strings.Contains(hostOrURL, "://") {
+		o, err := url.Parse(hostOrURL)
+		if err != nil {
+			return false
+		}
+		other = o.Host
+	}
+	return strings.EqualFold(u.Host, other) || (!strings.Contains(other, ":") && strings.EqualFold(u.Hostname(), other))
+}
+
+// sharedKey returns the webhook key, read again once it is older than keyTTL.
+func (w *Receiver) sharedKey(ctx context.Context) ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.key != nil && w.now().Sub(w.keyRead) < keyTTL {
+		return w.key, nil
+	}
+	secret := &corev1.Secret{}
+	if err := w.Secrets.Get(ctx, w.KeySecret, secret); err != nil {
+		return nil, fmt.Errorf("read webhook Secret %s: %w", w.KeySecret, err)
+	}
+	key := secret.Data[WebhookKeyField]
+	if len(key) == 0 {
+		return nil, fmt.Errorf("webhook Secret %s has no %s", w.KeySecret, WebhookKeyField)
+	}
+	w.key, w.keyRead = key, w.now()
+	return key, nil
+}
+
+func (w *Receiver) wasSeen(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.seen[id]
+	return ok && w.now().Sub(at) < seenFor
+}
+
+// remember records an event ID, forgetting expired ones, and the oldest when full.
+func (w *Receiver) remember(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	if w.seen == nil {
+		w.seen = map[string]time.Time{}
+	}
+	if len(w.seen) >= maxSeen {
+		oldestID, oldest := "", now
+		for k, at := range w.seen {
+			if now.Sub(at) >= seenFor {
+				delete(w.seen, k)
+			} else if at.Before(oldest) {
+				oldestID, oldest = k, at
+			}
+		}
+		if len(w.seen) >= maxSeen {
+			delete(w.seen, oldestID)
+		}
+	}
+	w.seen[id] = now
+}

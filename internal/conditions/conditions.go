@@ -1,0 +1,54 @@
+// Package conditions sets the kstatus conditions (Ready, Reconciling, Stalled) that every
+// kind of this API carries, so each controller states only what happened, not how the
+// three conditions move together.
+package conditions
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// Object is an API object with conditions in its status.
+type Object interface {
+	GetGeneration() int64
+	StatusConditions() *[]metav1.Condition
+}
+
+// Set sets one condition, observed at the object's generation.
+func Set(obj Object, conditionType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(obj.StatusConditions(), metav1.Condition{
+		Type: conditionType, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.GetGeneration(),
+	})
+}
+
+// Remove removes one condition.
+func Remove(obj Object, conditionType string) {
+	meta.RemoveStatusCondition(obj.StatusConditions(), conditionType)
+}
+
+// MarkReconciling says the controller is working towards the desired state.
+func MarkReconciling(obj Object, reason, message string) {
+	Set(obj, vidrav1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, message)
+	Remove(obj, vidrav1alpha1.ConditionStalled)
+}
+
+// MarkReady says the desired state is in effect.
+func MarkReady(obj Object, reason, message string) {
+	Set(obj, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, reason, message)
+	Remove(obj, vidrav1alpha1.ConditionReconciling)
+	Remove(obj, vidrav1alpha1.ConditionStalled)
+}
+
+// MarkNotReady says the desired state is not in effect, and why.
+func MarkNotReady(obj Object, reason, message string) {
+	Set(obj, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+}
+
+// MarkStalled says only a change of the object or its inputs can make progress.
+func MarkStalled(obj Object, reason, message string) {
+	MarkNotReady(obj, reason, message)
+	Set(obj, vidrav1alpha1.ConditionStalled, metav1.ConditionTrue, reason, message)
+	Remove(obj, vidrav1alpha1.ConditionReconciling)
+}
