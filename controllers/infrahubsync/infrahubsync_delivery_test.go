@@ -55,6 +55,9 @@ func TestArtifactsAreDeliveredDownloadedOnlyWhenChangedAndRemovedWithTheirObject
 	if got := downloads(t) - before; got != 3 {
 		t.Errorf("%v downloads for three new artifacts, want 3", got)
 	}
+	if got := testfleet.MetricValue(t, registry, "vidra_infrahub_requests_total", map[string]string{"code": "200"}); got < 4 {
+		t.Errorf("vidra_infrahub_requests_total{code=200} = %v, want at least the listing and 3 downloads", got)
+	}
 
 	// Several intervals with nothing changed: nothing downloaded.
 	listed := s.GraphQLRequests()

@@ -151,6 +151,7 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	// Find what the sync made before, and where its artifacts go.
 	owned, err := r.ownedResources(ctx, ihs)
 	if err != nil {
+		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, err.Error())
 		return ctrl.Result{}, err
 	}
 	if len(artifacts) == 0 && !ihs.Spec.AllowEmpty {
@@ -159,6 +160,7 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	}
 	dests, err := r.destinations(ctx, ihs)
 	if err != nil {
+		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, err.Error())
 		return ctrl.Result{}, err
 	}
 
