@@ -101,10 +101,13 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 		Checksum: prev.Checksum, VidraResources: prev.VidraResources,
 	}
 	existing := d.resourcesOf(a.ID)
-	fail := func(msg string, err error) vidrav1alpha1.ArtifactStatus {
+	keepExisting := func() {
 		for _, vr := range existing {
 			d.keep[vr.Name] = true
 		}
+	}
+	fail := func(msg string, err error) vidrav1alpha1.ArtifactStatus {
+		keepExisting()
 		st.Message = msg
 		d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", a.ID, a.Target.Label, msg))
 		if err != nil && d.transient == nil && isTransient(err) {
@@ -118,9 +121,7 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 	case infrahub.StatusError:
 		return fail("Infrahub failed to generate it (status Error); the last delivered content is kept", nil)
 	default:
-		for _, vr := range existing {
-			d.keep[vr.Name] = true
-		}
+		keepExisting()
 		st.Message = fmt.Sprintf("status %s in Infrahub; the last delivered content is kept until it is Ready", a.Status)
 		d.pending = append(d.pending, fmt.Sprintf("artifact %s for %s (%s)", a.ID, a.Target.Label, a.Status))
 		return st
@@ -162,9 +163,6 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 		st.VidraResources = append(st.VidraResources, vr.Name)
 	}
 	if err := errors.Join(writeErrs...); err != nil {
-		for _, vr := range existing {
-			d.keep[vr.Name] = true
-		}
 		return fail(err.Error(), err)
 	}
 	st.Checksum = a.Checksum
