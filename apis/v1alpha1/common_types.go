@@ -108,6 +108,19 @@ const (
 	ReasonVidraResourceFailed = "VidraResourceFailed"
 )
 
+// The VM rollout's condition on a VidraResource and its reasons.
+const (
+	// ConditionVMRollout is True when every VirtualMachine of the VidraResource runs its
+	// current spec, False while a rollout progresses, waits for a person or is paused.
+	ConditionVMRollout = "VMRollout"
+	// ReasonVMRolloutPaused: a restarted VM did not come back; nothing more is restarted.
+	ReasonVMRolloutPaused = "Paused"
+	// ReasonVMRestartRequired: VMs need a restart that the Manual strategy leaves to a person.
+	ReasonVMRestartRequired = "RestartRequired"
+	// ReasonVMRestartFailed: a restart could not be asked for.
+	ReasonVMRestartFailed = "RestartFailed"
+)
+
 // VidraResourceFinalizer holds a deleted VidraResource until its objects are released.
 const VidraResourceFinalizer = "vidraresource.infrahub.operators.com/finalizer"
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/destination"
 )
 
@@ -44,6 +45,9 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 		Watches:        vidraresource.NewDriftWatches(log.WithName("drift"), hubID),
 	}
 	if err := r.SetupWithManager(opts.maxConcurrentReconciles); err != nil {
+		return err
+	}
+	if err := setupVMRollout(mgr, hubID, opts); err != nil {
 		return err
 	}
 	return setupInfrahubSync(log, mgr.GetLocalManager(), opts)
@@ -96,4 +100,20 @@ func resolveHubID(ctx context.Context, mgr mcmanager.Manager, flag string) (stri
 		return "", fmt.Errorf("derive the hub ID from namespace kube-system (or set --hub-id): %w", err)
 	}
 	return string(ns.UID)[:8], nil
+}
+
+// setupVMRollout registers the VirtualMachine rollout controller.
+func setupVMRollout(mgr mcmanager.Manager, hubID string, opts options) error {
+	metrics, err := vmrollout.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	r := &vmrollout.Reconciler{
+		Hub:      mgr.GetLocalManager().GetClient(),
+		Manager:  mgr,
+		HubID:    hubID,
+		Recorder: mgr.GetLocalManager().GetEventRecorder("vidra"),
+		Metrics:  metrics,
+	}
+	return r.SetupWithManager(mgr, opts.maxConcurrentReconciles)
 }

@@ -17,8 +17,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -75,7 +77,9 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 		return err
 	}
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// The hub's cache holds only the VirtualMachines Vidra manages, as member caches do.
+		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachine{}: {Label: managedSelector()}}},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsBindAddress},
 		HealthProbeBindAddress:  opts.healthProbeBindAddress,
 		LeaderElection:          opts.leaderElect,
@@ -116,7 +120,6 @@ func newClusterProvider(log logr.Logger, opts options, scheme *runtime.Scheme) (
 	if opts.clusterProvider == providerNone {
 		return nil, nil
 	}
-	managed := labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
 	return secret.New(log.WithName("cluster-provider"), secret.Options{
 		Namespace: opts.clusterSecretNamespace,
 		Policy: kubeconfig.Policy{
@@ -132,7 +135,7 @@ func newClusterProvider(log logr.Logger, opts options, scheme *runtime.Scheme) (
 		Scheme:        scheme,
 		// Member caches hold only what Vidra manages, so memory follows Vidra's objects
 		// rather than the size of each cluster.
-		Cache: cache.Options{DefaultLabelSelector: managed},
+		Cache: cache.Options{DefaultLabelSelector: managedSelector()},
 	})
 }
 
@@ -168,5 +171,13 @@ func newScheme() (*runtime.Scheme, error) {
 	if err := vidrav1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("add Vidra types to scheme: %w", err)
 	}
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("add KubeVirt types to scheme: %w", err)
+	}
 	return scheme, nil
+}
+
+// managedSelector selects the objects Vidra manages.
+func managedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
 }

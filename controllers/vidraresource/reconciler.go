@@ -365,10 +365,7 @@ func prunes(vr *vidrav1alpha1.VidraResource) bool {
 
 // clusterLabel is how the status names a cluster; the local cluster is "local".
 func clusterLabel(name multicluster.ClusterName) string {
-	if name == destination.LocalCluster {
-		return "local"
-	}
-	return string(name)
+	return destination.Label(name)
 }
 
 // withDestinationNamespace adds the destination namespace to the bundle when it is

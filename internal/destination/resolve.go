@@ -73,3 +73,14 @@ func (r Resolver) local() (multicluster.ClusterName, error) {
 	}
 	return LocalCluster, nil
 }
+
+// LocalClusterLabel is how VidraResource status names the local cluster.
+const LocalClusterLabel = "local"
+
+// Label is a cluster's name as VidraResource status shows it.
+func Label(name multicluster.ClusterName) string {
+	if name == LocalCluster {
+		return LocalClusterLabel
+	}
+	return string(name)
+}

@@ -55,6 +55,9 @@ func startCluster(ctx context.Context, spec clusterSpec) (*Cluster, error) {
 		ErrorIfCRDPathMissing: len(spec.crdDirectories) > 0,
 		Scheme:                spec.scheme,
 	}
+	// The aggregator proxies to an APIService's endpoints rather than its Service's
+	// cluster IP, which nothing routes here (there is no kube-proxy).
+	env.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
 	cfg, err := env.Start()
 	c := &Cluster{Name: spec.name, env: env}
 	if err != nil {

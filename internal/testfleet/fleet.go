@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
@@ -99,13 +100,15 @@ func (f *Fleet) Stop() error {
 	return errors.Join(errs...)
 }
 
-// NewScheme returns client-go's scheme with apiextensions and Vidra's API added.
+// NewScheme returns client-go's scheme with apiextensions, Vidra's API and KubeVirt's core
+// types added.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		vidrav1alpha1.AddToScheme,
+		kubevirtv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)

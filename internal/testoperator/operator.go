@@ -11,10 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -22,6 +25,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 	"github.com/vidra-operator/vidra/providers/secret"
@@ -39,6 +43,8 @@ type Options struct {
 	InfrahubSync bool
 	// InfrahubTimeout bounds each request to Infrahub (default 2s).
 	InfrahubTimeout time.Duration
+	// VMRollout runs the VirtualMachine rollout controller.
+	VMRollout bool
 	// Unenrolled is how many of the fleet's last members Main leaves for the tests to
 	// enroll.
 	Unenrolled int
@@ -65,7 +71,7 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	if err != nil {
 		return nil, err
 	}
-	if err := fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+	if err := fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace %s: %w", Namespace, err)
 	}
 	provider, err := secret.New(log.WithName("cluster-provider"), secret.Options{
@@ -77,6 +83,8 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	}
 	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
 		Scheme: scheme, Logger: log, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		// A test may run the operator again after stopping it, as a restarted pod would.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, err
@@ -107,6 +115,11 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	}
 	if opts.InfrahubSync {
 		if err := setupInfrahubSync(local, op.Registry, opts); err != nil {
+			return nil, err
+		}
+	}
+	if opts.VMRollout {
+		if err := setupVMRollout(mgr, op.Registry); err != nil {
 			return nil, err
 		}
 	}
@@ -141,8 +154,27 @@ func setupInfrahubSync(mgr manager.Manager, registry prometheus.Registerer, opts
 	return r.SetupWithManager(mgr, 4)
 }
 
-// Enroll enrolls clusters under their own names and waits until all are engaged.
-func Enroll(ctx context.Context, hub *testfleet.Cluster, clusters ...*testfleet.Cluster) error {
+func setupVMRollout(mgr mcmanager.Manager, registry prometheus.Registerer) error {
+	metrics, err := vmrollout.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
+	r := &vmrollout.Reconciler{
+		Hub:      mgr.GetLocalManager().GetClient(),
+		Manager:  mgr,
+		HubID:    HubID,
+		Recorder: mgr.GetLocalManager().GetEventRecorder("vidra"),
+		Metrics:  metrics,
+	}
+	return r.SetupWithManager(mgr, 4)
+}
+
+// CreateEnrollments creates the operator's namespace and the labeled kubeconfig Secrets
+// that enroll clusters under their own names.
+func CreateEnrollments(ctx context.Context, hub *testfleet.Cluster, clusters ...*testfleet.Cluster) error {
+	if err := hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", Namespace, err)
+	}
 	for _, m := range clusters {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: Namespace, Labels: map[string]string{vidrav1alpha1.ClusterLabel: m.Name}},
@@ -151,6 +183,14 @@ func Enroll(ctx context.Context, hub *testfleet.Cluster, clusters ...*testfleet.
 		if err := hub.Client.Create(ctx, s); err != nil {
 			return fmt.Errorf("enroll %s: %w", m.Name, err)
 		}
+	}
+	return nil
+}
+
+// Enroll enrolls clusters under their own names and waits until all are engaged.
+func Enroll(ctx context.Context, hub *testfleet.Cluster, clusters ...*testfleet.Cluster) error {
+	if err := CreateEnrollments(ctx, hub, clusters...); err != nil {
+		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, m := range clusters {
