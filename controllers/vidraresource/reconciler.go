@@ -85,7 +85,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// Status is written once, at the end, whatever path is taken.
 	before := vr.DeepCopy()
 	defer func() {
-		if err := r.patchStatus(ctx, before, vr); err != nil {
+		err := r.patchStatus(ctx, before, vr)
+		switch {
+		case apierrors.IsConflict(err):
+			// Another writer (the VM rollout) changed the status meanwhile: look again
+			// rather than overwrite its conditions with the ones read before.
+			result = ctrl.Result{RequeueAfter: conflictRetry}
+		case err != nil:
 			retErr = errors.Join(retErr, err)
 		}
 	}()
@@ -221,6 +227,10 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.Vidr
 	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
 }
 
+// conflictRetry is how soon a reconcile whose status write met a newer VidraResource runs
+// again.
+const conflictRetry = 50 * time.Millisecond
+
 // healthPoll is how often objects still in progress are looked at again.
 const healthPoll = 5 * time.Second
 
@@ -323,6 +333,7 @@ func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return fmt.Errorf("record inventory: %w", err)
 	}
 	setInventory(vr, refs)
+	vr.ResourceVersion = recorded.ResourceVersion // our own write: the status patch builds on it
 	return nil
 }
 
@@ -331,7 +342,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, vr *vidrav1alpha1.
 	if apiequalitySemantic(before.Status, vr.Status) {
 		return nil
 	}
-	err := r.Hub.Status().Patch(ctx, vr, client.MergeFrom(before))
+	// Optimistic: a JSON merge patch replaces the conditions list whole, so it must not
+	// be made from a stale read. vr's resourceVersion is that of this reconcile's own
+	// last write (finalizer, inventory), so only someone else's write conflicts.
+	base := before.DeepCopy()
+	base.ResourceVersion = vr.ResourceVersion
+	err := r.Hub.Status().Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

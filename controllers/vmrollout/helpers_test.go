@@ -2,6 +2,7 @@ package vmrollout_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -51,10 +52,11 @@ type vmSpec struct {
 	sockets     int    // spec.template.spec.domain.cpu.sockets: live-updatable
 }
 
-func vms(prefix string, n int, memory string) []vmSpec {
+// vms are n VMs vm-0, vm-1, ... that run Always, with memory.
+func vms(n int, memory string) []vmSpec {
 	var out []vmSpec
 	for i := range n {
-		out = append(out, vmSpec{name: fmt.Sprintf("%s-%d", prefix, i), runStrategy: "Always", memory: memory, sockets: 1})
+		out = append(out, vmSpec{name: fmt.Sprintf("vm-%d", i), runStrategy: "Always", memory: memory, sockets: 1})
 	}
 	return out
 }
@@ -97,24 +99,31 @@ func deliverVMs(t *testing.T, name string, member *testfleet.Cluster, ns string,
 	if err := fleet.Hub.Client.Create(context.Background(), vr); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = fleet.Hub.Client.Delete(context.Background(), vr)
-		testfleet.Eventually(t, 60*time.Second, "VidraResource "+name+" gone", func() (bool, error) {
-			err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, &vidrav1alpha1.VidraResource{})
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		})
+	t.Cleanup(func() { removeVR(t, name) })
+}
+
+// removeVR deletes a VidraResource and waits until the operator has released its VMs.
+func removeVR(t *testing.T, name string) {
+	t.Helper()
+	vr := &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := fleet.Hub.Client.Delete(context.Background(), vr); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 60*time.Second, "VidraResource "+name+" gone", func() (bool, error) {
+		err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, &vidrav1alpha1.VidraResource{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }
 
 // updateVMs replaces the VidraResource's VMs.
 func updateVMs(t *testing.T, name string, specs []vmSpec) {
 	t.Helper()
-	vr := &vidrav1alpha1.VidraResource{}
-	if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
+	vr := &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"manifest": manifestOf(specs)}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	vr.Spec.Manifest = manifestOf(specs)
-	if err := fleet.Hub.Client.Update(context.Background(), vr); err != nil {
+	if err := fleet.Hub.Client.Patch(context.Background(), vr, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -146,11 +155,20 @@ func allRunning(t *testing.T, member *testfleet.Cluster, ns string, specs []vmSp
 func rollout(t *testing.T, name string, status metav1.ConditionStatus, reason string, timeout time.Duration) *vidrav1alpha1.VidraResource {
 	t.Helper()
 	vr := &vidrav1alpha1.VidraResource{}
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last VMRollout condition of %s: %s", name, last)
+		}
+	}()
 	testfleet.Eventually(t, timeout, fmt.Sprintf("%s VMRollout=%s (%s)", name, status, reason), func() (bool, error) {
 		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
 			return false, err
 		}
 		c := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionVMRollout)
+		if c != nil {
+			last = fmt.Sprintf("%s %s: %s (generation %d of %d); %+v", c.Status, c.Reason, c.Message, c.ObservedGeneration, vr.Generation, vr.Status.VMRollout)
+		}
 		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == vr.Generation, nil
 	})
 	return vr
@@ -183,12 +201,16 @@ func restartAPICalls(member *testfleet.Cluster, ns string) int {
 	return n
 }
 
-func percent(s string) *intstr.IntOrString {
-	v := intstr.FromString(s)
-	return &v
-}
-
 func count(n int) *intstr.IntOrString {
 	v := intstr.FromInt32(int32(n)) //nolint:gosec // small test numbers
 	return &v
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -71,6 +71,8 @@ type plan struct {
 	failed []string
 	// held are VMs needing a restart that their run strategy forbids.
 	held []string
+	// unobserved counts VMs whose current spec KubeVirt has not seen yet.
+	unobserved int
 	// waiting is true while restarts are under way or pending: poll again soon.
 	waiting bool
 }
@@ -123,7 +125,7 @@ func makePlan(vms []vmView, spec vidrav1alpha1.VMRolloutSpec, generation int64, 
 		switch {
 		case !vm.observed:
 			// Whether it needs a restart is not known yet.
-			p.status.Pending++
+			p.unobserved++
 			p.waiting = true
 		case vm.restartRequired && vm.restartable:
 			p.status.Pending++
@@ -165,7 +167,7 @@ func phase(p plan, spec vidrav1alpha1.VMRolloutSpec) vidrav1alpha1.VMRolloutPhas
 		return vidrav1alpha1.VMRolloutPaused
 	case p.status.Total == 0:
 		return vidrav1alpha1.VMRolloutIdle
-	case spec.Strategy == vidrav1alpha1.VMRolloutManual && p.status.Pending > 0:
+	case spec.Strategy == vidrav1alpha1.VMRolloutManual && p.status.Pending > 0 && p.unobserved == 0:
 		return vidrav1alpha1.VMRolloutIdle
 	case p.waiting:
 		return vidrav1alpha1.VMRolloutProgressing

@@ -53,6 +53,10 @@ type Reconciler struct {
 // not all announced by events on VMs.
 const poll = time.Second
 
+// notEngagedPoll is how soon a VidraResource whose cluster is not engaged is looked at
+// again.
+const notEngagedPoll = 5 * time.Second
+
 // fieldManager writes the rollout's part of a VidraResource's status.
 const fieldManager = "vidra-vmrollout"
 
@@ -77,13 +81,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	}
 	cl, err := r.Manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
-		return ctrl.Result{}, nil //nolint:nilerr // a cluster that left is not this controller's to wait for
+		// Not engaged (yet, or any more): the VidraResource shows why; look again later.
+		return ctrl.Result{RequeueAfter: notEngagedPoll}, nil //nolint:nilerr // see above
+	}
+	if !servesVMs(cl) {
+		return ctrl.Result{}, nil // no KubeVirt there, nothing to roll out
 	}
 
 	// Its VMs, as they are.
 	vms, views, err := r.vmsOf(ctx, cl, vr.Name)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(vms) == 0 && vr.Status.VMRollout == nil {
+		return ctrl.Result{}, nil // a bundle without VMs gets no rollout status
 	}
 	spec := rolloutSpec(vr)
 	p := makePlan(views, spec, vr.Generation, r.now())
@@ -121,6 +132,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 
 // act carries out one VM's step.
 func (r *Reconciler) act(ctx context.Context, cl cluster.Cluster, vr *vidrav1alpha1.VidraResource, vm *kubevirtv1.VirtualMachine, view vmView, s step) error {
+	if s == stepNone {
+		return nil
+	}
 	c := cl.GetClient()
 	cluster := vr.Status.Cluster
 	name := vm.Namespace + "/" + vm.Name
@@ -295,6 +309,8 @@ func rolloutCondition(p plan, spec vidrav1alpha1.VMRolloutSpec, actErr error) me
 		c.Reason, c.Message = vidrav1alpha1.ReasonVMRolloutPaused, "paused, restarting nothing more until these VMs recover or the VidraResource changes: "+strings.Join(p.failed, "; ")
 	case actErr != nil:
 		c.Reason, c.Message = vidrav1alpha1.ReasonVMRestartFailed, actErr.Error()
+	case p.unobserved > 0:
+		c.Reason, c.Message = vidrav1alpha1.ReasonProgressing, fmt.Sprintf("waiting for KubeVirt to see the new spec of %d of %d VMs", p.unobserved, s.Total)
 	case spec.Strategy == vidrav1alpha1.VMRolloutManual && s.Pending > 0:
 		c.Reason, c.Message = vidrav1alpha1.ReasonVMRestartRequired, fmt.Sprintf("%d of %d VMs need a restart (strategy Manual: restart them yourself)", s.Pending, s.Total)
 	case p.waiting:

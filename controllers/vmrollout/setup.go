@@ -44,7 +44,11 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager, maxConcurrentReconc
 			mcbuilder.WithEngageWithLocalCluster(true),
 			mcbuilder.WithEngageWithProviderClusters(false),
 			mcbuilder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, clusterChanged()))).
-		WithOptions(controller.TypedOptions[mcreconcile.Request]{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			MaxConcurrentReconciles: maxConcurrentReconciles,
+			// The multicluster builder does not read the manager's controller defaults.
+			SkipNameValidation: local.GetControllerOptions().SkipNameValidation,
+		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("set up VM rollout controller: %w", err)

@@ -16,7 +16,7 @@ import (
 func TestRollingRestartKeepsAtMostMaxUnavailableOnEveryMember(t *testing.T) {
 	startOperator(t)
 	const ns = "rolling"
-	before, after := vms("vm", 6, "64Mi"), vms("vm", 6, "128Mi")
+	before, after := vms(6, "64Mi"), vms(6, "128Mi")
 	policy := &vidrav1alpha1.VMRolloutSpec{Strategy: vidrav1alpha1.VMRolloutRolling, MaxUnavailable: count(2)}
 	for _, member := range fleet.Members {
 		deliverVMs(t, "rolling-"+member.Name, member, ns, before, policy)

@@ -1,0 +1,48 @@
+package vmrollout_test
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+// A restarted VM that does not come back Ready within readyTimeout pauses the rollout: a
+// condition names it and why, nothing more is restarted; once it recovers the rollout
+// goes on.
+func TestAVMThatDoesNotComeBackPausesTheRollout(t *testing.T) {
+	startOperator(t)
+	member := fleet.Members[1]
+	const ns = "paused"
+	before, after := vms(3, "64Mi"), vms(3, "128Mi")
+	deliverVMs(t, "paused", member, ns, before, &vidrav1alpha1.VMRolloutSpec{
+		Strategy: vidrav1alpha1.VMRolloutRolling, MaxUnavailable: count(1), ReadyTimeout: &metav1.Duration{Duration: 3 * time.Second},
+	})
+	allRunning(t, member, ns, before)
+
+	broken := types.NamespacedName{Namespace: ns, Name: "vm-0"} // first in the rollout's order
+	simulators[member.Name].SetNeverReady(broken, true)
+	updateVMs(t, "paused", after)
+	vr := rollout(t, "paused", metav1.ConditionFalse, vidrav1alpha1.ReasonVMRolloutPaused, 30*time.Second)
+	if msg := rolloutMessage(vr); !containsAll(msg, "paused/vm-0", "not back within 3s", "new VMI is not Ready") {
+		t.Errorf("VMRollout message = %q", msg)
+	}
+	if s := vr.Status.VMRollout; s == nil || s.Phase != vidrav1alpha1.VMRolloutPaused || s.Failed != 1 || s.Pending != 2 {
+		t.Errorf("vmRollout = %+v", s)
+	}
+	time.Sleep(2 * time.Second) // a paused rollout that went on would have restarted another by now
+	if got := restarts(member, ns, after); got["vm-1"] != 0 || got["vm-2"] != 0 {
+		t.Fatalf("restarts while paused: %v", got)
+	}
+
+	simulators[member.Name].SetNeverReady(broken, false)
+	rollout(t, "paused", metav1.ConditionTrue, vidrav1alpha1.ReasonSucceeded, 60*time.Second)
+	testfleet.Eventually(t, 10*time.Second, "each VM restarted once", func() (bool, error) {
+		got := restarts(member, ns, after)
+		return got["vm-0"] == 1 && got["vm-1"] == 1 && got["vm-2"] == 1, nil
+	})
+}
