@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -163,8 +165,22 @@ func (s *Simulator) registerAPIService(ctx context.Context, ip net.IP, port int,
 }
 
 // RoutableIP returns an IPv4 address of this host that is neither loopback nor
-// link-local, which the API server accepts in endpoints.
+// link-local, which the API server accepts in endpoints. A host with none gets one added
+// to its loopback interface (outside 127.0.0.0/8, so endpoints accept it), which needs
+// root.
 func RoutableIP() (net.IP, error) {
+	if ip, err := hostIP(); err == nil {
+		return ip, nil
+	}
+	const addr = "198.18.0.1" // 198.18.0.0/15 is reserved for benchmarking networks
+	out, err := exec.Command("ip", "addr", "add", addr+"/32", "dev", "lo").CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "File exists") {
+		return nil, fmt.Errorf("this host has no IPv4 address but loopback and link-local, and adding %s to lo failed: %w: %s", addr, err, out)
+	}
+	return net.ParseIP(addr).To4(), nil
+}
+
+func hostIP() (net.IP, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, err
