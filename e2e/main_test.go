@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -17,7 +18,16 @@ var testenv env.Environment
 
 func TestMain(m *testing.M) {
 	testenv = env.NewWithConfig(envconf.New())
-	testenv.Setup(fleetenv.StartFleet(testfleet.Options{Members: 1}))
+	vidraCRDs, err := testfleet.CRDDirectory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// KubeVirt's CRDs on every cluster: the hub too, as a standalone cluster running VMs.
+	kubevirtCRDs := "../internal/kubevirtsim/testdata/crds"
+	testenv.Setup(fleetenv.StartFleet(testfleet.Options{
+		Members: 1, HubCRDDirectories: []string{vidraCRDs, kubevirtCRDs}, MemberCRDDirectories: []string{kubevirtCRDs},
+	}))
 	testenv.Finish(fleetenv.StopFleet())
 	os.Exit(testenv.Run(m))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/zapr"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -77,9 +78,8 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 		return err
 	}
 	mgr, err := mcmanager.New(cfg, provider, manager.Options{
-		Scheme: scheme,
-		// The hub's cache holds only the VirtualMachines Vidra manages, as member caches do.
-		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachine{}: {Label: managedSelector()}}},
+		Scheme:                  scheme,
+		Cache:                   hubCacheOptions(log, cfg),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsBindAddress},
 		HealthProbeBindAddress:  opts.healthProbeBindAddress,
 		LeaderElection:          opts.leaderElect,
@@ -180,4 +180,19 @@ func newScheme() (*runtime.Scheme, error) {
 // managedSelector selects the objects Vidra manages.
 func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
+}
+
+// hubCacheOptions has the hub's cache hold only the VirtualMachines Vidra manages, as
+// member caches do, when the hub serves them: naming a kind the hub does not serve would
+// stop the manager from starting.
+func hubCacheOptions(log logr.Logger, cfg *rest.Config) cache.Options {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return cache.Options{}
+	}
+	if _, err := dc.ServerResourcesForGroupVersion(kubevirtv1.GroupVersion.String()); err != nil {
+		log.V(1).Info("the hub serves no KubeVirt VirtualMachines", "reason", err.Error())
+		return cache.Options{}
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachine{}: {Label: managedSelector()}}}
 }

@@ -102,8 +102,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	// Hold deletion until the objects are released.
+	// A patch of the finalizers alone: an Update would write back the whole spec as Go
+	// encodes it (a readyTimeout of "10m" as "10m0s"), changing its generation.
+	unfinalized := vr.DeepCopy()
 	if controllerutil.AddFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
-		if err := r.Hub.Update(ctx, vr); err != nil {
+		if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(unfinalized, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		before = vr.DeepCopy()
@@ -296,8 +299,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 		r.Watches.Requeue(holder)
 	}
 	r.Metrics.setManaged(vr.Status.Cluster, vr.Name, 0)
+	finalized := vr.DeepCopy()
 	controllerutil.RemoveFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer)
-	if err := r.Hub.Update(ctx, vr); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(finalized, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil

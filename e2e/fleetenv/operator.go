@@ -127,6 +127,18 @@ func (o *Operator) Stop(timeout time.Duration) error {
 	}
 }
 
+// Kill ends the process with SIGKILL, as the kernel's OOM killer or a node failure
+// would: no shutdown of any kind.
+func (o *Operator) Kill() {
+	select {
+	case <-o.exited:
+		return
+	default:
+	}
+	_ = o.cmd.Process.Kill()
+	<-o.exited
+}
+
 // Get fetches url and returns the status code and body.
 func Get(ctx context.Context, url string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
