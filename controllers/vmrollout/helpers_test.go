@@ -190,11 +190,12 @@ func restarts(member *testfleet.Cluster, ns string, specs []vmSpec) map[string]i
 	return out
 }
 
-// restartAPICalls counts the restart-API calls the simulator served for a namespace.
-func restartAPICalls(member *testfleet.Cluster, ns string) int {
+// restartAPICalls counts the restart-API calls the simulator served for a namespace
+// since a time.
+func restartAPICalls(member *testfleet.Cluster, ns string, since time.Time) int {
 	n := 0
 	for _, e := range simulators[member.Name].Journal() {
-		if e.VM.Namespace == ns && e.Action == kubevirtsim.ActionRestartAPI {
+		if e.VM.Namespace == ns && e.Action == kubevirtsim.ActionRestartAPI && e.Time.After(since) {
 			n++
 		}
 	}

@@ -21,7 +21,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testfleet.Main(m, testfleet.Options{Members: 2, MemberCRDDirectories: []string{"../../internal/kubevirtsim/testdata/crds"}}, func(f *testfleet.Fleet) {
+	os.Exit(testfleet.Main(m, testfleet.Options{Members: 2, ControllerManager: true, MemberCRDDirectories: []string{"../../internal/kubevirtsim/testdata/crds"}}, func(f *testfleet.Fleet) {
 		fleet = f
 		if err := setUp(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, "set up KubeVirt simulators:", err)

@@ -62,6 +62,10 @@ func TestImmediateRestartsEveryVMAtOnce(t *testing.T) {
 	before, after := vms(4, "64Mi"), vms(4, "128Mi")
 	deliverVMs(t, "immediate", member, ns, before, &vidrav1alpha1.VMRolloutSpec{Strategy: vidrav1alpha1.VMRolloutImmediate})
 	allRunning(t, member, ns, before)
+	// VMs that take a while to boot show whether the restarts waited for each other:
+	// KubeVirt may mark the four RestartRequired a few ticks apart.
+	simulators[member.Name].SetReadyAfter(3 * time.Second)
+	t.Cleanup(func() { simulators[member.Name].SetReadyAfter(300 * time.Millisecond) })
 	updateVMs(t, "immediate", after)
 	rollout(t, "immediate", metav1.ConditionTrue, vidrav1alpha1.ReasonSucceeded, 60*time.Second)
 	for vm, n := range restarts(member, ns, after) {

@@ -15,6 +15,7 @@ import (
 // VMI of these runStrategy: Always VMs.
 func TestRollingRestartKeepsAtMostMaxUnavailableOnEveryMember(t *testing.T) {
 	startOperator(t)
+	start := time.Now()
 	const ns = "rolling"
 	before, after := vms(6, "64Mi"), vms(6, "128Mi")
 	policy := &vidrav1alpha1.VMRolloutSpec{Strategy: vidrav1alpha1.VMRolloutRolling, MaxUnavailable: count(2)}
@@ -43,12 +44,12 @@ func TestRollingRestartKeepsAtMostMaxUnavailableOnEveryMember(t *testing.T) {
 		if got := simulators[member.Name].MaxUnavailable(ns); got > 2 || got == 0 {
 			t.Errorf("%s: at most %d VMs were unavailable at once, want 1 or 2", member.Name, got)
 		}
-		t.Logf("%s: max unavailable %d, restart API calls %d", member.Name, simulators[member.Name].MaxUnavailable(ns), restartAPICalls(member, ns))
+		t.Logf("%s: max unavailable %d, restart API calls %d", member.Name, simulators[member.Name].MaxUnavailable(ns), restartAPICalls(member, ns, start))
 	}
-	if n := restartAPICalls(fleet.Members[0], ns); n != 6 {
+	if n := restartAPICalls(fleet.Members[0], ns, start); n != 6 {
 		t.Errorf("member-1 serves the restart API, yet %d of 6 restarts went through it", n)
 	}
-	if n := restartAPICalls(fleet.Members[1], ns); n != 0 {
+	if n := restartAPICalls(fleet.Members[1], ns, start); n != 0 {
 		t.Errorf("member-2 does not serve the restart API, yet it answered %d restarts", n)
 	}
 }

@@ -42,6 +42,9 @@ type Entry struct {
 	Action string
 	// VMI is the UID of the VMI concerned.
 	VMI types.UID
+	// VMUID is the UID of the VM, for VMI creations: a VM deleted and made again under
+	// the same name is another VM.
+	VMUID types.UID
 	// Unavailable is how many VMs of the VM's namespace were unavailable right after.
 	Unavailable int
 }
@@ -132,6 +135,13 @@ func (s *Simulator) Run(ctx context.Context) {
 	}
 }
 
+// SetReadyAfter changes how long new VMIs take to become Ready.
+func (s *Simulator) SetReadyAfter(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.ReadyAfter = d
+}
+
 // SetNeverReady makes the VMIs of a VM never become Ready (or Ready again).
 func (s *Simulator) SetNeverReady(vm types.NamespacedName, never bool) {
 	s.mu.Lock()
@@ -146,11 +156,18 @@ func (s *Simulator) Journal() []Entry {
 	return append([]Entry(nil), s.journal...)
 }
 
-// Restarts counts the VMIs deleted and replaced for a VM: its restarts.
+// Restarts counts the VMIs replaced for a VM, the latest VM of that name: its restarts.
 func (s *Simulator) Restarts(vm types.NamespacedName) int {
-	created := 0
-	for _, e := range s.Journal() {
+	journal := s.Journal()
+	var latest types.UID
+	for _, e := range journal {
 		if e.VM == vm && e.Action == ActionCreated {
+			latest = e.VMUID
+		}
+	}
+	created := 0
+	for _, e := range journal {
+		if e.VM == vm && e.Action == ActionCreated && e.VMUID == latest {
 			created++
 		}
 	}
@@ -290,7 +307,7 @@ func (s *Simulator) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine
 	s.mu.Lock()
 	s.created[vmi.UID] = time.Now()
 	s.mu.Unlock()
-	s.record(Entry{VM: client.ObjectKeyFromObject(vm), Action: ActionCreated, VMI: vmi.UID})
+	s.record(Entry{VM: client.ObjectKeyFromObject(vm), Action: ActionCreated, VMI: vmi.UID, VMUID: vm.UID})
 	return vmi, nil
 }
 
