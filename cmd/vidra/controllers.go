@@ -109,11 +109,12 @@ func setupVMRollout(mgr mcmanager.Manager, hubID string, opts options) error {
 		return err
 	}
 	r := &vmrollout.Reconciler{
-		Hub:      mgr.GetLocalManager().GetClient(),
-		Manager:  mgr,
-		HubID:    hubID,
-		Recorder: mgr.GetLocalManager().GetEventRecorder("vidra"),
-		Metrics:  metrics,
+		Hub:                 mgr.GetLocalManager().GetClient(),
+		Manager:             mgr,
+		HubID:               hubID,
+		DisableLocalCluster: opts.disableLocalCluster,
+		Recorder:            mgr.GetLocalManager().GetEventRecorder("vidra"),
+		Metrics:             metrics,
 	}
 	return r.SetupWithManager(mgr, opts.maxConcurrentReconciles)
 }

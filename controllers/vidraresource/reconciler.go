@@ -283,6 +283,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonDeleting,
 				fmt.Sprintf("cluster %q is no longer enrolled; left on it: %s", dest.name, refsString(refs)))
 		}
+	case err != nil && len(refs) == 0:
+		// Nothing was ever applied (the destination never resolved): nothing to release.
 	case err != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonDeleting, "waiting for the destination to release objects: "+err.Error())
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil

@@ -39,6 +39,14 @@ func TestDeletionWaitsForAnUnreachableCluster(t *testing.T) {
 	gone(t, member, &corev1.ConfigMap{}, "default", "patient")
 }
 
+// TestDeletingAResourceThatNeverReachedItsClusterCompletes: nothing was applied, so
+// nothing holds the deletion, even though the destination still does not resolve.
+func TestDeletingAResourceThatNeverReachedItsClusterCompletes(t *testing.T) {
+	deliver(t, "nowhere", vidrav1alpha1.Destination{Server: "https://nowhere.example.com:6443"}, cmManifest("nowhere"))
+	condition(t, "nowhere", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonClusterNotFound)
+	remove(t, "nowhere")
+}
+
 // TestDriftWatchesFollowTheKindsInUse: a kind is watched on a cluster while some
 // VidraResource uses it there, and no longer once none does.
 func TestDriftWatchesFollowTheKindsInUse(t *testing.T) {

@@ -41,6 +41,8 @@ type Reconciler struct {
 	Manager mcmanager.Manager
 	// HubID picks this hub's owners out of a VM's owners set.
 	HubID string
+	// DisableLocalCluster leaves the local cluster's VMs alone (--disable-local-cluster).
+	DisableLocalCluster bool
 	// Recorder records Events on VidraResources.
 	Recorder events.EventRecorder
 	// Metrics, when set, count restarts.

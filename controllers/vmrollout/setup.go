@@ -30,7 +30,7 @@ import (
 // may change what is to be done.
 func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager, maxConcurrentReconciles int) error {
 	local := mgr.GetLocalManager()
-	localServesVMs := servesVMs(local)
+	localServesVMs := !r.DisableLocalCluster && servesVMs(local)
 	err := mcbuilder.ControllerManagedBy(mgr).
 		Named("vmrollout").
 		Watches(&kubevirtv1.VirtualMachine{}, mchandler.EnqueueRequestsFromMapFunc(r.ownersOfVM),
