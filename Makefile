@@ -13,21 +13,25 @@ K8S_ASSETS := $(BIN)/k8s
 # Tool versions are pinned; each is installed from its Go module into bin/tools.
 CONTROLLER_GEN_VERSION := v0.21.0
 GOLANGCI_LINT_VERSION  := v2.13.0
+HELM_VERSION           := v3.19.0
 
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM           := $(TOOLS)/helm-$(HELM_VERSION)
 
 GO_TEST_FLAGS ?= -count=1 -timeout=30m
 
 .PHONY: build
-build: ## Build bin/vidra.
+build: ## Build bin/vidra and the kubectl plugin bin/kubectl-vidra.
 	go build -trimpath -o $(BIN)/vidra ./cmd/vidra
+	go build -trimpath -o $(BIN)/kubectl-vidra ./cmd/kubectl-vidra
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from apis/.
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	hack/kubevirt-crds.sh $(CONTROLLER_GEN)
+	mkdir -p charts/vidra/crds && cp config/crd/bases/*.yaml charts/vidra/crds/
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Fail when generated files, formatting or go.mod are stale.
@@ -41,9 +45,10 @@ control-plane: ## Build kube-apiserver, etcd, kube-controller-manager and kubect
 	hack/build-control-plane.sh $(K8S_ASSETS)
 
 .PHONY: test
-test: control-plane build verify vet ## Run unit, envtest and e2e tests on real control planes.
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) VIDRA_BINARY=$(BIN)/vidra go test $(GO_TEST_FLAGS) ./...
+test: control-plane build verify vet $(HELM) ## Run unit, envtest and e2e tests on real control planes.
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) VIDRA_BINARY=$(BIN)/vidra HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
+	DEMO_EXIT=1 $(MAKE) --no-print-directory demo
 
 FUZZ_TIME ?= 15s
 
@@ -64,9 +69,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: demo
-demo: ## The main job on a local sandbox fleet (completed by the packaging work).
-	@echo "make demo is not available yet: it arrives with the Helm chart and kubectl plugin (see README)."
-	@exit 1
+demo: control-plane build ## The main job on a local sandbox fleet (Ctrl-C ends it; DEMO_EXIT=1 exits after printing).
+	go run ./hack/demo
 
 .PHONY: clean
 clean: ## Remove built binaries (the control plane cache in bin/k8s stays).
@@ -81,6 +85,14 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(TOOLS)/golangci-lint $@
+
+.PHONY: helm
+helm: $(HELM) ## Build the pinned helm binary into bin/tools.
+
+$(HELM):
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(TOOLS)/helm $@
 
 .PHONY: help
 help: ## List the targets.

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/kubeconfig"
+)
+
+// Values of --dry-run, as kubectl spells them.
+const (
+	dryRunNone   = "none"
+	dryRunClient = "client"
+	dryRunServer = "server"
+)
+
+type enrollOptions struct {
+	// hub is reached with kubectl's connection flags under other names (--hub-kubeconfig,
+	// --hub-context): --kubeconfig and --context name the member here.
+	hub *genericclioptions.ConfigFlags
+
+	memberKubeconfig string
+	memberContext    string
+	labels           map[string]string
+	secretNamespace  string
+	dryRun           string
+	overwrite        bool
+	allowExec        bool
+	allowInsecureTLS bool
+	output           *outputFlags
+}
+
+func newEnrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &enrollOptions{hub: genericclioptions.NewConfigFlags(false), output: newOutputFlags(false, "one line saying what was done")}
+	cmd := &cobra.Command{
+		Use:   "enroll NAME --context MEMBER_CONTEXT",
+		Short: "Enroll a cluster: write its kubeconfig Secret on the hub, checked as the operator will check it",
+		Long: `Enroll the cluster of one of your kubeconfig contexts into the fleet as NAME.
+
+The member is read from your kubeconfig: --context names its context, and --kubeconfig
+the file that holds it (default: $KUBECONFIG, else ~/.kube/config). That context, its
+cluster and its user are taken out alone, with certificate files inlined, and checked
+with the operator's own policy: exec credential plugins and auth-provider plugins (unless
+--allow-exec), insecure-skip-tls-verify and plain http servers (unless
+--allow-insecure-tls), and any file reference left (such as a tokenFile) are refused,
+with the rule named, before anything is written.
+
+The result is written on the hub as the Secret NAME in --secret-namespace, labeled
+vidra.infrahub.operators.com/cluster=NAME plus --labels, with the kubeconfig under the
+key "kubeconfig". The operator engages the cluster and shows it as VidraCluster NAME.
+The Secret's other labels become the VidraCluster's labels, for clusterSelector.
+
+The hub is reached with --hub-kubeconfig and --hub-context (kubectl's --kubeconfig and
+--context under other names, since those two name the member here). By default the hub
+is the current context of the same kubeconfig as the member.
+
+An existing Secret NAME is left alone unless --overwrite is given; then its kubeconfig
+and labels are replaced, which rotates the cluster's credentials.`,
+		Example: `  # Enroll context "edge-1-admin" of your kubeconfig as cluster edge-1; the hub is your current context.
+  kubectl vidra enroll edge-1 --context edge-1-admin --labels site=paris,tier=edge
+
+  # The member's context is in another file, the hub is context "hub" of ~/.kube/config.
+  kubectl vidra enroll edge-2 --kubeconfig edge-2.kubeconfig --context admin \
+    --hub-kubeconfig ~/.kube/config --hub-context hub
+
+  # Look at the Secret without writing it (it holds credentials: mind where it goes).
+  kubectl vidra enroll edge-1 --context edge-1-admin --dry-run=client -o yaml
+
+  # Rotate the credentials of an enrolled cluster.
+  kubectl vidra enroll edge-1 --context edge-1-new-token --overwrite`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args[0], streams.Out, streams.ErrOut)
+		},
+	}
+	flags := cmd.Flags()
+	flags.StringVar(&o.memberContext, "context", "", "The kubeconfig context of the cluster to enroll (required).")
+	flags.StringVar(&o.memberKubeconfig, "kubeconfig", "", "The kubeconfig file that holds --context (default: $KUBECONFIG, else ~/.kube/config).")
+	flags.StringVar(o.hub.KubeConfig, "hub-kubeconfig", "", "The kubeconfig file of the hub (default: the --kubeconfig file, else $KUBECONFIG, else ~/.kube/config).")
+	flags.StringVar(o.hub.Context, "hub-context", "", "The kubeconfig context of the hub (default: the current context of the hub's kubeconfig).")
+	flags.StringToStringVar(&o.labels, "labels", nil, "More labels of the Secret, as `key=value,...`; they become the VidraCluster's labels, for clusterSelector.")
+	flags.Lookup("labels").DefValue = "" // "(default [])" would say nothing
+	flags.StringVar(&o.secretNamespace, "secret-namespace", "vidra-system", "The namespace the operator reads enrollment Secrets from (its --cluster-secret-namespace).")
+	flags.StringVar(&o.dryRun, "dry-run", dryRunNone, `"client" prints the Secret without contacting the hub; "server" has the hub validate it without storing it.`)
+	flags.BoolVar(&o.overwrite, "overwrite", false, "Replace the kubeconfig and labels of an existing Secret NAME (rotates the cluster's credentials).")
+	flags.BoolVar(&o.allowExec, "allow-exec", false, "Accept a context whose user runs an exec or auth-provider plugin; the operator must run with --allow-kubeconfig-exec and allow the command.")
+	flags.BoolVar(&o.allowInsecureTLS, "allow-insecure-tls", false, "Accept insecure-skip-tls-verify and plain http servers; the operator must run with --allow-insecure-tls.")
+	o.output.addFlags(cmd)
+	_ = cmd.MarkFlagRequired("context")
+	return cmd
+}
+
+func (o *enrollOptions) run(ctx context.Context, name string, out, errOut io.Writer) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("cluster name %q: %s", name, strings.Join(errs, "; "))
+	}
+	labels, err := o.secretLabels(name)
+	if err != nil {
+		return err
+	}
+	if o.dryRun != dryRunNone && o.dryRun != dryRunClient && o.dryRun != dryRunServer {
+		return fmt.Errorf(`--dry-run must be "none", "client" or "server", not %q`, o.dryRun)
+	}
+	if err := o.output.validate(); err != nil {
+		return err
+	}
+
+	member, err := buildMemberConfig(o.memberKubeconfig, o.memberContext, o.allowExec, o.allowInsecureTLS)
+	if err != nil {
+		return err
+	}
+	o.warnAllowed(errOut, member)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.secretNamespace, Labels: labels},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{vidrav1alpha1.KubeconfigKey: member.Data},
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	if o.dryRun == dryRunClient {
+		return o.report(out, scheme, secret, "created (dry run)")
+	}
+
+	if *o.hub.KubeConfig == "" {
+		*o.hub.KubeConfig = o.memberKubeconfig
+	}
+	hubConfig, err := o.hub.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("hub connection: %w", err)
+	}
+	// Writing a member's Secret on the member itself is the usual slip when the current
+	// context is the member's: the operator would never see it.
+	if hubServer, err := kubeconfig.NormalizeServer(hubConfig.Host); err == nil && hubServer == member.Server {
+		return fmt.Errorf("the hub and context %q are the same API server (%s): point --hub-context (or your current context) at the hub", o.memberContext, member.Server)
+	}
+	hub, err := hubClientFor(hubConfig, scheme, errOut)
+	if err != nil {
+		return err
+	}
+	action, err := o.write(ctx, hub, secret)
+	if err != nil {
+		return err
+	}
+	return o.report(out, scheme, secret, action)
+}
+
+// secretLabels are --labels plus the enrollment label, which only NAME may set.
+func (o *enrollOptions) secretLabels(name string) (map[string]string, error) {
+	labels := map[string]string{}
+	for k, v := range o.labels {
+		if k == vidrav1alpha1.ClusterLabel {
+			return nil, fmt.Errorf("--labels: %s is set from NAME; leave it out", k)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("--labels: key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, fmt.Errorf("--labels: value %q of %s: %s", v, k, strings.Join(errs, "; "))
+		}
+		labels[k] = v
+	}
+	labels[vidrav1alpha1.ClusterLabel] = name
+	return labels, nil
+}
+
+// warnAllowed reminds the user that what --allow-* let through here the operator refuses
+// unless it was started to allow it too.
+func (o *enrollOptions) warnAllowed(errOut io.Writer, member *memberConfig) {
+	if len(member.Plugins) > 0 {
+		fmt.Fprintf(errOut, "Warning: context %q runs %s; the operator engages it only with --allow-kubeconfig-exec (and an exec command in --kubeconfig-exec-allowlist).\n",
+			o.memberContext, strings.Join(member.Plugins, ", "))
+	}
+	if member.InsecureTLS {
+		fmt.Fprintf(errOut, "Warning: context %q does not check the server's certificate (or uses plain http); the operator engages it only with --allow-insecure-tls.\n",
+			o.memberContext)
+	}
+}
+
+// write creates the Secret, or replaces an existing one's kubeconfig and labels with
+// --overwrite, and returns what it did as kubectl words it.
+func (o *enrollOptions) write(ctx context.Context, hub client.Client, secret *corev1.Secret) (string, error) {
+	name, ns := secret.Name, secret.Namespace
+	if err := refuseSecondEnrollment(ctx, hub, secret); err != nil {
+		return "", err
+	}
+	var opts []client.CreateOption
+	var updateOpts []client.UpdateOption
+	suffix := ""
+	if o.dryRun == dryRunServer {
+		opts, updateOpts, suffix = []client.CreateOption{client.DryRunAll}, []client.UpdateOption{client.DryRunAll}, " (server dry run)"
+	}
+
+	var existing corev1.Secret
+	err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := hub.Create(ctx, secret, opts...); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("create secret %s/%s: %w (does the operator read Secrets from another namespace? see --secret-namespace)", ns, name, err)
+			}
+			return "", fmt.Errorf("create secret %s/%s on the hub: %w", ns, name, err)
+		}
+		return "created" + suffix, nil
+	case err != nil:
+		return "", fmt.Errorf("read secret %s/%s on the hub: %w", ns, name, err)
+	case !o.overwrite:
+		return "", fmt.Errorf("secret %s/%s already exists on the hub; pass --overwrite to replace its kubeconfig and labels", ns, name)
+	}
+	// The resourceVersion just read makes the update fail rather than undo a concurrent one.
+	existing.Labels = secret.Labels
+	existing.Data = secret.Data
+	if err := hub.Update(ctx, &existing, updateOpts...); err != nil {
+		return "", fmt.Errorf("update secret %s/%s on the hub: %w", ns, name, err)
+	}
+	existing.DeepCopyInto(secret)
+	return "configured" + suffix, nil
+}
+
+// refuseSecondEnrollment refuses a Secret for a cluster that another Secret enrolls
+// already: the operator would reject the later one as a conflict.
+func refuseSecondEnrollment(ctx context.Context, hub client.Client, secret *corev1.Secret) error {
+	var list corev1.SecretList
+	err := hub.List(ctx, &list, client.InNamespace(secret.Namespace), client.MatchingLabels{vidrav1alpha1.ClusterLabel: secret.Name})
+	if apierrors.IsForbidden(err) {
+		return nil // The check helps; a user who may only create Secrets can still enroll.
+	}
+	if err != nil {
+		return fmt.Errorf("list enrollment secrets in %s on the hub: %w", secret.Namespace, err)
+	}
+	for _, s := range list.Items {
+		if s.Name != secret.Name {
+			return fmt.Errorf("cluster %s is already enrolled by secret %s/%s; delete that Secret first, or enroll under another name", secret.Name, s.Namespace, s.Name)
+		}
+	}
+	return nil
+}
+
+// report prints the Secret with -o, else one line saying what happened and what to watch.
+func (o *enrollOptions) report(out io.Writer, scheme *runtime.Scheme, secret *corev1.Secret, action string) error {
+	if !o.output.table() {
+		return o.output.printObject(out, scheme, secret)
+	}
+	if o.dryRun != dryRunNone {
+		fmt.Fprintf(out, "secret/%s %s\n", secret.Name, action)
+		return nil
+	}
+	fmt.Fprintf(out, "secret/%s %s; watch it with: kubectl get vidraclusters %s\n", secret.Name, action, secret.Name)
+	return nil
+}

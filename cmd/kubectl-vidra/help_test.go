@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		words []string
+	}{
+		{[]string{"--help"}, []string{"Vidra is a Kubernetes operator", "kubectl vidra [command]", "clusters", "get", "describe", "enroll"}},
+		{[]string{"clusters", "--help"}, []string{"kubectl vidra clusters", "PHASE", "LAST PROBE", "--kubeconfig", "--context", "--output", "wide"}},
+		{[]string{"get", "--help"}, []string{"kubectl vidra get", "LAST ERROR", "INFRAHUBSYNC", "--cluster", "--kubeconfig", "--context", "--output", "wide"}},
+		{[]string{"describe", "--help"}, []string{"kubectl vidra describe NAME", "Events", "--kubeconfig", "--context"}},
+		{[]string{"enroll", "--help"}, []string{
+			"kubectl vidra enroll NAME", "vidra.infrahub.operators.com/cluster=NAME",
+			"--context", "--kubeconfig", "--hub-kubeconfig", "--hub-context", "--labels", "--secret-namespace",
+			"--dry-run", "--overwrite", "--allow-exec", "--allow-insecure-tls", "--output",
+		}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, _, err := runPlugin(t, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v", tc.args, err)
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(out, w) {
+					t.Errorf("help of %v does not mention %q:\n%s", tc.args, w, out)
+				}
+			}
+			if !strings.Contains(out, "Examples:") {
+				t.Errorf("help of %v has no examples", tc.args)
+			}
+		})
+	}
+}
+
+func TestAWrongFlagPointsAtTheHelp(t *testing.T) {
+	_, _, err := runPlugin(t, "get", "--no-such-flag")
+	if err == nil || !strings.Contains(err.Error(), "kubectl vidra get --help") {
+		t.Fatalf("got %v, want an error pointing at kubectl vidra get --help", err)
+	}
+}

@@ -1,0 +1,573 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vidra-operator/vidra/e2e/fleetenv"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+const (
+	chartNamespace = "vidra-chart"
+	chartRelease   = "vidra"
+	// chartServiceAccount is the chart's ServiceAccount for release "vidra" (its full name).
+	chartServiceAccount = "vidra"
+	chartSAUser         = "system:serviceaccount:" + chartNamespace + ":" + chartServiceAccount
+)
+
+// helmRun runs the helm binary of $HELM with its caches and configuration in a temp dir,
+// failing the test on error.
+func helmRun(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := helmCommand(ctx, t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func helmCommand(ctx context.Context, t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, os.Getenv("HELM"), args...)
+	cmd.Env = append(os.Environ(), "HOME="+home,
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %v: %w: %s%s", args, err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// chartDir is charts/vidra of the module.
+func chartDir(t *testing.T) string {
+	t.Helper()
+	root, err := testfleet.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "charts", "vidra")
+}
+
+// renderChart runs helm template with the given --set values and parses the result.
+func renderChart(ctx context.Context, t *testing.T, sets ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", chartRelease, chartDir(t), "--namespace", chartNamespace}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out := helmRun(ctx, t, args...)
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split(out, "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("rendered document does not parse: %v\n%s", err, doc)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	if len(objs) == 0 {
+		t.Fatalf("helm template %v rendered nothing", sets)
+	}
+	return objs
+}
+
+func findObject(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			return o
+		}
+	}
+	t.Fatalf("no %s rendered", kind)
+	return nil
+}
+
+// grant is one RBAC rule of a rendered Role or ClusterRole.
+type grant struct {
+	kind, namespace, name string
+	apiGroups, resources  []string
+	verbs                 []string
+}
+
+func (g grant) String() string {
+	return fmt.Sprintf("%s %s/%s: groups %q resources %q verbs %q", g.kind, g.namespace, g.name, g.apiGroups, g.resources, g.verbs)
+}
+
+func grants(t *testing.T, objs []*unstructured.Unstructured) []grant {
+	t.Helper()
+	var out []grant
+	for _, o := range objs {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, err := unstructured.NestedSlice(o.Object, "rules")
+		if err != nil {
+			t.Fatalf("%s %s: rules: %v", o.GetKind(), o.GetName(), err)
+		}
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			strs := func(key string) []string {
+				s, _, _ := unstructured.NestedStringSlice(rule, key)
+				return s
+			}
+			out = append(out, grant{kind: o.GetKind(), namespace: o.GetNamespace(), name: o.GetName(),
+				apiGroups: strs("apiGroups"), resources: strs("resources"), verbs: strs("verbs")})
+		}
+	}
+	return out
+}
+
+// onSecrets reports whether the rule grants anything on core Secrets.
+func (g grant) onSecrets() bool {
+	return len(g.verbs) > 0 &&
+		(slices.Contains(g.apiGroups, "") || slices.Contains(g.apiGroups, "*")) &&
+		(slices.Contains(g.resources, "secrets") || slices.Contains(g.resources, "*"))
+}
+
+func (g grant) wildcard() bool {
+	return slices.Contains(g.apiGroups, "*") || slices.Contains(g.resources, "*") || slices.Contains(g.verbs, "*")
+}
+
+func secretGrants(t *testing.T, objs []*unstructured.Unstructured) []grant {
+	var out []grant
+	for _, g := range grants(t, objs) {
+		if g.onSecrets() {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// checkRestricted asserts the restricted Pod Security Standard fields of the Deployment and
+// returns its container's args.
+func checkRestricted(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	deploy := findObject(t, objs, "Deployment")
+	pod, _, _ := unstructured.NestedMap(deploy.Object, "spec", "template", "spec")
+	if v, _, _ := unstructured.NestedBool(pod, "securityContext", "runAsNonRoot"); !v {
+		t.Error("pod securityContext.runAsNonRoot is not true")
+	}
+	if v, _, _ := unstructured.NestedString(pod, "securityContext", "seccompProfile", "type"); v != "RuntimeDefault" {
+		t.Errorf("pod seccompProfile.type = %q, want RuntimeDefault", v)
+	}
+	containers, _, _ := unstructured.NestedSlice(pod, "containers")
+	if len(containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(containers))
+	}
+	c, _ := containers[0].(map[string]any)
+	if name, _, _ := unstructured.NestedString(c, "name"); name != "vidra" {
+		t.Errorf("container name %q, want vidra", name)
+	}
+	if v, found, _ := unstructured.NestedBool(c, "securityContext", "allowPrivilegeEscalation"); !found || v {
+		t.Error("container allowPrivilegeEscalation is not false")
+	}
+	if v, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !v {
+		t.Error("container readOnlyRootFilesystem is not true")
+	}
+	if v, _, _ := unstructured.NestedBool(c, "securityContext", "runAsNonRoot"); !v {
+		t.Error("container runAsNonRoot is not true")
+	}
+	if drop, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "drop"); !slices.Equal(drop, []string{"ALL"}) {
+		t.Errorf("container capabilities.drop = %q, want [ALL]", drop)
+	}
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	return args
+}
+
+func wantArgs(t *testing.T, mode string, args []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(args, w) {
+			t.Errorf("%s mode: args %q lack %q", mode, args, w)
+		}
+	}
+}
+
+// impersonatingKubeconfig returns the hub's admin kubeconfig, changed to act as the
+// chart's ServiceAccount: the operator then has exactly the chart's rights.
+func impersonatingKubeconfig(t *testing.T, hubKubeconfig []byte) string {
+	t.Helper()
+	cfg, err := clientcmd.Load(hubKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		t.Fatalf("hub kubeconfig has no current context %q", cfg.CurrentContext)
+	}
+	auth, ok := cfg.AuthInfos[kctx.AuthInfo]
+	if !ok {
+		t.Fatalf("hub kubeconfig has no user %q", kctx.AuthInfo)
+	}
+	auth.Impersonate = chartSAUser
+	auth.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, "vidra-sa.kubeconfig", data)
+}
+
+// canI runs kubectl auth can-i on the hub as the chart's ServiceAccount; kubectl answers
+// "no" with exit code 1.
+func canI(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, nil, append([]string{"auth", "can-i", "--as", chartSAUser}, args...)...)
+	answer := strings.TrimSpace(out)
+	if err != nil && answer != "no" {
+		t.Fatalf("kubectl auth can-i %v: %q, %v", args, answer, err)
+	}
+	return answer
+}
+
+// forbiddenLines returns the log lines that report a request refused by RBAC.
+func forbiddenLines(logs []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(logs), "\n") {
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond every 100ms for up to timeout. Unlike testfleet.Eventually it does
+// not fail the test, so a cleanup goes on.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
+func TestHelmChart(t *testing.T) {
+	if os.Getenv("HELM") == "" {
+		t.Skip("HELM is not set: run `make test`, or set HELM to a helm binary (make helm builds bin/tools/helm-v3.19.0)")
+	}
+	const (
+		clusterName = "helm-edge"
+		vrName      = "helm-hello"
+		localVRName = "helm-local"
+	)
+	var (
+		op         *fleetenv.Operator
+		installed  bool
+		secretMade bool
+		vrApplied  bool
+		// localVRApplied: a VidraResource for the local cluster, which the chart
+		// installed with rbac.localApply=none does not let the operator deliver.
+		localVRApplied bool
+	)
+
+	render := features.New("the chart lints and renders least-privilege, restricted objects").
+		Assess("helm lint passes in hub and standalone mode", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			t.Log(helmRun(ctx, t, "lint", chartDir(t)))
+			t.Log(helmRun(ctx, t, "lint", chartDir(t), "--set", "mode=standalone"))
+			return ctx
+		}).
+		Assess("hub mode: restricted pod, Secrets only through a Role of the release namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			for _, localApply := range []string{"broad", "none"} {
+				objs := renderChart(ctx, t, "rbac.localApply="+localApply)
+				args := checkRestricted(t, objs)
+				wantArgs(t, "hub", args, "--cluster-provider=secret", "--cluster-secret-namespace="+chartNamespace,
+					"--infrahub-secret-namespace="+chartNamespace, "--leader-elect", "--leader-election-namespace="+chartNamespace,
+					"--zap-log-level=info", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--webhook-bind-address=:8090")
+				var inRole bool
+				for _, g := range secretGrants(t, objs) {
+					switch {
+					case g.kind == "Role" && g.namespace == chartNamespace && !g.wildcard():
+						inRole = true
+						if !slices.Equal(g.verbs, []string{"get", "list", "watch"}) {
+							t.Errorf("Secrets verbs %q, want get list watch", g.verbs)
+						}
+					case localApply == "broad" && g.kind == "ClusterRole" && g.name == chartRelease+"-local-apply":
+						// The documented rbac.localApply=broad choice: anything on the local cluster.
+					default:
+						t.Errorf("localApply=%s: a rule outside the release namespace's Role grants Secrets: %s", localApply, g)
+					}
+				}
+				if !inRole {
+					t.Errorf("localApply=%s: no Role of %s grants Secrets in hub mode", localApply, chartNamespace)
+				}
+			}
+			return ctx
+		}).
+		Assess("standalone mode: restricted pod, no right on Secrets", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			for _, localApply := range []string{"broad", "none"} {
+				objs := renderChart(ctx, t, "mode=standalone", "rbac.localApply="+localApply)
+				args := checkRestricted(t, objs)
+				wantArgs(t, "standalone", args, "--cluster-provider=none", "--leader-elect")
+				if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--cluster-secret-namespace") }) {
+					t.Errorf("standalone args name a cluster Secret namespace: %q", args)
+				}
+				for _, g := range secretGrants(t, objs) {
+					if localApply == "broad" && g.kind == "ClusterRole" && g.name == chartRelease+"-local-apply" {
+						continue // the documented broad choice, the only one
+					}
+					t.Errorf("standalone, localApply=%s: a rule grants Secrets: %s", localApply, g)
+				}
+			}
+			return ctx
+		}).
+		Assess("rbac.localApply=none renders no wildcard rule", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			for _, mode := range []string{"hub", "standalone"} {
+				for _, g := range grants(t, renderChart(ctx, t, "mode="+mode, "rbac.localApply=none")) {
+					if g.wildcard() {
+						t.Errorf("%s mode, localApply=none: wildcard rule %s", mode, g)
+					}
+				}
+			}
+			// Nothing delivered locally: neither the local-apply nor the KubeVirt rights.
+			objs := renderChart(ctx, t, "localCluster.enabled=false")
+			wantArgs(t, "hub", checkRestricted(t, objs), "--disable-local-cluster")
+			for _, g := range grants(t, objs) {
+				if g.wildcard() || slices.Contains(g.apiGroups, "kubevirt.io") {
+					t.Errorf("localCluster.enabled=false: rule %s", g)
+				}
+			}
+			var sawWildcard bool
+			for _, g := range grants(t, renderChart(ctx, t)) {
+				sawWildcard = sawWildcard || g.wildcard()
+			}
+			if !sawWildcard {
+				t.Error("the default rbac.localApply=broad renders no wildcard rule")
+			}
+			return ctx
+		}).
+		Assess("values that cannot work together are refused at render time", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			for _, sets := range [][]string{
+				{"mode=spoke"}, {"rbac.localApply=some"},
+				{"mode=standalone", "infrahub.webhookSecret=hook"}, {"mode=standalone", "localCluster.enabled=false"},
+			} {
+				args := []string{"template", chartRelease, chartDir(t)}
+				for _, s := range sets {
+					args = append(args, "--set", s)
+				}
+				if _, err := helmCommand(ctx, t, args...); err == nil {
+					t.Errorf("helm template --set %q succeeded", sets)
+				}
+			}
+			return ctx
+		}).
+		Feature()
+
+	install := features.New("the operator runs with exactly the rights the chart gives its ServiceAccount").
+		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			hubKubeconfig, err := fleetenv.Fleet(ctx).Hub.WriteKubeconfig(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The least-privilege choice: Secrets of the release namespace only. The hub
+			// already has Vidra's CRDs: Helm skips them.
+			installed = true
+			t.Log(helmRun(ctx, t, "install", chartRelease, chartDir(t), "--namespace", chartNamespace, "--create-namespace",
+				"--kubeconfig", hubKubeconfig, "--wait=false", "--set", "rbac.localApply=none"))
+			return ctx
+		}).
+		Assess("the operator, acting as the chart's ServiceAccount, enrolls the member", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			t.Log(kubectl(ctx, t, nil, "-n", chartNamespace, "get", "serviceaccounts,roles,rolebindings,deployments,services"))
+			fleet := fleetenv.Fleet(ctx)
+			var err error
+			op, err = fleetenv.StartOperator(ctx, "--kubeconfig="+impersonatingKubeconfig(t, fleet.Hub.Kubeconfig),
+				"--cluster-secret-namespace="+chartNamespace, "--infrahub-secret-namespace="+chartNamespace,
+				"--leader-elect", "--leader-election-namespace="+chartNamespace, "--hub-id=helm", "--cluster-probe-interval=1s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := writeFile(t, clusterName+".kubeconfig", fleet.Members[0].Kubeconfig)
+			secretMade = true
+			kubectl(ctx, t, nil, "-n", chartNamespace, "create", "secret", "generic", clusterName, "--from-file=kubeconfig="+path)
+			kubectl(ctx, t, nil, "-n", chartNamespace, "label", "secret", clusterName, "vidra.infrahub.operators.com/cluster="+clusterName)
+			var out string
+			testfleet.Eventually(t, 30*time.Second, clusterName+" Engaged", func() (bool, error) {
+				out = kubectl(ctx, t, nil, "get", "vidraclusters")
+				r := row(out, clusterName)
+				return len(r) >= 3 && r[2] == "Engaged", nil
+			})
+			t.Logf("kubectl get vidraclusters:\n%s", out)
+			return ctx
+		}).
+		Assess("a VidraResource delivers a ConfigMap to the member", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			vrApplied = true
+			kubectl(ctx, t, []byte(`apiVersion: infrahub.operators.com/v1alpha1
+kind: VidraResource
+metadata:
+  name: `+vrName+`
+spec:
+  destination:
+    cluster: `+clusterName+`
+    namespace: helm-hello
+  manifest: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: greeting
+    data:
+      text: delivered with the chart's rights
+`), "apply", "-f", "-")
+			var out string
+			testfleet.Eventually(t, 30*time.Second, vrName+" Succeeded", func() (bool, error) {
+				out = kubectl(ctx, t, nil, "get", "vidraresources")
+				r := row(out, vrName)
+				return len(r) >= 3 && r[1] == clusterName && r[2] == "Succeeded", nil
+			})
+			t.Logf("kubectl get vidraresources:\n%s", out)
+			got, err := fleetenv.Fleet(ctx).Members[0].Kubectl(ctx, nil, "-n", "helm-hello", "get", "configmap", "greeting", "-o", "jsonpath={.data.text}")
+			if err != nil || got != "delivered with the chart's rights" {
+				t.Errorf("ConfigMap on the member: %q, %v", got, err)
+			}
+			return ctx
+		}).
+		Assess("the ServiceAccount reads Secrets in its namespace only", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			for _, c := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"get", "secrets", "-n", chartNamespace}, "yes"},
+				{[]string{"list", "secrets", "-n", chartNamespace}, "yes"},
+				{[]string{"get", "secrets", "-n", "default"}, "no"},
+				{[]string{"list", "secrets", "-n", "kube-system"}, "no"},
+				{[]string{"list", "secrets", "--all-namespaces"}, "no"},
+				{[]string{"create", "secrets", "-n", chartNamespace}, "no"},
+				{[]string{"get", "namespace/kube-system"}, "yes"},
+				{[]string{"get", "namespace/default"}, "no"},
+				{[]string{"create", "leases.coordination.k8s.io", "-n", chartNamespace}, "yes"},
+				{[]string{"create", "leases.coordination.k8s.io", "-n", "default"}, "no"},
+				{[]string{"create", "configmaps", "-n", "default"}, "no"},
+			} {
+				if got := canI(ctx, t, c.args...); got != c.want {
+					t.Errorf("kubectl auth can-i %s --as %s: %q, want %q", strings.Join(c.args, " "), chartSAUser, got, c.want)
+				} else {
+					t.Logf("can-i %s: %s", strings.Join(c.args, " "), got)
+				}
+			}
+			return ctx
+		}).
+		Assess("deleting the VidraResource and the Secret releases the ConfigMap and retires the cluster", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			kubectl(ctx, t, nil, "delete", "vidraresource", vrName, "--wait=true", "--timeout=30s")
+			vrApplied = false
+			if _, err := fleetenv.Fleet(ctx).Members[0].Kubectl(ctx, nil, "-n", "helm-hello", "get", "configmap", "greeting"); err == nil {
+				t.Error("deleting the VidraResource left its ConfigMap on the member")
+			}
+			kubectl(ctx, t, nil, "-n", chartNamespace, "delete", "secret", clusterName)
+			secretMade = false
+			testfleet.Eventually(t, 30*time.Second, clusterName+" retired", func() (bool, error) {
+				return !strings.Contains(kubectl(ctx, t, nil, "get", "vidraclusters", "-o", "name"), clusterName), nil
+			})
+			return ctx
+		}).
+		Assess("the operator was never refused anything", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if refused := forbiddenLines(op.Logs()); len(refused) > 0 {
+				t.Errorf("the operator was refused a request with the chart's RBAC:\n%s", strings.Join(refused, "\n"))
+			}
+			return ctx
+		}).
+		Assess("with rbac.localApply=none, delivering to the local cluster fails with a clear RBAC error", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			localVRApplied = true
+			kubectl(ctx, t, []byte(`apiVersion: infrahub.operators.com/v1alpha1
+kind: VidraResource
+metadata:
+  name: `+localVRName+`
+spec:
+  destination:
+    namespace: helm-local
+  manifest: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: greeting
+    data:
+      text: not delivered
+`), "apply", "-f", "-")
+			var lastError string
+			testfleet.Eventually(t, 30*time.Second, localVRName+" refused", func() (bool, error) {
+				lastError = kubectl(ctx, t, nil, "get", "vidraresource", localVRName, "-o", "jsonpath={.status.lastError}")
+				return strings.Contains(lastError, "forbidden"), nil
+			})
+			t.Logf("status.lastError: %s", lastError)
+			if !strings.Contains(lastError, chartSAUser) {
+				t.Errorf("the error does not name the operator's ServiceAccount: %s", lastError)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			// Whatever an assessment left behind, removed while the operator still runs.
+			fleet := fleetenv.Fleet(ctx)
+			try := func(c *testfleet.Cluster, args ...string) {
+				if _, err := c.Kubectl(ctx, nil, args...); err != nil {
+					t.Error(err)
+				}
+			}
+			if localVRApplied {
+				// Releasing its recorded ConfigMap is refused too, which holds the finalizer:
+				// remove it once the operator had its chance.
+				try(fleet.Hub, "delete", "vidraresource", localVRName, "--wait=false", "--ignore-not-found")
+				if !waitFor(5*time.Second, func() bool {
+					_, err := fleet.Hub.Kubectl(ctx, nil, "get", "vidraresource", localVRName)
+					return err != nil
+				}) {
+					try(fleet.Hub, "patch", "vidraresource", localVRName, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+				}
+			}
+			if vrApplied {
+				try(fleet.Hub, "delete", "vidraresource", vrName, "--wait=true", "--timeout=30s", "--ignore-not-found")
+			}
+			if secretMade {
+				try(fleet.Hub, "-n", chartNamespace, "delete", "secret", clusterName, "--ignore-not-found")
+				if op != nil && !waitFor(30*time.Second, func() bool {
+					out, err := fleet.Hub.Kubectl(ctx, nil, "get", "vidraclusters", "-o", "name")
+					return err == nil && !strings.Contains(out, clusterName)
+				}) {
+					t.Errorf("VidraCluster %s still there 30s after its Secret was deleted", clusterName)
+				}
+			}
+			if op != nil {
+				if err := op.Stop(30 * time.Second); err != nil {
+					t.Errorf("stop operator: %v", err)
+				}
+				if t.Failed() || os.Getenv("HELM_TEST_LOGS") != "" {
+					t.Logf("operator logs:\n%s", op.Logs())
+				}
+			}
+			if installed {
+				hubKubeconfig, err := fleet.Hub.WriteKubeconfig(t.TempDir())
+				if err == nil {
+					var out string
+					out, err = helmCommand(ctx, t, "uninstall", chartRelease, "--namespace", chartNamespace, "--kubeconfig", hubKubeconfig)
+					t.Log(out)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			return ctx
+		}).
+		Feature()
+
+	testenv.Test(t, render, install)
+}

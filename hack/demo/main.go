@@ -1,0 +1,449 @@
+// Command demo runs Vidra's main job on a local sandbox fleet: a hub and two member
+// control planes, a demo Infrahub serving rendered artifacts (a web application and a
+// VirtualMachine), the operator, both members enrolled with `kubectl vidra enroll`, and
+// an InfrahubSync that fans the artifacts out to both. It prints what a user would look
+// at and stays up until Ctrl-C; with DEMO_EXIT=1 it exits after printing.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/kubevirtsim"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+func main() {
+	if err := demo(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func demo() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	zl, err := zap.NewDevelopment(zap.IncreaseLevel(zap.WarnLevel))
+	if err != nil {
+		return err
+	}
+	return run(ctx, zapr.NewLogger(zl), os.Stdout, os.Getenv("DEMO_EXIT") == "1")
+}
+
+// sandbox is everything the demo started, stopped in reverse by close.
+type sandbox struct {
+	root, dir  string
+	fleet      *testfleet.Fleet
+	simulators []*kubevirtsim.Simulator
+	infrahub   *infrahubtest.Server
+	operator   *exec.Cmd
+	webhook    string // URL of the operator's webhook receiver
+	cancel     context.CancelFunc
+	userKube   string // kubeconfig with contexts hub, member-1, member-2
+}
+
+func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) error {
+	root, err := testfleet.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	s := &sandbox{root: root, dir: filepath.Join(root, "bin", "demo")}
+	defer s.close(out)
+	steps := []struct {
+		what string
+		do   func(context.Context, logr.Logger) error
+	}{
+		{"start a hub and two member clusters", s.startFleet},
+		{"start a demo Infrahub with rendered artifacts", s.startInfrahub},
+		{"start the operator (bin/vidra)", s.startOperator},
+		{"enroll both members with kubectl vidra enroll", s.enroll},
+		{"apply an InfrahubSync that fans out to both members", s.applySync},
+		{"wait until everything is Ready", s.waitReady},
+	}
+	rollout := []struct {
+		what string
+		do   func(context.Context, logr.Logger) error
+	}{
+		{"change the VM's memory in Infrahub and send its signed webhook", s.changeVM},
+		{"wait for the VM rollout on both members", s.waitRollout},
+	}
+	for i, step := range steps {
+		fmt.Fprintf(out, "==> [%d/%d] %s\n", i+1, len(steps), step.what)
+		if err := step.do(ctx, log); err != nil {
+			return fmt.Errorf("%s: %w", step.what, err)
+		}
+	}
+	s.show(ctx, out)
+	for i, step := range rollout {
+		fmt.Fprintf(out, "\n==> [%d/%d] %s\n", i+1, len(rollout), step.what)
+		if err := step.do(ctx, log); err != nil {
+			return fmt.Errorf("%s: %w", step.what, err)
+		}
+	}
+	s.showRollout(ctx, out)
+	s.explore(out)
+	if exitAfter {
+		return nil
+	}
+	fmt.Fprintln(out, "\nThe sandbox stays up until Ctrl-C.")
+	<-ctx.Done()
+	return nil
+}
+
+func (s *sandbox) startFleet(ctx context.Context, log logr.Logger) error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	kubevirtCRDs := filepath.Join(s.root, "internal", "kubevirtsim", "testdata", "crds")
+	vidraCRDs, err := testfleet.CRDDirectory()
+	if err != nil {
+		return err
+	}
+	s.fleet, err = testfleet.Start(ctx, testfleet.Options{
+		Members: 2, ControllerManager: true,
+		HubCRDDirectories: []string{vidraCRDs}, MemberCRDDirectories: []string{kubevirtCRDs},
+	})
+	if err != nil {
+		return err
+	}
+	simCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	for i, m := range s.fleet.Members {
+		// KubeVirt's part, and the nodes' part, on every member.
+		sim, err := kubevirtsim.New(m.Config, kubevirtsim.Options{Log: log.WithName(m.Name)})
+		if err != nil {
+			return err
+		}
+		go sim.Run(simCtx)
+		s.simulators = append(s.simulators, sim)
+		if i == 0 { // member-1 also serves KubeVirt's restart API
+			ip, err := kubevirtsim.RoutableIP()
+			if err != nil {
+				return err
+			}
+			if err := sim.ServeRestartAPI(simCtx, ip, "kubevirt"); err != nil {
+				return err
+			}
+		}
+		go runNodes(simCtx, m.Client)
+	}
+	return s.writeKubeconfigs()
+}
+
+// writeKubeconfigs writes one kubeconfig per cluster and a user's kubeconfig holding all
+// three as contexts hub, member-1 and member-2.
+func (s *sandbox) writeKubeconfigs() error {
+	merged := clientcmdapi.NewConfig()
+	for _, c := range s.fleet.Clusters() {
+		if _, err := c.WriteKubeconfig(s.dir); err != nil {
+			return err
+		}
+		cfg, err := clientcmd.Load(c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		current := cfg.Contexts[cfg.CurrentContext]
+		merged.Clusters[c.Name] = cfg.Clusters[current.Cluster]
+		merged.AuthInfos[c.Name] = cfg.AuthInfos[current.AuthInfo]
+		merged.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
+	}
+	merged.CurrentContext = "hub"
+	s.userKube = filepath.Join(s.dir, "kubeconfig")
+	return clientcmd.WriteToFile(*merged, s.userKube)
+}
+
+const (
+	operatorNamespace = "vidra-system"
+	artifactName      = "demo-webserver"
+	artifactID        = "18a6d5a2-7c4e-4b3e-8d4f-00000000d001"
+	infrahubToken     = "demo-token"
+	webhookKey        = "demo-webhook-key"
+)
+
+func (s *sandbox) startInfrahub(_ context.Context, _ logr.Logger) error {
+	s.infrahub = infrahubtest.New(infrahubtest.Options{TLS: true, Token: infrahubToken})
+	s.putArtifact("64Mi")
+	return os.WriteFile(filepath.Join(s.dir, "infrahub-ca.pem"), s.infrahub.CACertPEM(), 0o600)
+}
+
+func (s *sandbox) putArtifact(vmMemory string) {
+	s.infrahub.Put("main", infrahubtest.Artifact{
+		ID: artifactID, Name: artifactName, Content: webserverArtifact(vmMemory),
+		TargetID: "18a6d5a2-7c4e-4b3e-8d4f-00000000a001", TargetLabel: "web-frontend", TargetKind: "InfraService",
+		DefinitionID: "18a6d5a2-7c4e-4b3e-8d4f-00000000f001", DefinitionName: "webserver-manifests",
+	})
+}
+
+func (s *sandbox) startOperator(ctx context.Context, _ logr.Logger) error {
+	if _, err := s.kubectl(ctx, nil, "create", "namespace", operatorNamespace); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-webhook", "--from-literal=key="+webhookKey); err != nil {
+		return err
+	}
+	webhookAddr, err := freeAddress()
+	if err != nil {
+		return err
+	}
+	s.webhook = "http://" + webhookAddr + "/hooks/infrahub"
+	logFile, err := os.Create(filepath.Join(s.dir, "vidra.log"))
+	if err != nil {
+		return err
+	}
+	s.operator = exec.Command(filepath.Join(s.root, "bin", "vidra"),
+		"--kubeconfig="+filepath.Join(s.dir, "hub.kubeconfig"),
+		"--cluster-secret-namespace="+operatorNamespace, "--infrahub-secret-namespace="+operatorNamespace,
+		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0",
+		"--webhook-bind-address="+webhookAddr, "--infrahub-webhook-secret=infrahub-webhook",
+		"--cluster-probe-interval=5s")
+	s.operator.Stdout, s.operator.Stderr = logFile, logFile
+	if err := s.operator.Start(); err != nil {
+		return fmt.Errorf("start bin/vidra (run make build first): %w", err)
+	}
+	return nil
+}
+
+func (s *sandbox) enroll(ctx context.Context, _ logr.Logger) error {
+	for _, m := range s.fleet.Members {
+		// The member's context and the hub's, from the one kubeconfig a user would have.
+		out, err := s.plugin(ctx, "enroll", m.Name, "--context", m.Name, "--hub-context", "hub", "--labels", "demo=true,site="+m.Name)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(os.Stdout, indent(out)); err != nil {
+			return err
+		}
+	}
+	return s.waitFor(ctx, 60*time.Second, "both members Engaged", func() (bool, error) {
+		out, err := s.kubectl(ctx, nil, "get", "vidraclusters", "-o", "jsonpath={range .items[*]}{.status.phase}{\" \"}{end}")
+		return err == nil && strings.Count(out, "Engaged") == 2, nil
+	})
+}
+
+func (s *sandbox) applySync(ctx context.Context, _ logr.Logger) error {
+	if _, err := s.kubectl(ctx, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-token", "--from-literal=apiToken="+infrahubToken); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-ca", "--from-file=ca.crt="+filepath.Join(s.dir, "infrahub-ca.pem")); err != nil {
+		return err
+	}
+	sync := fmt.Sprintf(`apiVersion: infrahub.operators.com/v1alpha1
+kind: InfrahubSync
+metadata:
+  name: demo-webserver
+spec:
+  interval: 30s
+  source:
+    infrahubAPIURL: %s
+    targetBranch: main
+    artefactName: %s
+    credentialsSecretRef: {namespace: %s, name: infrahub-token}
+    caSecretRef: {namespace: %s, name: infrahub-ca}
+  destination:
+    namespace: demo
+    reconcileOnEvents: true
+    clusterSelector:
+      matchLabels: {demo: "true"}
+`, s.infrahub.URL(), artifactName, operatorNamespace, operatorNamespace)
+	if err := os.WriteFile(filepath.Join(s.dir, "infrahubsync.yaml"), []byte(sync), 0o600); err != nil {
+		return err
+	}
+	_, err := s.kubectl(ctx, []byte(sync), "apply", "-f", "-")
+	return err
+}
+
+func (s *sandbox) waitReady(ctx context.Context, _ logr.Logger) error {
+	return s.waitFor(ctx, 120*time.Second, "the sync and both VidraResources Ready, VMs rolled out", func() (bool, error) {
+		sync, err := s.kubectl(ctx, nil, "get", "infrahubsync", "demo-webserver", "-o", "jsonpath={.status.syncState}")
+		if err != nil || sync != "Succeeded" {
+			return false, nil
+		}
+		out, err := s.kubectl(ctx, nil, "get", "vidraresources", "-o",
+			`jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}/{.status.vmRollout.phase}{" "}{end}`)
+		return err == nil && strings.Count(out, "True/Completed") == 2, nil
+	})
+}
+
+// show prints what a user would look at.
+func (s *sandbox) show(ctx context.Context, out io.Writer) {
+	fmt.Fprintln(out, "\n==> kubectl get vidra (the hub)")
+	fleet, _ := s.kubectl(ctx, nil, "get", "vidra")
+	fmt.Fprint(out, fleet)
+	fmt.Fprintln(out, "\n==> kubectl vidra clusters")
+	clusters, _ := s.plugin(ctx, "clusters", "--context", "hub")
+	fmt.Fprint(out, clusters)
+	for _, m := range s.fleet.Members {
+		fmt.Fprintf(out, "\n==> kubectl --context %s get deployment,service,vm,vmi -n demo\n", m.Name)
+		objects, _ := s.kubectl(ctx, nil, "--context", m.Name, "get", "deployment,service,vm,vmi", "-n", "demo")
+		fmt.Fprint(out, objects)
+	}
+}
+
+// changeVM raises the VM's memory in Infrahub, which only a restart applies, and
+// delivers Infrahub's signed webhook for it.
+func (s *sandbox) changeVM(ctx context.Context, _ logr.Logger) error {
+	s.putArtifact("128Mi")
+	body := fmt.Appendf(nil, `{"data":{"node_id":%q,"artifact_definition_id":"18a6d5a2-7c4e-4b3e-8d4f-00000000f001","artifact_definition_name":"webserver-manifests","target_id":"18a6d5a2-7c4e-4b3e-8d4f-00000000a001","target_kind":"InfraService","checksum":"","checksum_previous":null,"storage_id":"","storage_id_previous":null},"id":"demo-event-1","branch":"main","account_id":"demo","occured_at":%q,"event":"infrahub.artifact.updated"}`,
+		artifactID, time.Now().UTC().Format("2006-01-02 15:04:05.000000+00:00"))
+	now := time.Now().Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.webhook, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set(infrahub.HeaderWebhookID, "msg_demo1")
+	req.Header.Set(infrahub.HeaderWebhookTimestamp, strconv.FormatInt(now, 10))
+	req.Header.Set(infrahub.HeaderWebhookSignature, infrahub.SignWebhook([]byte(webhookKey), "msg_demo1", now, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("webhook answered HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// waitRollout waits until the VM was restarted once on each member and both rollouts
+// are Completed.
+func (s *sandbox) waitRollout(ctx context.Context, _ logr.Logger) error {
+	vm := types.NamespacedName{Namespace: "demo", Name: "edge-router"}
+	return s.waitFor(ctx, 120*time.Second, "edge-router restarted with its new memory on both members", func() (bool, error) {
+		for _, sim := range s.simulators {
+			if sim.Restarts(vm) != 1 {
+				return false, nil
+			}
+		}
+		out, err := s.kubectl(ctx, nil, "get", "vidraresources", "-o", `jsonpath={range .items[*]}{.status.vmRollout.phase}{" "}{end}`)
+		return err == nil && strings.Count(out, "Completed") == 2, nil
+	})
+}
+
+func (s *sandbox) showRollout(ctx context.Context, out io.Writer) {
+	fmt.Fprintln(out, "\n==> kubectl vidra get -o wide")
+	wide, _ := s.plugin(ctx, "get", "-o", "wide", "--context", "hub")
+	fmt.Fprint(out, wide)
+	for i, m := range s.fleet.Members {
+		how := "by replacing its VMI (no restart API served there)"
+		if i == 0 {
+			how = "through KubeVirt's restart API (subresources.kubevirt.io)"
+		}
+		fmt.Fprintf(out, "    %s: edge-router restarted once, %s\n", m.Name, how)
+	}
+}
+
+// explore prints how to look around.
+func (s *sandbox) explore(out io.Writer) {
+	fmt.Fprintf(out, `
+==> Explore
+  export KUBECONFIG=%s        # contexts: hub, member-1, member-2
+  kubectl get vidra                                   # the fleet, from the hub
+  %s get -o wide      # VidraResources across the fleet (or: kubectl vidra, with bin/ on PATH)
+  %s describe <name>  # one VidraResource's objects and events
+  kubectl --context member-1 get vm,vmi -n demo       # what landed on a member
+  operator logs: %s
+`, s.userKube, s.pluginPath(), s.pluginPath(), filepath.Join(s.dir, "vidra.log"))
+}
+
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
+// close stops the operator, the simulators, Infrahub and the clusters: nothing is left
+// running.
+func (s *sandbox) close(out io.Writer) {
+	fmt.Fprintln(out, "==> stopping the sandbox")
+	if s.operator != nil && s.operator.Process != nil {
+		_ = s.operator.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- s.operator.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = s.operator.Process.Kill()
+			<-done
+		}
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	if s.infrahub != nil {
+		s.infrahub.Close()
+	}
+	if s.fleet != nil {
+		if err := s.fleet.Stop(); err != nil {
+			fmt.Fprintln(out, "stop the clusters:", err)
+		}
+	}
+}
+
+func (s *sandbox) kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	return s.runTool(ctx, filepath.Join(s.root, "bin", "k8s", "kubectl"), stdin, append([]string{"--kubeconfig=" + s.userKube}, args...)...)
+}
+
+func (s *sandbox) pluginPath() string { return filepath.Join(s.root, "bin", "kubectl-vidra") }
+
+func (s *sandbox) plugin(ctx context.Context, args ...string) (string, error) {
+	return s.runTool(ctx, s.pluginPath(), nil, append(args, "--kubeconfig="+s.userKube)...)
+}
+
+func (s *sandbox) runTool(ctx context.Context, path string, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	if stdin != nil {
+		cmd.Stdin = strings.NewReader(string(stdin))
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", filepath.Base(path), strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+func (s *sandbox) waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(fmt.Errorf("%s: not after %s (operator log: %s)", what, timeout, filepath.Join(s.dir, "vidra.log")), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") + "\n"
+}
