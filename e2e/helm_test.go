@@ -350,12 +350,18 @@ func TestHelmChart(t *testing.T) {
 					t.Errorf("localCluster.enabled=false: rule %s", g)
 				}
 			}
-			var sawWildcard bool
+			// Least privilege by default: no wildcard unless rbac.localApply=broad is chosen.
 			for _, g := range grants(t, renderChart(ctx, t)) {
+				if g.wildcard() {
+					t.Errorf("the default values render a wildcard rule: %s", g)
+				}
+			}
+			var sawWildcard bool
+			for _, g := range grants(t, renderChart(ctx, t, "rbac.localApply=broad")) {
 				sawWildcard = sawWildcard || g.wildcard()
 			}
 			if !sawWildcard {
-				t.Error("the default rbac.localApply=broad renders no wildcard rule")
+				t.Error("rbac.localApply=broad renders no wildcard rule")
 			}
 			return ctx
 		}).
