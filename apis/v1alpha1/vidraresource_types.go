@@ -116,6 +116,13 @@ type ManagedResource struct {
 	// Namespace of the object; empty for cluster-scoped objects.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+	// Status of the object on its cluster by kstatus (Current, InProgress, Failed, ...),
+	// as of the last health check; empty until the bundle was applied.
+	// +optional
+	Status string `json:"status,omitempty"`
+	// Message says why the object is not Current.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // VMRolloutPhase is where the VM rollout of a VidraResource stands.

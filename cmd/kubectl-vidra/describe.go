@@ -171,13 +171,18 @@ func describeResource(out io.Writer, vr *vidrav1alpha1.VidraResource, events []e
 	if len(s.ManagedResources) == 0 {
 		fmt.Fprintf(w, "  %s\n", none)
 	} else {
-		fmt.Fprintf(w, "  KIND\tNAMESPACE/NAME\tAPI VERSION\n")
+		// STATUS is the object's kstatus on its cluster, as the operator last saw it.
+		fmt.Fprintf(w, "  KIND\tNAMESPACE/NAME\tAPI VERSION\tSTATUS\tMESSAGE\n")
 		for _, m := range s.ManagedResources {
 			ref := m.Name
 			if m.Namespace != "" {
 				ref = m.Namespace + "/" + m.Name
 			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", m.Kind, ref, m.APIVersion)
+			st := m.Status
+			if st == "" {
+				st = "Unknown"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", m.Kind, ref, m.APIVersion, st, m.Message)
 		}
 	}
 

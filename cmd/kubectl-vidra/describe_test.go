@@ -52,7 +52,7 @@ func TestDescribeShowsWhereABundleGoesItsConditionsObjectsAndEvents(t *testing.T
 			ResourceCount:      2,
 			ManagedResources: []vidrav1alpha1.ManagedResource{
 				{Kind: "Namespace", APIVersion: "v1", Name: "hello"},
-				{Kind: "ConfigMap", APIVersion: "v1", Name: "greeting", Namespace: "hello"},
+				{Kind: "ConfigMap", APIVersion: "v1", Name: "greeting", Namespace: "hello", Status: "InProgress", Message: "waiting for the member"},
 			},
 			Conditions: conditions(
 				metav1.Condition{Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: vidrav1alpha1.ReasonConflict, Message: "field .data.text of ConfigMap hello/greeting is hub/other's"},
@@ -92,7 +92,7 @@ func TestDescribeShowsWhereABundleGoesItsConditionsObjectsAndEvents(t *testing.T
 		"Ready", "False", "Conflict", "field .data.text of ConfigMap hello/greeting is hub/other's",
 		"Stalled",
 		"VM rollout:", "Paused, 2/4 updated, 1 pending, 0 unavailable, 1 failed",
-		"Objects (2):", "Namespace", "ConfigMap", "hello/greeting",
+		"Objects (2):", "Namespace", "ConfigMap", "hello/greeting", "InProgress", "waiting for the member", "Unknown",
 		"Events:",
 		"Warning", "Conflict", "(x3 over 10m)",
 		"Normal", "Applied", "applied 2 objects to edge-paris",
@@ -110,9 +110,9 @@ func TestDescribeShowsWhereABundleGoesItsConditionsObjectsAndEvents(t *testing.T
 	if c, a := strings.Index(out, "hub/other's\n"), strings.Index(out, "applied 2 objects"); c < 0 || a < c {
 		t.Errorf("events are not oldest first")
 	}
-	// The object lines read "KIND  NAMESPACE/NAME".
-	if !containsLine(out, "ConfigMap", "hello/greeting", "v1") || !containsLine(out, "Namespace", "hello", "v1") {
-		t.Errorf("objects are not listed as kind and namespace/name")
+	// The object lines read "KIND  NAMESPACE/NAME  API VERSION  STATUS  MESSAGE".
+	if !containsLine(out, "ConfigMap", "hello/greeting", "v1", "InProgress", "waiting", "for", "the", "member") || !containsLine(out, "Namespace", "hello", "v1", "Unknown") {
+		t.Errorf("objects are not listed as kind, namespace/name, version and status")
 	}
 }
 

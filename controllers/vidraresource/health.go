@@ -8,12 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // health reads every object and computes its kstatus: Ready needs each one Current.
-// It returns the objects still in progress and those that failed, each with the reason.
-func health(ctx context.Context, c client.Client, refs []ownership.Ref) (inProgress, failed []string, err error) {
+// It records each object's status in the inventory, so people see it from the hub, and
+// returns the objects still in progress and those that failed, each with the reason.
+func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) (inProgress, failed []string, err error) {
 	for _, ref := range refs {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GVK)
@@ -24,6 +26,7 @@ func health(ctx context.Context, c client.Client, refs []ownership.Ref) (inProgr
 		if err != nil {
 			return nil, nil, fmt.Errorf("compute status of %s: %w", ref, err)
 		}
+		setObjectStatus(vr, ref, string(result.Status), result.Message)
 		switch result.Status {
 		case status.CurrentStatus:
 		case status.FailedStatus:
@@ -33,4 +36,15 @@ func health(ctx context.Context, c client.Client, refs []ownership.Ref) (inProgr
 		}
 	}
 	return inProgress, failed, nil
+}
+
+// setObjectStatus records an object's kstatus on its inventory entry.
+func setObjectStatus(vr *vidrav1alpha1.VidraResource, ref ownership.Ref, st, message string) {
+	for i := range vr.Status.ManagedResources {
+		m := &vr.Status.ManagedResources[i]
+		if m.Kind == ref.GVK.Kind && m.Name == ref.Name && m.Namespace == ref.Namespace && m.APIVersion == ref.GVK.GroupVersion().String() {
+			m.Status, m.Message = st, message
+			return
+		}
+	}
 }

@@ -213,7 +213,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 // reconcileHealth keeps Ready false until every object is Current by kstatus. Status
 // changes do not trigger the drift watches, so progress is polled.
 func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref) (ctrl.Result, error) {
-	inProgress, failed, err := health(ctx, dest.client, refs)
+	inProgress, failed, err := health(ctx, dest.client, vr, refs)
 	switch {
 	case err != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())

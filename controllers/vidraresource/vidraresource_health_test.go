@@ -33,6 +33,9 @@ spec:
 	if vr.Status.DeployState != vidrav1alpha1.StateRunning {
 		t.Errorf("DeployState = %q while progressing", vr.Status.DeployState)
 	}
+	if m := vr.Status.ManagedResources; len(m) != 1 || m[0].Status != "InProgress" || m[0].Message == "" {
+		t.Errorf("inventory = %+v, want the Deployment InProgress with why", m)
+	}
 
 	d := &appsv1.Deployment{}
 	exists(t, member, d, "default", "app")
@@ -46,5 +49,7 @@ spec:
 	if err := member.Client.Status().Update(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
-	ready(t, "app")
+	if m := ready(t, "app").Status.ManagedResources; len(m) != 1 || m[0].Status != "Current" {
+		t.Errorf("inventory = %+v, want the Deployment Current", m)
+	}
 }
