@@ -1,12 +1,17 @@
 package infrahubsync_test
 
 import (
+	"context"
 	"net/url"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
 )
 
@@ -69,5 +74,31 @@ func TestCredentialsFromTheLabeledSecretInTheOperatorsNamespaceOnly(t *testing.T
 	syncReady(t, "labeled")
 	if s.Logins() != 1 {
 		t.Errorf("%d logins, want 1 with the labeled Secret", s.Logins())
+	}
+}
+
+// An operator given no right on Secrets (the chart's standalone mode) has no labeled
+// credentials to find: it reads Infrahub anonymously instead of failing.
+func TestWithoutRightsOnSecretsTheLabeledSecretIsNotLookedFor(t *testing.T) {
+	kubeconfig, err := fleet.Hub.AddUser("vidra-no-secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := infrahubsync.CredentialsFor(context.Background(), c, namespace, vidrav1alpha1.InfrahubSyncSource{}, "infrahub.example.com")
+	if err != nil || creds != (infrahub.Credentials{}) {
+		t.Fatalf("credentials without rights on Secrets = %v, %v; want anonymous", creds, err)
+	}
+	// A reference it was told to read is still an error: the sync says what is missing.
+	ref := vidrav1alpha1.InfrahubSyncSource{CredentialsSecretRef: &vidrav1alpha1.SecretReference{Namespace: namespace, Name: "x"}}
+	if _, err := infrahubsync.CredentialsFor(context.Background(), c, namespace, ref, "infrahub.example.com"); err == nil {
+		t.Fatal("a credentialsSecretRef that cannot be read was taken as anonymous")
 	}
 }

@@ -144,7 +144,13 @@ func (s *sources) credentials(ctx context.Context, src vidrav1alpha1.InfrahubSyn
 		}
 	} else {
 		var list corev1.SecretList
-		if err := s.reader.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingLabels{vidrav1alpha1.InfrahubURLLabel: host}); err != nil {
+		err := s.reader.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingLabels{vidrav1alpha1.InfrahubURLLabel: host})
+		if apierrors.IsForbidden(err) {
+			// An operator given no right on Secrets (standalone mode) has no labeled
+			// credentials to find: it reads Infrahub anonymously.
+			return infrahub.Credentials{}, nil
+		}
+		if err != nil {
 			return infrahub.Credentials{}, fmt.Errorf("list Secrets labeled %s=%s in %s: %w", vidrav1alpha1.InfrahubURLLabel, host, s.namespace, err)
 		}
 		switch len(list.Items) {
