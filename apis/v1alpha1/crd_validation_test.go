@@ -151,6 +151,11 @@ func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
 			r.Spec.VMRollout = &vidrav1alpha1.VMRolloutSpec{ReadyTimeout: &metav1.Duration{Duration: -1}}
 			return r
 		}, "spec.vmRollout.readyTimeout", "positive duration"},
+		{"sync template with an unknown adoptExisting", func() client.Object {
+			s := validSync()
+			s.Spec.Template = &vidrav1alpha1.VidraResourceTemplate{AdoptExisting: "Sometimes"}
+			return s
+		}, "spec.template.adoptExisting", "Unsupported value"},
 		{"unknown adoptExisting", func() client.Object {
 			r := validResource()
 			r.Spec.AdoptExisting = "Sometimes"
@@ -212,6 +217,14 @@ func TestValidObjectsAreAccepted(t *testing.T) {
 		{"plain http Infrahub (refused later unless insecureAllowHTTP)", func() client.Object {
 			s := validSync()
 			s.Spec.Source.InfrahubAPIURL = "http://infrahub:8000"
+			return s
+		}},
+		{"sync with a VidraResource template", func() client.Object {
+			s := validSync()
+			s.Spec.Template = &vidrav1alpha1.VidraResourceTemplate{
+				Labels: map[string]string{"team": "network"}, AdoptExisting: vidrav1alpha1.AdoptAlways,
+				VMRollout: &vidrav1alpha1.VMRolloutSpec{Strategy: vidrav1alpha1.VMRolloutRolling, MaxUnavailable: ptr(intstr.FromString("25%"))},
+			}
 			return s
 		}},
 		{"sync whose artifacts name their clusters", func() client.Object {

@@ -103,6 +103,35 @@ type InfrahubSyncSpec struct {
 	// Suspend stops syncing; the VidraResources already made stay as they are.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Template sets fields of every VidraResource the sync makes. Fields it leaves unset
+	// keep the VidraResource's own value (its default, or what someone set).
+	// +optional
+	Template *VidraResourceTemplate `json:"template,omitempty"`
+}
+
+// VidraResourceTemplate is what an InfrahubSync sets on the VidraResources it makes,
+// beside their destination and manifest.
+type VidraResourceTemplate struct {
+	// Labels added to every VidraResource.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations added to every VidraResource.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Prune, AdoptExisting, ServiceAccountName and VMRollout are those of a VidraResource.
+	// +optional
+	Prune *bool `json:"prune,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=Never;Always
+	AdoptExisting AdoptionPolicy `json:"adoptExisting,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// +optional
+	VMRollout *VMRolloutSpec `json:"vmRollout,omitempty"`
 }
 
 // ArtifactStatus records one artifact pulled by an InfrahubSync.

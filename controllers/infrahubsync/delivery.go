@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -227,20 +228,45 @@ func holds(vr *vidrav1alpha1.VidraResource, checksum string) bool {
 }
 
 // resource is the VidraResource that delivers artifact a to target t, without content.
+// The template's labels and annotations come first, so the sync's own always win.
 func (d *delivery) resource(a infrahub.Artifact, t target) *vidrav1alpha1.VidraResource {
-	return &vidrav1alpha1.VidraResource{
+	tpl := d.ihs.Spec.Template
+	if tpl == nil {
+		tpl = &vidrav1alpha1.VidraResourceTemplate{}
+	}
+	vr := &vidrav1alpha1.VidraResource{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   resourceName(d.ihs.Name, t.segment, t.key, a.ID),
-			Labels: map[string]string{vidrav1alpha1.InfrahubSyncLabel: d.ihs.Name},
-			Annotations: map[string]string{
+			Name: resourceName(d.ihs.Name, t.segment, t.key, a.ID),
+			Labels: mergeInto(maps.Clone(tpl.Labels), map[string]string{
+				vidrav1alpha1.InfrahubSyncLabel: d.ihs.Name,
+			}),
+			Annotations: mergeInto(maps.Clone(tpl.Annotations), map[string]string{
 				vidrav1alpha1.ArtifactIDAnnotation:       a.ID,
 				vidrav1alpha1.ArtifactChecksumAnnotation: a.Checksum,
 				vidrav1alpha1.ArtifactNameAnnotation:     a.Name,
 				vidrav1alpha1.ArtifactTargetAnnotation:   a.Target.Label,
-			},
+			}),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d.ihs, vidrav1alpha1.GroupVersion.WithKind("InfrahubSync"))},
 		},
 		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination},
+	}
+	applyTemplate(&vr.Spec, tpl)
+	return vr
+}
+
+// applyTemplate sets the spec fields the template sets; the others keep their value.
+func applyTemplate(spec *vidrav1alpha1.VidraResourceSpec, tpl *vidrav1alpha1.VidraResourceTemplate) {
+	if tpl.Prune != nil {
+		spec.Prune = ptr.To(*tpl.Prune)
+	}
+	if tpl.AdoptExisting != "" {
+		spec.AdoptExisting = tpl.AdoptExisting
+	}
+	if tpl.ServiceAccountName != "" {
+		spec.ServiceAccountName = tpl.ServiceAccountName
+	}
+	if tpl.VMRollout != nil {
+		spec.VMRollout = tpl.VMRollout.DeepCopy()
 	}
 }
 
@@ -268,10 +294,16 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	if vr.Spec.Manifest == "" {
 		vr.Spec.Manifest = cur.Spec.Manifest // content unchanged, not fetched
 	}
+	// Only what the sync sets is compared and written: the API server's defaults and
+	// fields outside the template keep their values, so an unchanged sync writes nothing.
 	updated := cur.DeepCopy()
 	updated.Labels = mergeInto(updated.Labels, vr.Labels)
 	updated.Annotations = mergeInto(updated.Annotations, vr.Annotations)
-	updated.Spec = vr.Spec
+	updated.Spec.Destination = vr.Spec.Destination
+	updated.Spec.Manifest = vr.Spec.Manifest
+	if tpl := d.ihs.Spec.Template; tpl != nil {
+		applyTemplate(&updated.Spec, tpl)
+	}
 	if apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) && apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec) {
 		return nil
 	}

@@ -176,3 +176,49 @@ func TestASyncOnlyTouchesItsOwnVidraResources(t *testing.T) {
 		t.Errorf("the sync's deletion took a VidraResource it did not make: %v", err)
 	}
 }
+
+// The template's fields reach every VidraResource the sync makes and follow changes of
+// the template; syncs that change nothing leave the VidraResources as they are.
+func TestTheTemplateShapesTheVidraResources(t *testing.T) {
+	ctx := context.Background()
+	s := newInfrahub(t, "templated", infrahubtest.Options{})
+	putSites(s, "main", "ihs-templated", "v1", "paris", "lyon")
+	newSync(t, "templated", "templated", s, withCluster(fleet.Members[0].Name), func(ihs *vidrav1alpha1.InfrahubSync) {
+		ihs.Spec.Interval = &metav1.Duration{Duration: time.Second}
+		ihs.Spec.Template = &vidrav1alpha1.VidraResourceTemplate{
+			Labels:        map[string]string{"team": "network", vidrav1alpha1.InfrahubSyncLabel: "not-this-one"},
+			AdoptExisting: vidrav1alpha1.AdoptAlways,
+			VMRollout:     &vidrav1alpha1.VMRolloutSpec{Strategy: vidrav1alpha1.VMRolloutManual},
+		}
+	})
+	vrs := allReady(t, "templated", 2)
+	for _, vr := range vrs {
+		if vr.Labels["team"] != "network" || vr.Labels[vidrav1alpha1.InfrahubSyncLabel] != "templated" ||
+			vr.Spec.AdoptExisting != vidrav1alpha1.AdoptAlways || vr.Spec.VMRollout == nil || vr.Spec.VMRollout.Strategy != vidrav1alpha1.VMRolloutManual {
+			t.Errorf("VidraResource %s: labels %v, spec %+v", vr.Name, vr.Labels, vr.Spec)
+		}
+	}
+
+	// Several syncs with nothing changed: no spec moves.
+	waitGraphQLRequests(t, s, s.GraphQLRequests()+3)
+	for _, vr := range resourcesOf(t, "templated") {
+		if vr.Generation != 1 {
+			t.Errorf("VidraResource %s at generation %d after syncs that changed nothing", vr.Name, vr.Generation)
+		}
+	}
+
+	// A changed template reaches them.
+	ihs := getSync(t, "templated")
+	ihs.Spec.Template.VMRollout.Strategy = vidrav1alpha1.VMRolloutImmediate
+	if err := fleet.Hub.Client.Update(ctx, ihs); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "template change applied", func() (bool, error) {
+		for _, vr := range resourcesOf(t, "templated") {
+			if vr.Spec.VMRollout == nil || vr.Spec.VMRollout.Strategy != vidrav1alpha1.VMRolloutImmediate {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
