@@ -56,8 +56,11 @@ FUZZ_TIME ?= 15s
 fuzz: ## Fuzz the manifest decoder for FUZZ_TIME (the checked-in corpus also runs in make test).
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZ_TIME) ./internal/manifest
 
+BENCH_FLAGS ?=
+
 .PHONY: bench
-bench: control-plane ## Benchmarks on real control planes (enroll latency, memory per cluster, converge).
+bench: control-plane build ## The operator on real control planes (table + bench/results.json), then the Go benchmarks.
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go run ./bench $(BENCH_FLAGS)
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/... ./controllers/...
 
 .PHONY: vet

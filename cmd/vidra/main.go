@@ -82,6 +82,7 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 		Cache:                   hubCacheOptions(log, cfg),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsBindAddress},
 		HealthProbeBindAddress:  opts.healthProbeBindAddress,
+		PprofBindAddress:        opts.pprofBindAddress,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: opts.leaderElectionNamespace,

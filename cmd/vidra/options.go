@@ -18,6 +18,7 @@ type options struct {
 	// Serving.
 	metricsBindAddress     string
 	healthProbeBindAddress string
+	pprofBindAddress       string
 
 	// High availability.
 	leaderElect             bool
@@ -71,6 +72,8 @@ func parseOptions(args []string) (options, error) {
 		"Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz endpoints bind to; 0 disables them.")
+	fs.StringVar(&o.pprofBindAddress, "pprof-bind-address", "0",
+		"Address Go's pprof endpoints (/debug/pprof) bind to, for profiling; 0 (the default) disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader through a Lease so only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", defaultNamespace(),

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+const namespace = "vidra-system"
+
+// bench is one run: the fleet, the operator process and its metrics.
+type bench struct {
+	settings
+	root     string
+	fleet    *testfleet.Fleet
+	members  []*testfleet.Cluster
+	spare    *testfleet.Cluster
+	log      io.Writer
+	operator *exec.Cmd
+	metrics  string
+}
+
+func (b *bench) startOperator(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "vidra-bench-")
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := b.fleet.Hub.WriteKubeconfig(dir)
+	if err != nil {
+		return err
+	}
+	if err := b.fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return err
+	}
+	addr, err := freeAddress()
+	if err != nil {
+		return err
+	}
+	b.metrics = "http://" + addr + "/metrics"
+	logFile, err := os.Create(filepath.Join(dir, "vidra.log"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "operator log: %s\n", logFile.Name())
+	b.operator = exec.Command(filepath.Join(b.root, "bin", "vidra"),
+		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
+		"--metrics-bind-address="+addr, "--health-probe-bind-address=0",
+		"--max-concurrent-reconciles="+strconv.Itoa(b.Workers), "--zap-log-level=error")
+	b.operator.Stdout, b.operator.Stderr = logFile, logFile
+	if err := b.operator.Start(); err != nil {
+		return fmt.Errorf("start bin/vidra (make build): %w", err)
+	}
+	return waitFor(ctx, 30*time.Second, "operator metrics", func() bool {
+		_, err := b.scrape(ctx)
+		return err == nil
+	})
+}
+
+func (b *bench) stopOperator() {
+	if b.operator == nil || b.operator.Process == nil {
+		return
+	}
+	_ = b.operator.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- b.operator.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = b.operator.Process.Kill()
+		<-done
+	}
+}
+
+// memory is the operator's resident set, Go heap and goroutines.
+type memory struct{ rssMiB, heapMiB, goroutines float64 }
+
+func (b *bench) memory(ctx context.Context) (memory, error) {
+	var m memory
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.operator.Process.Pid))
+	if err != nil {
+		return m, err
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return m, err
+			}
+			m.rssMiB = kb / 1024
+		}
+	}
+	values, err := b.scrape(ctx)
+	if err != nil {
+		return m, err
+	}
+	m.heapMiB = values["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	m.goroutines = values["go_goroutines"]
+	return m, nil
+}
+
+// settled measures memory once it has been still for a moment: the operator's own
+// start-up or last burst of work is not what is measured.
+func (b *bench) settled(ctx context.Context) (memory, error) {
+	time.Sleep(3 * time.Second)
+	return b.memory(ctx)
+}
+
+// scrape reads the operator's unlabeled metrics.
+func (b *bench) scrape(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.metrics, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	values := map[string]float64{}
+	scanner := bufio.NewScanner(resp.Body)
+	for scanner.Scan() {
+		name, value, ok := strings.Cut(scanner.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			values[name] = v
+		}
+	}
+	return values, scanner.Err()
+}
+
+// enroll creates the labeled kubeconfig Secret of a member and returns when its
+// VidraCluster shows Engaged, with the time that took.
+func (b *bench) enroll(ctx context.Context, m *testfleet.Cluster) (time.Duration, error) {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: namespace, Labels: map[string]string{vidrav1alpha1.ClusterLabel: m.Name}},
+		Data:       map[string][]byte{vidrav1alpha1.KubeconfigKey: m.Kubeconfig},
+	}
+	start := time.Now()
+	if err := b.fleet.Hub.Client.Create(ctx, secret); err != nil {
+		return 0, err
+	}
+	err := waitFor(ctx, 60*time.Second, m.Name+" Engaged", func() bool {
+		vc := &vidrav1alpha1.VidraCluster{}
+		return b.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: m.Name}, vc) == nil && vc.Status.Phase == vidrav1alpha1.ClusterEngaged
+	})
+	return time.Since(start), err
+}
+
+// retire deletes a member's Secret and returns once its VidraCluster is gone.
+func (b *bench) retire(ctx context.Context, m *testfleet.Cluster) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: namespace}}
+	if err := b.fleet.Hub.Client.Delete(ctx, secret); err != nil {
+		return err
+	}
+	return waitFor(ctx, 60*time.Second, m.Name+" disengaged", func() bool {
+		return b.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: m.Name}, &vidrav1alpha1.VidraCluster{}) != nil
+	})
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not after %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func percentile(d []time.Duration, p int) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[min(len(s)*p/100, len(s)-1)].Microseconds()) / 1000
+}
+
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
