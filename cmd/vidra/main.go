@@ -68,6 +68,10 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 	if err != nil {
 		return err
 	}
+	// client-go's default of 5 requests a second to the hub was what bounded delivery
+	// (make bench): each VidraResource reconcile writes its finalizer, inventory, status
+	// and Events there.
+	cfg.QPS, cfg.Burst = float32(opts.hubQPS), opts.hubBurst
 	scheme, err := newScheme()
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 type options struct {
 	// Connection to the hub (or, in standalone mode, the local cluster).
 	kubeconfig string
+	hubQPS     float64
+	hubBurst   int
 
 	// Serving.
 	metricsBindAddress     string
@@ -68,6 +70,9 @@ func parseOptions(args []string) (options, error) {
 	fs := flag.NewFlagSet("vidra", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Path to the kubeconfig of the hub cluster. Empty: $KUBECONFIG, then in-cluster config, then ~/.kube/config.")
+	fs.Float64Var(&o.hubQPS, "hub-qps", 100,
+		"Client QPS towards the hub: every VidraResource reconcile writes its status there, so this bounds delivery rate.")
+	fs.IntVar(&o.hubBurst, "hub-burst", 200, "Client burst towards the hub.")
 	fs.StringVar(&o.metricsBindAddress, "metrics-bind-address", ":8080",
 		"Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", ":8081",

@@ -19,6 +19,9 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Errorf("leader election namespace = %q, want vidra-system", o.leaderElectionNamespace)
 	}
 	// Infrahub: Secrets from the operator's namespace; webhooks only with a key.
+	if o.hubQPS != 100 || o.hubBurst != 200 || o.pprofBindAddress != "0" {
+		t.Errorf("hub client and pprof defaults = %+v", o)
+	}
 	if o.infrahubSecretNamespace != "vidra-system" || o.webhookBindAddress != ":8090" || o.webhookSecret != "" || o.infrahubTimeout.Seconds() != 30 {
 		t.Errorf("Infrahub defaults = %+v", o)
 	}
