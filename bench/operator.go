@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +48,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 	if err := b.fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return err
 	}
-	addr, err := freeAddress()
+	addr, err := testfleet.FreeLocalAddress()
 	if err != nil {
 		return err
 	}
@@ -75,18 +73,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 }
 
 func (b *bench) stopOperator() {
-	if b.operator == nil || b.operator.Process == nil {
-		return
-	}
-	_ = b.operator.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- b.operator.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = b.operator.Process.Kill()
-		<-done
-	}
+	_ = testfleet.Terminate(b.operator, 30*time.Second)
 }
 
 // memory is the operator's resident set, Go heap and goroutines.
@@ -199,13 +186,4 @@ func percentile(d []time.Duration, p int) float64 {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return float64(s[min(len(s)*p/100, len(s)-1)].Microseconds()) / 1000
-}
-
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
 }

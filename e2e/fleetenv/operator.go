@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -156,12 +154,7 @@ func Get(ctx context.Context, url string) (int, string, error) {
 
 // FreeLocalAddress returns a loopback address with a port free at the time of asking.
 func FreeLocalAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
+	return testfleet.FreeLocalAddress()
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's writer and the test's reader.

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -203,7 +202,7 @@ func (s *sandbox) startOperator(ctx context.Context, _ logr.Logger) error {
 	if _, err := s.kubectl(ctx, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-webhook", "--from-literal=key="+webhookKey); err != nil {
 		return err
 	}
-	webhookAddr, err := freeAddress()
+	webhookAddr, err := testfleet.FreeLocalAddress()
 	if err != nil {
 		return err
 	}
@@ -367,30 +366,11 @@ func (s *sandbox) explore(out io.Writer) {
 `, s.userKube, s.pluginPath(), s.pluginPath(), filepath.Join(s.dir, "vidra.log"))
 }
 
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}
-
 // close stops the operator, the simulators, Infrahub and the clusters: nothing is left
 // running.
 func (s *sandbox) close(out io.Writer) {
 	fmt.Fprintln(out, "==> stopping the sandbox")
-	if s.operator != nil && s.operator.Process != nil {
-		_ = s.operator.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- s.operator.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = s.operator.Process.Kill()
-			<-done
-		}
-	}
+	_ = testfleet.Terminate(s.operator, 30*time.Second)
 	if s.cancel != nil {
 		s.cancel()
 	}
