@@ -29,7 +29,7 @@ type settings struct {
 
 func main() {
 	var s settings
-	out := flag.String("out", "bench/results.json", "Where the results are written.")
+	out := flag.String("out", "bench/results.json", "Where the results are written (relative to the module's root).")
 	flag.IntVar(&s.Members, "members", 8, "Member clusters.")
 	flag.IntVar(&s.Resources, "resources", 10, "VidraResources per member.")
 	flag.IntVar(&s.Objects, "objects", 10, "Objects (ConfigMaps) per VidraResource.")
@@ -83,7 +83,10 @@ func run(ctx context.Context, s settings, out string, w io.Writer) error {
 	}
 	r.judge()
 	r.print(w)
-	return r.write(filepath.Join(root, out))
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	return r.write(out)
 }
 
 // results are every figure of one run.
