@@ -80,7 +80,7 @@ func (b *bench) deliver(ctx context.Context, round string, members []*testfleet.
 			names = append(names, name)
 		}
 	}
-	err := waitFor(ctx, 10*time.Minute, round+" Ready", func() bool { return b.allReady(ctx, names) })
+	err := testfleet.WaitFor(ctx, pollEvery, 10*time.Minute, round+" Ready", func() (bool, error) { return b.allReady(ctx, names), nil })
 	return time.Since(start), err
 }
 
@@ -185,9 +185,10 @@ func (b *bench) measureDrift(ctx context.Context, r *results) error {
 		if err := m.Client.Update(ctx, cm, client.FieldOwner("kubectl-edit")); err != nil {
 			return err
 		}
-		err := waitFor(ctx, 30*time.Second, "drift on "+name+" repaired", func() bool {
+		err := testfleet.WaitFor(ctx, pollEvery, 30*time.Second, "drift on "+name+" repaired", func() (bool, error) {
 			got := &corev1.ConfigMap{}
-			return m.Client.Get(ctx, client.ObjectKeyFromObject(cm), got) == nil && got.Data["k"] == "v"
+			err := m.Client.Get(ctx, client.ObjectKeyFromObject(cm), got)
+			return err == nil && got.Data["k"] == "v", err
 		})
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +24,10 @@ import (
 )
 
 const namespace = "vidra-system"
+
+// pollEvery is how often what the bench times is looked at: fine enough for latencies of
+// tens of milliseconds.
+const pollEvery = 10 * time.Millisecond
 
 // bench is one run: the fleet, the operator process and its metrics.
 type bench struct {
@@ -66,9 +71,9 @@ func (b *bench) startOperator(ctx context.Context) error {
 	if err := b.operator.Start(); err != nil {
 		return fmt.Errorf("start bin/vidra (make build): %w", err)
 	}
-	return waitFor(ctx, 30*time.Second, "operator metrics", func() bool {
+	return testfleet.WaitFor(ctx, pollEvery, 30*time.Second, "operator metrics", func() (bool, error) {
 		_, err := b.scrape(ctx)
-		return err == nil
+		return err == nil, err
 	})
 }
 
@@ -146,9 +151,10 @@ func (b *bench) enroll(ctx context.Context, m *testfleet.Cluster) (time.Duration
 	if err := b.fleet.Hub.Client.Create(ctx, secret); err != nil {
 		return 0, err
 	}
-	err := waitFor(ctx, 60*time.Second, m.Name+" Engaged", func() bool {
+	err := testfleet.WaitFor(ctx, pollEvery, 60*time.Second, m.Name+" Engaged", func() (bool, error) {
 		vc := &vidrav1alpha1.VidraCluster{}
-		return b.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: m.Name}, vc) == nil && vc.Status.Phase == vidrav1alpha1.ClusterEngaged
+		err := b.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: m.Name}, vc)
+		return err == nil && vc.Status.Phase == vidrav1alpha1.ClusterEngaged, err
 	})
 	return time.Since(start), err
 }
@@ -159,24 +165,10 @@ func (b *bench) retire(ctx context.Context, m *testfleet.Cluster) error {
 	if err := b.fleet.Hub.Client.Delete(ctx, secret); err != nil {
 		return err
 	}
-	return waitFor(ctx, 60*time.Second, m.Name+" disengaged", func() bool {
-		return b.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: m.Name}, &vidrav1alpha1.VidraCluster{}) != nil
+	return testfleet.WaitFor(ctx, pollEvery, 60*time.Second, m.Name+" disengaged", func() (bool, error) {
+		err := b.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: m.Name}, &vidrav1alpha1.VidraCluster{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
-}
-
-func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not after %s", what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return nil
 }
 
 func percentile(d []time.Duration, p int) float64 {

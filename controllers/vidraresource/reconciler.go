@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
@@ -142,11 +141,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if err != nil {
 		markNotReady(vr, vidrav1alpha1.ReasonClusterNotFound, err.Error())
 		if dest != nil {
-			vr.Status.Cluster = clusterLabel(dest.name)
+			vr.Status.Cluster = destination.Label(dest.name)
 		}
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
-	vr.Status.Cluster = clusterLabel(dest.name)
+	vr.Status.Cluster = destination.Label(dest.name)
 	if objects, err = r.withDestinationNamespace(ctx, dest, objects, vr.Spec.Destination.Namespace); err != nil {
 		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
@@ -383,11 +382,6 @@ func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []app
 
 func prunes(vr *vidrav1alpha1.VidraResource) bool {
 	return vr.Spec.Prune == nil || *vr.Spec.Prune
-}
-
-// clusterLabel is how the status names a cluster; the local cluster is "local".
-func clusterLabel(name multicluster.ClusterName) string {
-	return destination.Label(name)
 }
 
 // withDestinationNamespace adds the destination namespace to the bundle when it is

@@ -8,7 +8,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -406,22 +405,12 @@ func (s *sandbox) runTool(ctx context.Context, path string, stdin []byte, args .
 	return string(out), nil
 }
 
+// waitFor waits for cond, pointing at the operator's log when it does not come.
 func (s *sandbox) waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.Join(fmt.Errorf("%s: not after %s (operator log: %s)", what, timeout, filepath.Join(s.dir, "vidra.log")), err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := testfleet.WaitFor(ctx, 250*time.Millisecond, timeout, what, cond); err != nil {
+		return fmt.Errorf("%w (operator log: %s)", err, filepath.Join(s.dir, "vidra.log"))
 	}
+	return nil
 }
 
 func indent(s string) string {
