@@ -317,6 +317,29 @@ func TestHelmChart(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("replicas > 1 shards the fleet in hub mode and is refused in standalone mode", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if args := checkRestricted(t, renderChart(ctx, t)); slices.Contains(args, "--sharding") {
+				t.Errorf("one replica renders --sharding: %q", args)
+			}
+			objs := renderChart(ctx, t, "replicas=3")
+			wantArgs(t, "hub, 3 replicas", checkRestricted(t, objs), "--sharding", "--leader-elect", "--leader-election-namespace="+chartNamespace)
+			deploy := findObject(t, objs, "Deployment")
+			if n, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas"); fmt.Sprint(n) != "3" {
+				t.Errorf("Deployment replicas = %v, want 3", n)
+			}
+			containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+			env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+			if !slices.ContainsFunc(env, func(e any) bool {
+				path, _, _ := unstructured.NestedString(e.(map[string]any), "valueFrom", "fieldRef", "fieldPath")
+				return path == "metadata.name"
+			}) {
+				t.Errorf("no env var carries the Pod's name (the replica's shard ID): %v", env)
+			}
+			if _, err := helmCommand(ctx, t, "template", chartRelease, chartDir(t), "--set", "mode=standalone", "--set", "replicas=2"); err == nil {
+				t.Error("standalone mode with 2 replicas rendered")
+			}
+			return ctx
+		}).
 		Assess("standalone mode: restricted pod, no right on Secrets", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			for _, localApply := range []string{"broad", "none"} {
 				objs := renderChart(ctx, t, "mode=standalone", "rbac.localApply="+localApply)

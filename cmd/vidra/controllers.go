@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
@@ -16,10 +17,11 @@ import (
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/sharding"
 )
 
 // setupControllers registers Vidra's controllers with the manager.
-func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manager, provider clusterProvider, opts options) error {
+func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manager, provider clusterProvider, shard *sharding.Coordinator, opts options) error {
 	hubID, err := resolveHubID(ctx, mgr, opts.hubID)
 	if err != nil {
 		return err
@@ -44,10 +46,21 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 		Recorder:       mgr.GetLocalManager().GetEventRecorder("vidra"),
 		Watches:        vidraresource.NewDriftWatches(log.WithName("drift"), hubID),
 	}
+	if shard != nil {
+		r.Shard = shard
+		shard.OnGained(r.ClusterGained)
+		// The leader reconciles what no fence covers: look at everything once elected.
+		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
+			r.RequeueAll(ctx)
+			return nil
+		})); err != nil {
+			return fmt.Errorf("add requeue on election: %w", err)
+		}
+	}
 	if err := r.SetupWithManager(opts.maxConcurrentReconciles); err != nil {
 		return err
 	}
-	if err := setupVMRollout(mgr, hubID, opts); err != nil {
+	if err := setupVMRollout(mgr, hubID, shard, opts); err != nil {
 		return err
 	}
 	return setupInfrahubSync(log, mgr.GetLocalManager(), opts)
@@ -103,7 +116,7 @@ func resolveHubID(ctx context.Context, mgr mcmanager.Manager, flag string) (stri
 }
 
 // setupVMRollout registers the VirtualMachine rollout controller.
-func setupVMRollout(mgr mcmanager.Manager, hubID string, opts options) error {
+func setupVMRollout(mgr mcmanager.Manager, hubID string, shard *sharding.Coordinator, opts options) error {
 	metrics, err := vmrollout.NewMetrics(crmetrics.Registry)
 	if err != nil {
 		return err
@@ -115,6 +128,9 @@ func setupVMRollout(mgr mcmanager.Manager, hubID string, opts options) error {
 		DisableLocalCluster: opts.disableLocalCluster,
 		Recorder:            mgr.GetLocalManager().GetEventRecorder("vidra"),
 		Metrics:             metrics,
+	}
+	if shard != nil {
+		r.Shard = shard
 	}
 	return r.SetupWithManager(mgr, opts.maxConcurrentReconciles)
 }

@@ -32,6 +32,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/sharding"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
 
@@ -77,11 +78,7 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 		return err
 	}
 
-	provider, err := newClusterProvider(log, opts, scheme)
-	if err != nil {
-		return err
-	}
-	mgr, err := mcmanager.New(cfg, provider, manager.Options{
+	local, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Cache:                   hubCacheOptions(log, cfg),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsBindAddress},
@@ -96,12 +93,24 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	shard, err := newShard(log, cfg, scheme, local.Elected(), opts)
+	if err != nil {
+		return err
+	}
+	provider, err := newClusterProvider(log, opts, scheme, shard)
+	if err != nil {
+		return err
+	}
+	mgr, err := withFleet(local, provider, shard)
+	if err != nil {
+		return err
+	}
 	if provider != nil {
 		if err := provider.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
-	if err := setupControllers(ctx, log, mgr, provider, opts); err != nil {
+	if err := setupControllers(ctx, log, mgr, provider, shard, opts); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -111,7 +120,8 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 		return fmt.Errorf("add readyz check: %w", err)
 	}
 
-	log.Info("starting operator", "host", cfg.Host, "leaderElection", opts.leaderElect, "clusterProvider", opts.clusterProvider)
+	log.Info("starting operator", "host", cfg.Host, "leaderElection", opts.leaderElect, "clusterProvider", opts.clusterProvider,
+		"sharding", opts.sharding, "shardID", shardID(shard))
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -121,11 +131,16 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 // newClusterProvider returns the Secret-based cluster provider, or nil in standalone mode
 // (--cluster-provider=none), where no Secret is ever read. (A nil *secret.Provider must not
 // reach mcmanager.New as a non-nil interface, hence the interface return.)
-func newClusterProvider(log logr.Logger, opts options, scheme *runtime.Scheme) (clusterProvider, error) {
+func newClusterProvider(log logr.Logger, opts options, scheme *runtime.Scheme, shard *sharding.Coordinator) (clusterProvider, error) {
 	if opts.clusterProvider == providerNone {
 		return nil, nil
 	}
+	var owner secret.Shard
+	if shard != nil {
+		owner = shard
+	}
 	return secret.New(log.WithName("cluster-provider"), secret.Options{
+		Shard:     owner,
 		Namespace: opts.clusterSecretNamespace,
 		Policy: kubeconfig.Policy{
 			AllowExec:        opts.allowKubeconfigExec,
@@ -147,8 +162,10 @@ func newClusterProvider(log logr.Logger, opts options, scheme *runtime.Scheme) (
 // clusterProvider is the cluster provider as the operator uses it.
 type clusterProvider interface {
 	multicluster.Provider
+	multicluster.ProviderRunnable
 	destination.Fleet
 	SetupWithManager(mcmanager.Manager) error
+	ClusterGained(multicluster.ClusterName)
 }
 
 // restConfig loads the hub's client configuration from an explicit kubeconfig path, or

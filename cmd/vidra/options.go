@@ -25,6 +25,9 @@ type options struct {
 	// High availability.
 	leaderElect             bool
 	leaderElectionNamespace string
+	sharding                bool
+	shardID                 string
+	shardLeaseDuration      time.Duration
 
 	// The fleet: how clusters are enrolled and engaged.
 	clusterProvider        string
@@ -83,6 +86,12 @@ func parseOptions(args []string) (options, error) {
 		"Elect a leader through a Lease so only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", defaultNamespace(),
 		"Namespace of the leader election Lease.")
+	fs.BoolVar(&o.sharding, "sharding", false,
+		"Split the fleet across replicas: each enrolled cluster is reconciled by one replica at a time, fenced by a Lease per cluster in --leader-election-namespace. Implies --leader-elect (the leader syncs Infrahub and serves the local cluster).")
+	fs.StringVar(&o.shardID, "shard-id", defaultShardID(),
+		"This replica's identity among its peers when --sharding; unique per replica. Default: $POD_NAME, else the host name.")
+	fs.DurationVar(&o.shardLeaseDuration, "shard-lease-duration", 15*time.Second,
+		"How long a cluster's fence Lease outlives its holder's last renewal when --sharding; it is renewed every third of it.")
 	fs.StringVar(&o.clusterProvider, "cluster-provider", providerSecret,
 		"How member clusters are enrolled: 'secret' (labeled kubeconfig Secrets) or 'none' (standalone: only the local cluster, no Secret is read).")
 	fs.StringVar(&o.clusterSecretNamespace, "cluster-secret-namespace", defaultNamespace(),
@@ -141,7 +150,26 @@ func parseOptions(args []string) (options, error) {
 	if o.clusterProvider != providerSecret && o.clusterProvider != providerNone {
 		return o, fmt.Errorf("--cluster-provider=%q: want %q or %q", o.clusterProvider, providerSecret, providerNone)
 	}
+	if o.sharding {
+		if o.clusterProvider == providerNone {
+			return o, fmt.Errorf("--sharding splits a fleet of enrolled clusters: it needs --cluster-provider=%s", providerSecret)
+		}
+		if o.shardLeaseDuration < 3*time.Second {
+			return o, fmt.Errorf("--shard-lease-duration=%v: want at least 3s", o.shardLeaseDuration)
+		}
+		o.leaderElect = true
+	}
 	return o, nil
+}
+
+// defaultShardID is $POD_NAME (set by the chart through the downward API), else the
+// host name.
+func defaultShardID() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	host, _ := os.Hostname()
+	return host
 }
 
 // defaultNamespace is the namespace the operator runs in: $POD_NAMESPACE (set by the

@@ -46,3 +46,20 @@ func TestOptionsRejectPositionalArguments(t *testing.T) {
 		t.Errorf("-h = %v, want flag.ErrHelp", err)
 	}
 }
+
+func TestOptionsShardingElectsALeaderAndNamesThePod(t *testing.T) {
+	t.Setenv("POD_NAME", "vidra-7d9f-abcde")
+	o, err := parseOptions([]string{"--sharding"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.sharding || !o.leaderElect || o.shardID != "vidra-7d9f-abcde" || o.shardLeaseDuration.Seconds() != 15 {
+		t.Errorf("options = %+v, want sharding with leader election, shard ID from POD_NAME and a 15s fence", o)
+	}
+	if _, err := parseOptions([]string{"--sharding", "--cluster-provider=none"}); err == nil {
+		t.Error("--sharding accepted in standalone mode")
+	}
+	if _, err := parseOptions([]string{"--sharding", "--shard-lease-duration=1s"}); err == nil {
+		t.Error("a 1s fence accepted")
+	}
+}

@@ -57,6 +57,9 @@ type Reconciler struct {
 	Watches *DriftWatches
 	// Metrics, when set, count applies, drift and managed objects.
 	Metrics *Metrics
+	// Shard, when several replicas split the fleet, says which clusters' VidraResources
+	// this replica reconciles. Nil: all of them.
+	Shard Shard
 
 	conflictsOnce sync.Once
 	conflicts     *conflictBook
@@ -79,6 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	vr := &vidrav1alpha1.VidraResource{}
 	if err := r.HubReader.Get(ctx, req.NamespacedName, vr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	// Another replica owns its cluster: leave it all to that one.
+	if !r.owned(ctx, vr) {
+		return ctrl.Result{}, nil
 	}
 
 	// Status is written once, at the end, whatever path is taken.

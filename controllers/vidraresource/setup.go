@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,11 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 				newVC, _ := e.ObjectNew.(*vidrav1alpha1.VidraCluster)
 				return oldVC == nil || newVC == nil || oldVC.Status.Phase != newVC.Status.Phase
 			}})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: maxConcurrentReconciles,
+			// Sharded, every replica runs it; Reconcile skips clusters owned elsewhere.
+			NeedLeaderElection: ptr.To(r.Shard == nil),
+		}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("set up VidraResource controller: %w", err)

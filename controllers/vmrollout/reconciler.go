@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -49,6 +50,14 @@ type Reconciler struct {
 	Metrics *Metrics
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Shard, when several replicas split the fleet, says which clusters this replica
+	// rolls out on. Nil: all of them.
+	Shard Shard
+}
+
+// Shard tells whether this replica owns a cluster.
+type Shard interface {
+	Owns(ctx context.Context, name multicluster.ClusterName) bool
 }
 
 // poll is how often a rollout in progress is looked at: VMI readiness and time-outs are
@@ -80,6 +89,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	}
 	if vr.Status.Cluster != destination.Label(req.ClusterName) || !vr.DeletionTimestamp.IsZero() || vr.Spec.Suspend {
 		return ctrl.Result{}, nil
+	}
+	if r.Shard != nil && !r.Shard.Owns(ctx, req.ClusterName) {
+		return ctrl.Result{}, nil // the replica that owns the cluster rolls it out
 	}
 	cl, err := r.Manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -48,6 +49,8 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager, maxConcurrentReconc
 			MaxConcurrentReconciles: maxConcurrentReconciles,
 			// The multicluster builder does not read the manager's controller defaults.
 			SkipNameValidation: local.GetControllerOptions().SkipNameValidation,
+			// Sharded, every replica runs it; Reconcile skips clusters owned elsewhere.
+			NeedLeaderElection: ptr.To(r.Shard == nil),
 		}).
 		Complete(r)
 	if err != nil {

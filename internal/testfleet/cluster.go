@@ -54,6 +54,9 @@ func startCluster(ctx context.Context, spec clusterSpec) (*Cluster, error) {
 		CRDDirectoryPaths:     spec.crdDirectories,
 		ErrorIfCRDPathMissing: len(spec.crdDirectories) > 0,
 		Scheme:                spec.scheme,
+		// Fleets start side by side with other packages' on two cores: envtest's 20s is
+		// too short for a kube-apiserver then.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	// The aggregator proxies to an APIService's endpoints rather than its Service's
 	// cluster IP, which nothing routes here (there is no kube-proxy).

@@ -55,6 +55,15 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Metrics registers the provider's metrics (controller-runtime's registry).
 	Metrics prometheus.Registerer
+	// Shard, when several replicas split the fleet, says which clusters' VidraClusters
+	// this replica writes: every replica engages every cluster, but only a cluster's owner
+	// shows it. Nil: this replica writes all of them.
+	Shard Shard
+}
+
+// Shard tells whether this replica owns a cluster.
+type Shard interface {
+	Owns(ctx context.Context, name multicluster.ClusterName) bool
 }
 
 func (o *Options) defaults() error {
@@ -148,6 +157,20 @@ func New(log logr.Logger, opts Options) (*Provider, error) {
 		clusters: map[multicluster.ClusterName]*engagedCluster{},
 		claims:   map[types.NamespacedName]claim{},
 	}, nil
+}
+
+// ClusterGained shows a cluster this replica has just come to own: its Secret is
+// reconciled again, which writes its VidraCluster.
+func (p *Provider) ClusterGained(name multicluster.ClusterName) {
+	p.mu.RLock()
+	ec := p.clusters[name]
+	p.mu.RUnlock()
+	if ec == nil {
+		return
+	}
+	s := &corev1.Secret{}
+	s.Namespace, s.Name = ec.secret.Namespace, ec.secret.Name
+	p.requeue <- event.TypedGenericEvent[*corev1.Secret]{Object: s}
 }
 
 // Get returns an engaged cluster.

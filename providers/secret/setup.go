@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -36,13 +37,18 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 
 	b := ctrl.NewControllerManagedBy(local).
 		Named("cluster-provider").
-		WithOptions(controller.Options{MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles})
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles,
+			// Sharded, every replica engages every cluster; the coordinator picks the
+			// replica whose controllers run on it.
+			NeedLeaderElection: ptr.To(p.opts.Shard == nil),
+		})
 	for _, label := range []string{vidrav1alpha1.ClusterLabel, vidrav1alpha1.LegacyClusterLabel} {
 		c, err := p.newSecretCache(local.GetConfig(), local, label)
 		if err != nil {
 			return err
 		}
-		if err := local.Add(c); err != nil {
+		if err := local.Add(secretCache{Cache: c, leaderOnly: p.opts.Shard == nil}); err != nil {
 			return fmt.Errorf("add Secret cache for label %s: %w", label, err)
 		}
 		p.secretCaches = append(p.secretCaches, c)
@@ -86,3 +92,12 @@ func secretOfVidraCluster(_ context.Context, obj client.Object) []reconcile.Requ
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: vc.Status.SecretRef.Namespace, Name: vc.Status.SecretRef.Name}}}
 }
+
+// secretCache runs a Secret cache on the leader only, or, sharded, on every replica:
+// every replica engages every cluster.
+type secretCache struct {
+	cache.Cache
+	leaderOnly bool
+}
+
+func (c secretCache) NeedLeaderElection() bool { return c.leaderOnly }

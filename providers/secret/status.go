@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
@@ -79,6 +80,9 @@ func (p *Provider) writeNotEngagedStatus(ctx context.Context, name string, secre
 // refuses to touch a VidraCluster that another enrolled Secret shows.
 func (p *Provider) writeStatus(ctx context.Context, name string, secret types.NamespacedName, labels map[string]string,
 	mutate func(*vidrav1alpha1.VidraClusterStatus)) error {
+	if p.opts.Shard != nil && !p.opts.Shard.Owns(ctx, multicluster.ClusterName(name)) {
+		return nil // its owner shows it
+	}
 	vc := &vidrav1alpha1.VidraCluster{}
 	err := p.hub.Get(ctx, client.ObjectKey{Name: name}, vc)
 	switch {

@@ -45,6 +45,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if not (has .Values.rbac.localApply (list "broad" "none")) -}}
 {{- fail (printf "rbac.localApply must be broad or none, not %q" .Values.rbac.localApply) -}}
 {{- end -}}
+{{- if and (gt (int .Values.replicas) 1) (eq .Values.mode "standalone") -}}
+{{- fail "replicas > 1 splits a fleet across replicas: it needs mode=hub (a standalone operator runs one replica)" -}}
+{{- end -}}
 {{- if eq .Values.mode "standalone" -}}
 {{- if not .Values.localCluster.enabled -}}
 {{- fail "mode=standalone manages only the local cluster: localCluster.enabled must be true" -}}

@@ -1,0 +1,124 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+)
+
+// peerLabel marks the peer Leases of Vidra's replicas.
+const peerLabel = "vidra.infrahub.operators.com/shard-peer"
+
+// peerRegistry is the sharded coordinator's peer membership, one Lease per replica, as
+// multicluster-runtime's own registry keeps it, but with the Lease's duration ours to
+// set: that registry keeps a silent peer for a fixed 30s and looks every 10s, which
+// bounds how fast a killed replica's clusters move.
+type peerRegistry struct {
+	leases client.Client
+	ns     string
+	self   sharder.PeerInfo
+	ttl    time.Duration
+	log    logr.Logger
+
+	mu    sync.RWMutex
+	peers []sharder.PeerInfo
+}
+
+var _ peers.Registry = &peerRegistry{}
+
+func newPeerRegistry(leases client.Client, ns, id string, ttl time.Duration, log logr.Logger) *peerRegistry {
+	self := sharder.PeerInfo{ID: id, Weight: 1}
+	return &peerRegistry{leases: leases, ns: ns, self: self, ttl: ttl, log: log, peers: []sharder.PeerInfo{self}}
+}
+
+func (r *peerRegistry) Self() sharder.PeerInfo { return r.self }
+
+func (r *peerRegistry) Snapshot() []sharder.PeerInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]sharder.PeerInfo(nil), r.peers...)
+}
+
+// Run renews this replica's Lease and reads the others' every third of the Lease's
+// duration, until ctx ends.
+func (r *peerRegistry) Run(ctx context.Context) error {
+	ticker := time.NewTicker(r.ttl / 3)
+	defer ticker.Stop()
+	for {
+		if err := r.renew(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error(err, "renew peer Lease; peers drop this replica if it stays unrenewed")
+		}
+		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error(err, "list peer Leases; keeping the last known peers")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+func (r *peerRegistry) leaseName() string { return PeerLeasePrefix + "-" + r.self.ID }
+
+// renew creates or renews this replica's Lease.
+func (r *peerRegistry) renew(ctx context.Context) error {
+	now := metav1.NowMicro()
+	lease := &coordinationv1.Lease{}
+	err := r.leases.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.leaseName()}, lease)
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Namespace: r.ns, Name: r.leaseName(), Labels: map[string]string{peerLabel: "true"},
+		}}
+		lease.Spec = r.spec(now)
+		if err := r.leases.Create(ctx, lease); err != nil {
+			return fmt.Errorf("create peer Lease %s: %w", r.leaseName(), err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get peer Lease %s: %w", r.leaseName(), err)
+	}
+	lease.Spec = r.spec(now)
+	if err := r.leases.Update(ctx, lease); err != nil {
+		return fmt.Errorf("renew peer Lease %s: %w", r.leaseName(), err)
+	}
+	return nil
+}
+
+func (r *peerRegistry) spec(now metav1.MicroTime) coordinationv1.LeaseSpec {
+	return coordinationv1.LeaseSpec{
+		HolderIdentity:       ptr.To(r.self.ID),
+		LeaseDurationSeconds: ptr.To(int32(r.ttl / time.Second)),
+		RenewTime:            &now,
+	}
+}
+
+// refresh reads the live peers: those whose Lease was renewed within its duration.
+func (r *peerRegistry) refresh(ctx context.Context) error {
+	var list coordinationv1.LeaseList
+	if err := r.leases.List(ctx, &list, client.InNamespace(r.ns), client.HasLabels{peerLabel}); err != nil {
+		return fmt.Errorf("list peer Leases: %w", err)
+	}
+	live := []sharder.PeerInfo{r.self}
+	now := time.Now()
+	for i := range list.Items {
+		if lease := &list.Items[i]; heldByPeer(lease, r.self.ID, now) {
+			live = append(live, sharder.PeerInfo{ID: *lease.Spec.HolderIdentity, Weight: 1})
+		}
+	}
+	r.mu.Lock()
+	r.peers = live
+	r.mu.Unlock()
+	return nil
+}
