@@ -13,6 +13,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -127,11 +128,10 @@ func waitForOwners(ctx context.Context, t *testing.T, c client.Client, members, 
 // resource delivers ConfigMap "config" with data version=v to a member.
 func resource(member string, version int) *vidrav1alpha1.VidraResource {
 	return &vidrav1alpha1.VidraResource{
-		TypeMeta:   metav1.TypeMeta{APIVersion: vidrav1alpha1.GroupVersion.String(), Kind: "VidraResource"},
 		ObjectMeta: metav1.ObjectMeta{Name: "shard-" + member},
 		Spec: vidrav1alpha1.VidraResourceSpec{
 			Destination: vidrav1alpha1.Destination{Cluster: member, Namespace: "sharded", ReconcileOnEvents: true},
-			Manifest: fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config\ndata:\n  version: %q\n", strconv.Itoa(version)),
+			Manifest:    fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config\ndata:\n  version: %q\n", strconv.Itoa(version)),
 		},
 	}
 }
@@ -141,8 +141,18 @@ func resource(member string, version int) *vidrav1alpha1.VidraResource {
 func deliver(ctx context.Context, t *testing.T, fleet *testfleet.Fleet, version int) {
 	t.Helper()
 	for _, m := range fleet.Members {
-		vr := resource(m.Name, version)
-		if err := fleet.Hub.Client.Patch(ctx, vr, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+		want := resource(m.Name, version)
+		vr := &vidrav1alpha1.VidraResource{}
+		err := fleet.Hub.Client.Get(ctx, client.ObjectKeyFromObject(want), vr)
+		switch {
+		case apierrors.IsNotFound(err):
+			err = fleet.Hub.Client.Create(ctx, want)
+		case err == nil:
+			before := vr.DeepCopy()
+			vr.Spec.Manifest = want.Spec.Manifest
+			err = fleet.Hub.Client.Patch(ctx, vr, client.MergeFrom(before))
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
