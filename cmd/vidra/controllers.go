@@ -49,6 +49,7 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 	if shard != nil {
 		r.Shard = shard
 		shard.OnGained(r.ClusterGained)
+		shard.OnLost(r.ClusterLost)
 		// The leader reconciles what no fence covers: look at everything once elected.
 		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
 			r.RequeueAll(ctx)

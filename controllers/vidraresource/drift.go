@@ -93,6 +93,22 @@ func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionK
 	}
 }
 
+// Forget stops every watch on the cluster: another replica reconciles it now.
+func (w *DriftWatches) Forget(name multicluster.ClusterName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cw := w.clusters[name]
+	if cw == nil {
+		return
+	}
+	for gvk, kw := range cw.kinds {
+		for vr := range kw.users {
+			w.drop(cw, gvk, kw, vr)
+		}
+	}
+	delete(w.clusters, name)
+}
+
 // Release records that the VidraResource uses nothing on the cluster any more.
 func (w *DriftWatches) Release(name multicluster.ClusterName, vr string) {
 	w.mu.Lock()

@@ -37,6 +37,11 @@ func (r *Reconciler) ClusterGained(name multicluster.ClusterName) {
 	})
 }
 
+// ClusterLost stops watching a cluster another replica now owns.
+func (r *Reconciler) ClusterLost(name multicluster.ClusterName) {
+	r.Watches.Forget(name)
+}
+
 // RequeueAll requeues every VidraResource, as a newly elected leader does for those no
 // other replica owns.
 func (r *Reconciler) RequeueAll(ctx context.Context) {

@@ -64,6 +64,7 @@ type Coordinator struct {
 	// owned: clusters whose controllers run here, by the context they run under.
 	owned    map[multicluster.ClusterName]context.Context
 	onGained []func(multicluster.ClusterName)
+	onLost   []func(multicluster.ClusterName)
 }
 
 // engagement is a cluster as the provider engaged it.
@@ -123,6 +124,14 @@ func (c *Coordinator) OnGained(fn func(multicluster.ClusterName)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onGained = append(c.onGained, fn)
+}
+
+// OnLost registers fn, called when this replica stops owning a cluster (or the cluster
+// is disengaged). Register before the manager starts.
+func (c *Coordinator) OnLost(fn func(multicluster.ClusterName)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onLost = append(c.onLost, fn)
 }
 
 // Engage hands a cluster the provider engaged to the sharded coordinator. The context
@@ -187,15 +196,22 @@ func (a ownershipAware) Engage(ctx context.Context, name multicluster.ClusterNam
 // because another cluster was disengaged, engages it again.
 func (c *Coordinator) released(ctx context.Context, name multicluster.ClusterName) {
 	c.mu.Lock()
-	if c.owned[name] == ctx {
+	current := c.owned[name] == ctx
+	if current {
 		delete(c.owned, name)
 	}
 	eng := c.engaged[name]
+	lost := slices.Clone(c.onLost)
 	c.mu.Unlock()
 
 	var cause *disengaged
 	if !errors.As(context.Cause(ctx), &cause) || cause.cluster == name {
 		c.log.Info("cluster no longer owned by this replica", "cluster", name, "peer", c.self)
+		if current {
+			for _, fn := range lost {
+				fn(name)
+			}
+		}
 		return
 	}
 	if eng == nil || eng.lifetime.Err() != nil {

@@ -178,6 +178,8 @@ func TestClusterKeepsRunningWhenAnotherIsDisengaged(t *testing.T) {
 func TestEachClusterHasOneOwnerAndAStoppedPeersClustersMove(t *testing.T) {
 	ns := namespace(t)
 	names := []multicluster.ClusterName{"c1", "c2", "c3", "c4", "c5", "c6"}
+	var lostMu sync.Mutex
+	lost := map[string][]multicluster.ClusterName{}
 	replica := func(id string) (*sharding.Coordinator, *running, context.CancelFunc) {
 		aware := newRunning()
 		coord, err := sharding.New(hub.Client, closed(), testLogger(t), sharding.Options{PeerID: id, Namespace: ns, LeaseDuration: 3 * time.Second, Probe: 500 * time.Millisecond})
@@ -185,6 +187,11 @@ func TestEachClusterHasOneOwnerAndAStoppedPeersClustersMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		coord.AddAware(aware)
+		coord.OnLost(func(name multicluster.ClusterName) {
+			lostMu.Lock()
+			defer lostMu.Unlock()
+			lost[id] = append(lost[id], name)
+		})
 		stopRunnable := startRunnable(t, coord.Runnable().Start)
 		// The provider's clusters end with the process, as they do here with stop.
 		lifetime, endClusters := context.WithCancel(context.Background())
@@ -224,8 +231,21 @@ func TestEachClusterHasOneOwnerAndAStoppedPeersClustersMove(t *testing.T) {
 		return true, nil
 	})
 
+	lostMu.Lock()
+	lost["replica-b"] = nil
+	lostMu.Unlock()
 	a, runsA, _ = replica("replica-a")
 	testfleet.Eventually(t, 60*time.Second, "the clusters are split again", split)
+	lostMu.Lock()
+	defer lostMu.Unlock()
+	for _, name := range lost["replica-b"] {
+		if !a.Owns(context.Background(), name) {
+			t.Errorf("b reported losing %s, which a does not own", name)
+		}
+	}
+	if len(lost["replica-b"]) == 0 {
+		t.Error("b handed clusters back without reporting them lost")
+	}
 }
 
 // TestLeaderOwnsWhatNoFenceCovers: the local cluster and clusters this replica has not
