@@ -18,7 +18,7 @@ import (
 )
 
 func (b *bench) measureIdle(ctx context.Context, r *results) error {
-	m, err := b.settled(ctx)
+	m, err := b.settled(ctx, "idle")
 	r.IdleRSSMiB, r.IdleHeapMiB = m.rssMiB, m.heapMiB
 	return err
 }
@@ -26,7 +26,7 @@ func (b *bench) measureIdle(ctx context.Context, r *results) error {
 // measureEnroll enrolls the members one at a time, then takes the memory each idle
 // engaged cluster costs.
 func (b *bench) measureEnroll(ctx context.Context, r *results) error {
-	before, err := b.memory(ctx)
+	before, err := b.settled(ctx, "before-enroll")
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (b *bench) measureEnroll(ctx context.Context, r *results) error {
 		latencies = append(latencies, d)
 	}
 	r.EnrollP50Ms, r.EnrollP95Ms = percentile(latencies, 50), percentile(latencies, 95)
-	after, err := b.settled(ctx)
+	after, err := b.settled(ctx, "enrolled")
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (b *bench) measureConverge(ctx context.Context, r *results) error {
 	r.ConvergedObjects = len(b.members) * b.Resources * b.Objects
 	r.ConvergeSeconds = d.Seconds()
 	r.ConvergeObjectsPerSec = float64(r.ConvergedObjects) / d.Seconds()
-	m, err := b.settled(ctx)
+	m, err := b.settled(ctx, "converged")
 	r.ConvergedRSSMiB, r.ConvergedHeapMiB = m.rssMiB, m.heapMiB
 	return err
 }
@@ -228,7 +228,7 @@ func (b *bench) measureIsolation(ctx context.Context, r *results) error {
 // measureLeaks engages and disengages the spare member many times, then compares the
 // operator's goroutines and heap with before.
 func (b *bench) measureLeaks(ctx context.Context, r *results) error {
-	before, err := b.settled(ctx)
+	before, err := b.settled(ctx, "before-cycles")
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func (b *bench) measureLeaks(ctx context.Context, r *results) error {
 			return err
 		}
 	}
-	after, err := b.settled(ctx)
+	after, err := b.settled(ctx, "after-cycles")
 	r.GoroutinesAfterCycles, r.HeapAfterCyclesMiB = after.goroutines, after.heapMiB
 	return err
 }

@@ -39,6 +39,9 @@ type bench struct {
 	log      io.Writer
 	operator *exec.Cmd
 	metrics  string
+	// pprof is the operator's /debug/pprof base URL; dir keeps its log and heap profiles.
+	pprof string
+	dir   string
 }
 
 func (b *bench) startOperator(ctx context.Context) error {
@@ -58,6 +61,11 @@ func (b *bench) startOperator(ctx context.Context) error {
 		return err
 	}
 	b.metrics = "http://" + addr + "/metrics"
+	pprofAddr, err := testfleet.FreeLocalAddress()
+	if err != nil {
+		return err
+	}
+	b.pprof, b.dir = "http://"+pprofAddr+"/debug/pprof", dir
 	logFile, err := os.Create(filepath.Join(dir, "vidra.log"))
 	if err != nil {
 		return err
@@ -65,7 +73,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 	fmt.Fprintf(b.log, "operator log: %s\n", logFile.Name())
 	b.operator = exec.Command(filepath.Join(b.root, "bin", "vidra"),
 		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
-		"--metrics-bind-address="+addr, "--health-probe-bind-address=0",
+		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr,
 		"--max-concurrent-reconciles="+strconv.Itoa(b.Workers), "--zap-log-level=error")
 	b.operator.Stdout, b.operator.Stderr = logFile, logFile
 	if err := b.operator.Start(); err != nil {
@@ -109,10 +117,32 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 }
 
 // settled measures memory once it has been still for a moment: the operator's own
-// start-up or last burst of work is not what is measured.
-func (b *bench) settled(ctx context.Context) (memory, error) {
+// start-up or last burst of work is not what is measured. The heap is measured live,
+// after a garbage collection, and its profile is kept as <dir>/heap-<label>.pprof.
+func (b *bench) settled(ctx context.Context, label string) (memory, error) {
 	time.Sleep(3 * time.Second)
+	if err := b.heapProfile(ctx, label); err != nil {
+		return memory{}, err
+	}
 	return b.memory(ctx)
+}
+
+// heapProfile collects garbage in the operator (gc=1) and saves its heap profile.
+func (b *bench) heapProfile(ctx context.Context, label string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.pprof+"/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	profile, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return os.WriteFile(filepath.Join(b.dir, "heap-"+label+".pprof"), profile, 0o600)
 }
 
 // scrape reads the operator's unlabeled metrics.
