@@ -107,17 +107,20 @@ type results struct {
 	IsolationPausedSeconds   float64 `json:"isolationPausedSeconds"`
 	IsolationRatio           float64 `json:"isolationRatio"`
 
-	IdleRSSMiB              float64 `json:"idleRSSMiB"`
-	IdleHeapMiB             float64 `json:"idleHeapMiB"`
-	ConvergedRSSMiB         float64 `json:"convergedRSSMiB"`
-	ConvergedHeapMiB        float64 `json:"convergedHeapMiB"`
-	RSSPerClusterMiB        float64 `json:"rssPerIdleClusterMiB"`
-	HeapPerClusterMiB       float64 `json:"heapPerIdleClusterMiB"`
-	GoroutinesPerCluster    float64 `json:"goroutinesPerCluster"`
-	GoroutinesBeforeCycles  float64 `json:"goroutinesBeforeCycles"`
-	GoroutinesAfterCycles   float64 `json:"goroutinesAfterCycles"`
-	HeapBeforeCyclesMiB     float64 `json:"heapBeforeCyclesMiB"`
-	HeapAfterCyclesMiB      float64 `json:"heapAfterCyclesMiB"`
+	IdleRSSMiB             float64 `json:"idleRSSMiB"`
+	IdleHeapMiB            float64 `json:"idleHeapMiB"`
+	ConvergedRSSMiB        float64 `json:"convergedRSSMiB"`
+	ConvergedHeapMiB       float64 `json:"convergedHeapMiB"`
+	RSSPerClusterMiB       float64 `json:"rssPerIdleClusterMiB"`
+	HeapPerClusterMiB      float64 `json:"heapPerIdleClusterMiB"`
+	GoroutinesPerCluster   float64 `json:"goroutinesPerCluster"`
+	GoroutinesBeforeCycles float64 `json:"goroutinesBeforeCycles"`
+	GoroutinesAfterCycles  float64 `json:"goroutinesAfterCycles"`
+	HeapBeforeCyclesMiB    float64 `json:"heapBeforeCyclesMiB"`
+	HeapAfterCyclesMiB     float64 `json:"heapAfterCyclesMiB"`
+	// HeapAfterCyclesIdleMiB is the heap 100s after the cycles, once the connections'
+	// idle timers have let the disengaged clusters' transports go.
+	HeapAfterCyclesIdleMiB  float64 `json:"heapAfterCyclesIdleMiB"`
 	Targets                 []check `json:"targets"`
 	MeasuredAt              string  `json:"measuredAt"`
 	ConvergedObjects        int     `json:"convergedObjects"`
@@ -140,7 +143,10 @@ func (r *results) judge() {
 		{"drift p50 (ms)", r.DriftP50Ms, "<= 1000", r.DriftP50Ms <= 1000},
 		{"enroll p50 (ms)", r.EnrollP50Ms, "<= 2000", r.EnrollP50Ms <= 2000},
 		{"RSS per idle cluster (MiB)", r.RSSPerClusterMiB, "<= 5", r.RSSPerClusterMiB <= 5},
-		{"goroutine growth after cycles", r.GoroutinesAfterCycles - r.GoroutinesBeforeCycles, "<= 0", r.GoroutinesAfterCycles <= r.GoroutinesBeforeCycles},
+		// A leak of one goroutine per cycle would show as the number of cycles; the
+		// allowance of 2 is the background's coming and going (connection read loops of
+		// the other clusters, timers firing), seen as -4..+1 over runs.
+		{"goroutine growth after cycles", r.GoroutinesAfterCycles - r.GoroutinesBeforeCycles, "<= 2", r.GoroutinesAfterCycles-r.GoroutinesBeforeCycles <= 2},
 	}
 }
 
@@ -157,7 +163,7 @@ func (r *results) print(w io.Writer) {
 	fmt.Fprintf(tw, "memory idle\t%.1f MiB RSS, %.1f MiB heap\n", r.IdleRSSMiB, r.IdleHeapMiB)
 	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB)
 	fmt.Fprintf(tw, "per idle engaged cluster\t%.2f MiB RSS, %.2f MiB heap, %.0f goroutines\n", r.RSSPerClusterMiB, r.HeapPerClusterMiB, r.GoroutinesPerCluster)
-	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB)
+	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB (%.1f MiB once idle)\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB, r.HeapAfterCyclesIdleMiB)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")
 	for _, c := range r.Targets {
 		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%v\n", c.Name, c.Value, c.Target, c.Met)
