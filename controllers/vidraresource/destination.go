@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/apply"
 )
 
 // target is the cluster a VidraResource's objects go to, with a client that reads
@@ -71,3 +73,21 @@ func (r *Reconciler) target(ctx context.Context, vr *vidrav1alpha1.VidraResource
 
 // requestTimeout is the default bound of one request to a destination.
 const requestTimeout = 30 * time.Second
+
+// latches are, per cluster, the turns the VidraResources this process reconciles take
+// at the objects they share (their namespace, above all): process-wide, like the objects.
+var latches sync.Map // multicluster.ClusterName → *apply.Latches
+
+func latchesOf(name multicluster.ClusterName) *apply.Latches {
+	l, _ := latches.LoadOrStore(name, &apply.Latches{})
+	return l.(*apply.Latches)
+}
+
+// memos are, per cluster, the objects as the VidraResources of this process left them,
+// which spares reading them before applying them again.
+var memos sync.Map // multicluster.ClusterName → *apply.Memo
+
+func memoOf(name multicluster.ClusterName) *apply.Memo {
+	m, _ := memos.LoadOrStore(name, &apply.Memo{})
+	return m.(*apply.Memo)
+}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -181,8 +182,14 @@ func changedBySomeone(oldObj, newObj any) bool {
 	})
 }
 
+// specManagers are the managers of an object's declared state, Vidra's own left out: its
+// owners never force over each other (a conflict goes to the conflict book), so their
+// writes — an owner joining a shared namespace, a sibling's apply — are no drift, and
+// counting them would reconcile every owner of a shared object once more.
 func specManagers(o *metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry {
-	return slices.DeleteFunc(slices.Clone(o.ManagedFields), func(e metav1.ManagedFieldsEntry) bool { return e.Subresource != "" })
+	return slices.DeleteFunc(slices.Clone(o.ManagedFields), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Subresource != "" || e.Manager == ownership.FieldManager || strings.HasPrefix(e.Manager, apply.FieldManagerPrefix)
+	})
 }
 
 // requeueOwners requeues every VidraResource of this hub in the object's owners set.

@@ -154,16 +154,22 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	vr.Status.Cluster = destination.Label(dest.name)
-	if objects, err = r.withDestinationNamespace(ctx, dest, objects, vr.Spec.Destination.Namespace); err != nil {
+	objects, seen, err := r.withDestinationNamespace(ctx, dest, objects, vr.Spec.Destination.Namespace)
+	if err != nil {
 		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
 	}
 	engine := r.engine(vr, dest)
+	// What is known spares reads: objects new to the inventory are created without one.
+	previous := refsFromStatus(vr.Status.ManagedResources)
+	engine.Applied = inInventory(previous)
+	engine.Seen = seen
+	engine.Latches = latchesOf(dest.name)
+	engine.Memo = memoOf(dest.name)
 
 	// Record what is about to be owned before applying it: a crash in between never
 	// orphans an object.
 	desired, mapErrs := refsOf(engine, objects)
-	previous := refsFromStatus(vr.Status.ManagedResources)
 	if err := r.recordInventory(ctx, vr, union(previous, desired)); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -214,13 +220,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if err != nil || !meta.IsStatusConditionTrue(vr.Status.Conditions, vidrav1alpha1.ConditionReady) {
 		return result, err
 	}
-	return r.reconcileHealth(ctx, vr, dest, kept)
+	return r.reconcileHealth(ctx, vr, dest, kept, results)
 }
 
 // reconcileHealth keeps Ready false until every object is Current by kstatus. Status
-// changes do not trigger the drift watches, so progress is polled.
-func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref) (ctrl.Result, error) {
-	inProgress, failed, err := health(ctx, dest.client, vr, refs)
+// changes do not trigger the drift watches, so progress is polled. Objects the apply
+// just returned are judged as returned, not read again.
+func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref, applied []apply.Result) (ctrl.Result, error) {
+	inProgress, failed, err := health(ctx, withApplied(dest.client, applied), vr, refs)
 	switch {
 	case err != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
@@ -304,6 +311,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 		}
 		r.Watches.Release(dest.name, vr.Name)
 	}
+	if dest != nil {
+		memoOf(dest.name).Forget(ownership.ID(r.HubID, vr.Name))
+	}
 	for _, holder := range r.book().forget(vr.Name) {
 		r.Watches.Requeue(holder)
 	}
@@ -373,19 +383,54 @@ func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, n
 	}
 }
 
-// eventResults records an Event for each object that changed or could not be applied.
+// eventResults records an Event for each kind of outcome (Created, Failed...) that
+// names its objects: one hub write per kind rather than per object. (The recorder would
+// fold Events of one reason into a series anyway, keeping the first object's note only.)
 func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []apply.Result) {
+	type outcome struct{ eventType, reason string }
+	var order []outcome
+	notes := map[outcome][]string{}
+	add := func(eventType, reason, note string) {
+		o := outcome{eventType, reason}
+		if _, ok := notes[o]; !ok {
+			order = append(order, o)
+		}
+		notes[o] = append(notes[o], note)
+	}
 	for _, res := range results {
 		switch res.Action {
 		case apply.Unchanged:
 		case apply.Failed, apply.NotManaged:
-			r.event(vr, corev1.EventTypeWarning, string(res.Action), res.Err.Error())
+			add(corev1.EventTypeWarning, string(res.Action), res.Err.Error())
 		case apply.Conflicted:
-			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonConflict, fmt.Sprintf("%s: fields held by another owner: %v", res.Ref, res.Conflicts))
+			add(corev1.EventTypeWarning, vidrav1alpha1.ReasonConflict, fmt.Sprintf("%s: fields held by another owner: %v", res.Ref, res.Conflicts))
 		default:
-			r.event(vr, corev1.EventTypeNormal, string(res.Action), res.Ref.String())
+			add(corev1.EventTypeNormal, string(res.Action), res.Ref.String())
 		}
 	}
+	for _, o := range order {
+		r.event(vr, o.eventType, o.reason, joinNotes(notes[o]))
+	}
+}
+
+// maxNote is the longest Event note the API server accepts.
+const maxNote = 1024
+
+// joinNotes joins notes into one that fits an Event, counting those left out.
+func joinNotes(notes []string) string {
+	note := notes[0]
+	for i, n := range notes[1:] {
+		more := fmt.Sprintf("; and %d more", len(notes)-1-i)
+		if len(note)+len("; ")+len(n)+len(more) > maxNote {
+			note += more
+			break
+		}
+		note += "; " + n
+	}
+	if len(note) > maxNote {
+		note = strings.ToValidUTF8(note[:maxNote-len("...")], "") + "..."
+	}
+	return note
 }
 
 func prunes(vr *vidrav1alpha1.VidraResource) bool {
@@ -395,31 +440,75 @@ func prunes(vr *vidrav1alpha1.VidraResource) bool {
 // withDestinationNamespace adds the destination namespace to the bundle when it is
 // missing on the destination (or Vidra already manages it) and the bundle does not declare
 // it, so it is created and owned like any other object. A namespace that exists and that
-// Vidra does not manage is used as it is.
-func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target, objects []*unstructured.Unstructured, ns string) ([]*unstructured.Unstructured, error) {
+// Vidra does not manage is used as it is. The namespace it read is returned as seen, so
+// the apply does not read it again.
+func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target, objects []*unstructured.Unstructured, ns string) ([]*unstructured.Unstructured, []*metav1.PartialObjectMetadata, error) {
 	if ns == "" {
-		return objects, nil
+		return objects, nil, nil
 	}
 	for _, o := range objects {
 		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" && o.GetName() == ns {
-			return objects, nil
+			return objects, nil, nil
 		}
 	}
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	err := dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)
+	var seen []*metav1.PartialObjectMetadata
 	switch {
 	case err == nil && !ownership.IsManaged(existing):
-		return objects, nil
+		return objects, nil, nil
+	case err == nil:
+		seen = append(seen, existing)
 	case apierrors.IsForbidden(err):
 		// An impersonated service account may not read namespaces: use the namespace as
 		// it is, and let the apply say so if it is missing.
-		return objects, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("look up destination namespace %s: %w", ns, err)
+		return objects, nil, nil
+	case !apierrors.IsNotFound(err):
+		return nil, nil, fmt.Errorf("look up destination namespace %s: %w", ns, err)
 	}
 	n := &unstructured.Unstructured{}
 	n.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
 	n.SetName(ns)
-	return append([]*unstructured.Unstructured{n}, objects...), nil
+	return append([]*unstructured.Unstructured{n}, objects...), seen, nil
+}
+
+// inInventory says whether an object is in the inventory refs, whatever its version.
+func inInventory(refs []ownership.Ref) func(ownership.Ref) bool {
+	in := make(map[string]bool, len(refs))
+	for _, ref := range refs {
+		in[key(ref)] = true
+	}
+	return func(ref ownership.Ref) bool { return in[key(ref)] }
+}
+
+// appliedReader serves reads of the objects an apply just returned from them, and the
+// others from the destination.
+type appliedReader struct {
+	client.Client
+	applied map[string]*unstructured.Unstructured
+}
+
+func withApplied(c client.Client, results []apply.Result) client.Client {
+	applied := map[string]*unstructured.Unstructured{}
+	for _, res := range results {
+		if res.Object != nil {
+			applied[key(res.Ref)] = res.Object
+		}
+	}
+	return appliedReader{Client: c, applied: applied}
+}
+
+func (a appliedReader) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return a.Client.Get(ctx, k, obj, opts...)
+	}
+	ref := ownership.Ref{GVK: u.GroupVersionKind(), Namespace: k.Namespace, Name: k.Name}
+	got, ok := a.applied[key(ref)]
+	if !ok || got.GroupVersionKind() != u.GroupVersionKind() {
+		return a.Client.Get(ctx, k, obj, opts...)
+	}
+	got.DeepCopyInto(u)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -30,7 +31,7 @@ func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstru
 			}
 			for _, c := range crd.Status.Conditions {
 				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
+					return e.mapped(crd), nil
 				}
 			}
 			return false, nil
@@ -40,4 +41,11 @@ func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstru
 		}
 	}
 	return nil
+}
+
+// mapped says whether the kind of an established CRD is served in discovery yet: the API
+// server publishes it there a moment after the CRD is established.
+func (e *Engine) mapped(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	_, err := e.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
+	return err == nil
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -58,6 +61,9 @@ type Result struct {
 	Action    Action
 	Conflicts []Conflict
 	Err       error
+	// Object is the object as the API server returned it from the apply (nil when it was
+	// not applied): fresh enough to judge its health without reading it again.
+	Object *unstructured.Unstructured
 }
 
 // Engine applies bundles for one owner to one cluster.
@@ -73,6 +79,20 @@ type Engine struct {
 	DefaultNamespace string
 	// CRDTimeout bounds the wait for applied CRDs to be established (30s).
 	CRDTimeout time.Duration
+	// Applied, when set, says whether this owner applied an object before (it is in its
+	// inventory). One it did not is created at once, without a read first: one request.
+	// If it exists after all, that create fails without touching it, and it is read and
+	// applied as any existing object.
+	Applied func(ownership.Ref) bool
+	// Seen are objects read moments ago, which are not read again. A stale one costs a
+	// retry, never a wrong write: every write is conditional on what it was decided on.
+	Seen []*metav1.PartialObjectMetadata
+	// Latches, when set, make the engines of one process that apply the same object to
+	// the cluster take turns (see Latches).
+	Latches *Latches
+	// Memo, when set, remembers objects as this owner's applies left them, so the next
+	// apply need not read them first (see Memo).
+	Memo *Memo
 }
 
 // FieldManager is the owner's field manager: the prefix and the owner ID, hashed when too
@@ -91,8 +111,9 @@ func (e *Engine) ownership() ownership.Writer {
 }
 
 // Apply applies the objects in stages and returns one Result per object, in apply order.
-// Objects are labeled managed-by Vidra; the owners set is kept apart from the applied
-// fields. A failed stage stops the later ones (their objects are not in the results).
+// Objects are labeled managed-by Vidra and joined to their owners set (package
+// ownership) before, or as, their fields land. A failed stage stops the later ones
+// (their objects are not in the results).
 func (e *Engine) Apply(ctx context.Context, objects []*unstructured.Unstructured) ([]Result, error) {
 	var definitions, rest []*unstructured.Unstructured
 	for _, o := range objects {
@@ -158,9 +179,28 @@ func (e *Engine) Ref(o *unstructured.Unstructured) (ownership.Ref, error) {
 	return ref, nil
 }
 
-// maxReapply bounds how often an object another owner prunes while it is being created
-// is applied again.
-const maxReapply = 3
+// conflictBackoff paces the attempts at one object that lost a race (it changed between
+// being read and being written): several owners may write it at once.
+var conflictBackoff = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: 500 * time.Millisecond}
+
+// known is what the engine knows of an object before writing it: live as the API server
+// had it moments ago (nil: absent), or nothing yet (read false). Remembered knowledge is
+// older (see Memo): it is written on only with the object's resourceVersion as a
+// precondition, and read again rather than forced over.
+type known struct {
+	read       bool
+	remembered bool
+	live       *metav1.PartialObjectMetadata
+}
+
+// next says what follows one attempt at an object.
+type next int
+
+const (
+	done      next = iota
+	again          // at once, with what was learnt (it exists, or it is gone)
+	contended      // after a pause: it changed between being read and being written
+)
 
 func (e *Engine) applyOne(ctx context.Context, o *unstructured.Unstructured) Result {
 	ref, err := e.Ref(o)
@@ -174,54 +214,170 @@ func (e *Engine) applyOne(ctx context.Context, o *unstructured.Unstructured) Res
 	}
 	labels[vidrav1alpha1.ManagedByLabel] = vidrav1alpha1.ManagedByValue
 	o.SetLabels(labels)
-	// The owners set is written apart (optimistically), never through an owner's apply.
+	// The owners set is the engine's to declare (see ownership.Stamp), never the bundle's.
 	if annotations := o.GetAnnotations(); annotations != nil {
 		delete(annotations, vidrav1alpha1.OwnersAnnotation)
 		o.SetAnnotations(annotations)
 	}
 
-	for range maxReapply {
-		// Join first when the object exists, so it counts this owner before its fields land.
-		existed := true
-		before, err := e.ownership().Join(ctx, ref, e.Owner, e.Adopt)
-		switch {
-		case errors.Is(err, ownership.ErrNotManaged):
-			return Result{Ref: ref, Action: NotManaged,
-				Err: fmt.Errorf("%s exists and is not managed by Vidra; set adoptExisting: Always to take it over", ref)}
-		case errors.Is(err, ownership.ErrGone):
-			existed = false
-		case err != nil:
-			return Result{Ref: ref, Action: Failed, Err: err}
-		}
-
-		action, conflicts, err := e.serverSideApply(ctx, o, before)
+	k := e.known(ref)
+	if e.Latches != nil {
+		lt, err := e.Latches.acquire(ctx, ref)
 		if err != nil {
 			return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: %w", ref, err)}
 		}
-		if !existed {
-			action = Created
-			// Created by this apply: now join. Another owner may have pruned it in between;
-			// then it is applied again.
-			if _, err := e.ownership().Join(ctx, ref, e.Owner, e.Adopt); errors.Is(err, ownership.ErrGone) {
-				continue
-			} else if err != nil {
-				return Result{Ref: ref, Action: Failed, Err: err}
+		if lt.last != nil {
+			k = known{read: true, live: lt.last}
+		}
+		defer func() { e.Latches.release(ref, lt, k.present()) }()
+	}
+	defer func() { e.Memo.remember(e.Owner, e.FieldManager(), ref, k.present()) }()
+	return e.applyKnown(ctx, o, ref, &k)
+}
+
+// applyKnown applies the object from what is known of it, reading it again when it
+// changed meanwhile; k is left with what is known of it afterwards.
+func (e *Engine) applyKnown(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) Result {
+	backoff := conflictBackoff
+	for backoff.Steps > 0 {
+		result, then := e.attempt(ctx, o, ref, k)
+		if then == done {
+			return result
+		}
+		pause := backoff.Step()
+		if then == contended {
+			if err := sleep(ctx, pause); err != nil {
+				return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: %w", ref, err)}
 			}
 		}
-		return Result{Ref: ref, Action: action, Conflicts: conflicts}
 	}
-	return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: deleted by another owner while being created, %d times", ref, maxReapply)}
+	*k = known{}
+	return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: it kept changing while being applied, %d times", ref, conflictBackoff.Steps)}
 }
+
+// present is the object when it is known to exist, else nil.
+func (k known) present() *metav1.PartialObjectMetadata {
+	if !k.read || k.remembered {
+		return nil
+	}
+	return k.live
+}
+
+// known is what the caller told of the object: read moments ago (Seen), left so by this
+// owner's last apply (Memo), or never applied by this owner (Applied), which makes it
+// worth creating without a read.
+func (e *Engine) known(ref ownership.Ref) known {
+	for _, s := range e.Seen {
+		if s.GroupVersionKind().GroupKind() == ref.GVK.GroupKind() && s.Namespace == ref.Namespace && s.Name == ref.Name {
+			return known{read: true, live: s.DeepCopy()}
+		}
+	}
+	if e.Applied != nil && !e.Applied(ref) {
+		return known{read: true}
+	}
+	if live := e.Memo.recall(e.Owner, ref); live != nil {
+		return known{read: true, remembered: true, live: live}
+	}
+	return known{}
+}
+
+// attempt applies the object once: it reads it when nothing is known, creates it when it
+// is absent and updates it when it exists.
+func (e *Engine) attempt(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) (Result, next) {
+	if !k.read {
+		live, err := e.ownership().Read(ctx, ref)
+		if err != nil && !errors.Is(err, ownership.ErrGone) {
+			return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("read %s: %w", ref, err)}, done
+		}
+		*k = known{read: true, live: live}
+	}
+	if k.remembered && !ownership.AppliesOwners(k.live, e.FieldManager()) {
+		k.read = false // no precondition to make the apply on: read it
+		return Result{}, again
+	}
+	if k.live == nil {
+		return e.create(ctx, o, ref, k)
+	}
+	return e.update(ctx, o, ref, k)
+}
+
+// create applies an object believed absent, owned by this owner from its first moment.
+// If it exists after all, the apply fails without touching it, and it is read.
+func (e *Engine) create(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) (Result, next) {
+	applied := o.DeepCopy()
+	ownership.StampNew(applied, e.Owner)
+	err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(e.FieldManager()))
+	switch {
+	case err == nil:
+		*k = known{read: true, live: metadataOf(applied)}
+		return Result{Ref: ref, Action: Created, Object: applied}, done
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		k.read = false
+		return Result{}, again
+	default:
+		*k = known{}
+		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: %w", ref, err)}, done
+	}
+}
+
+// update applies an object that exists. This owner joins its owners set first when it is
+// not in it yet, so the object counts this owner before its fields land.
+func (e *Engine) update(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) (Result, next) {
+	if !k.live.DeletionTimestamp.IsZero() {
+		*k = known{}
+		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: it is being deleted; it is applied again once gone", ref)}, done
+	}
+	live, err := e.ownership().Claim(ctx, k.live, e.Owner, e.Adopt)
+	switch {
+	case errors.Is(err, ownership.ErrNotManaged):
+		return Result{Ref: ref, Action: NotManaged,
+			Err: fmt.Errorf("%s exists and is not managed by Vidra; set adoptExisting: Always to take it over", ref)}, done
+	case errors.Is(err, ownership.ErrGone):
+		*k = known{read: true} // deleted since it was read: create it
+		return Result{}, again
+	case apierrors.IsConflict(err):
+		k.read = false
+		return Result{}, contended
+	case err != nil:
+		*k = known{}
+		return Result{Ref: ref, Action: Failed, Err: err}, done
+	}
+	k.live = live
+
+	applied := o.DeepCopy()
+	ownership.Stamp(applied, live, e.FieldManager())
+	action, conflicts, err := e.serverSideApply(ctx, applied, live.ResourceVersion, !k.remembered)
+	switch {
+	case errors.Is(err, errStale) && k.remembered:
+		k.read = false // it changed since this owner left it: no race, read it now
+		return Result{}, again
+	case errors.Is(err, errStale):
+		k.read = false
+		return Result{}, contended
+	case err != nil:
+		*k = known{}
+		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: %w", ref, err)}, done
+	case action == Conflicted:
+		*k = known{} // refused: the next apply reads it rather than remember it
+		return Result{Ref: ref, Action: action, Conflicts: conflicts}, done
+	}
+	*k = known{read: true, live: metadataOf(applied)}
+	return Result{Ref: ref, Action: action, Conflicts: conflicts, Object: applied}, done
+}
+
+// errStale: the object changed (or went) since it was read; it is read again.
+var errStale = errors.New("the object changed since it was read")
 
 // serverSideApply applies without forcing. A conflict with field managers that are not
 // Vidra owners is drift and is repaired by a forced apply; a conflict with another Vidra
-// owner is reported and those fields are left alone.
-// before is the object's resourceVersion ahead of the apply, empty when it did not exist.
-func (e *Engine) serverSideApply(ctx context.Context, o *unstructured.Unstructured, before string) (Action, []Conflict, error) {
-	applied := o.DeepCopy()
+// owner is reported and those fields are left alone. before is the object's
+// resourceVersion as known (fresh: read moments ago, else remembered, and any conflict
+// sends it to be read); applied receives the object as the API server returns it.
+func (e *Engine) serverSideApply(ctx context.Context, applied *unstructured.Unstructured, before string, fresh bool) (Action, []Conflict, error) {
+	request := applied.DeepCopy()
 	err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(e.FieldManager()))
 	if err == nil {
-		if before != "" && applied.GetResourceVersion() == before {
+		if applied.GetResourceVersion() == before {
 			return Unchanged, nil, nil
 		}
 		return Configured, nil, nil
@@ -230,17 +386,34 @@ func (e *Engine) serverSideApply(ctx context.Context, o *unstructured.Unstructur
 		return "", nil, err
 	}
 	conflicts := conflictsOf(err)
-	if len(conflicts) == 0 {
-		return "", nil, err
+	if !fresh || len(conflicts) == 0 || slices.ContainsFunc(conflicts, func(c Conflict) bool { return ownership.IsOwnersField(c.Field) }) {
+		// A precondition failed, or the owners set declared was changed meanwhile.
+		return "", nil, fmt.Errorf("%w: %w", errStale, err)
 	}
 	if withVidra := vidraConflicts(conflicts); len(withVidra) > 0 {
 		return Conflicted, withVidra, nil
 	}
-	applied = o.DeepCopy()
-	if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(e.FieldManager()), client.ForceOwnership); err != nil {
+	// Forced only over the object as it was read: what changed since is looked at again.
+	request.SetResourceVersion(before)
+	if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(request), client.FieldOwner(e.FieldManager()), client.ForceOwnership); err != nil {
+		if apierrors.IsConflict(err) {
+			return "", nil, fmt.Errorf("%w: %w", errStale, err)
+		}
 		return "", nil, err
 	}
+	request.DeepCopyInto(applied)
 	return Repaired, conflicts, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // sortForApply orders objects the way they are applied: by kind (flux's order, which

@@ -51,6 +51,7 @@ const (
 )
 
 func (e *Engine) releaseOne(ctx context.Context, ref ownership.Ref, prune bool) Result {
+	e.Memo.forget(e.Owner, ref)
 	outcome, err := e.ownership().Leave(ctx, ref, e.Owner, prune)
 	if err != nil {
 		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("release %s: %w", ref, err)}
@@ -70,25 +71,32 @@ func (e *Engine) releaseOne(ctx context.Context, ref ownership.Ref, prune bool) 
 // giveUpFields applies an empty configuration as this owner, which drops every field only
 // this owner set. The object's UID and resourceVersion ride along as preconditions: an
 // apply with a resourceVersion alone would create a deleted object again, empty; with
-// the UID the API server refuses to.
+// the UID the API server refuses to. An object that other owners keep writing is read
+// again after a pause.
 func (e *Engine) giveUpFields(ctx context.Context, ref ownership.Ref) error {
-	for range maxReapply {
-		current := &unstructured.Unstructured{}
-		current.SetGroupVersionKind(ref.GVK)
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, current); err != nil {
-			return client.IgnoreNotFound(err)
+	backoff := conflictBackoff
+	for backoff.Steps > 0 {
+		current, err := e.ownership().Read(ctx, ref)
+		if errors.Is(err, ownership.ErrGone) {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		empty := &unstructured.Unstructured{}
 		empty.SetGroupVersionKind(ref.GVK)
 		empty.SetNamespace(ref.Namespace)
 		empty.SetName(ref.Name)
-		empty.SetUID(current.GetUID())
-		empty.SetResourceVersion(current.GetResourceVersion())
-		err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(empty), client.FieldOwner(e.FieldManager()), client.ForceOwnership)
+		empty.SetUID(current.UID)
+		empty.SetResourceVersion(current.ResourceVersion)
+		err = e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(empty), client.FieldOwner(e.FieldManager()), client.ForceOwnership)
 		if err == nil || apierrors.IsNotFound(err) {
 			return nil
 		}
 		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if err := sleep(ctx, backoff.Step()); err != nil {
 			return err
 		}
 	}

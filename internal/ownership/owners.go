@@ -2,7 +2,8 @@
 // an owner joins or leaves with an optimistic write (conflict → re-read → retry), and the
 // object is deleted only when the set becomes empty, by a delete that carries the
 // resourceVersion the empty set was computed from, so an owner joining at the same moment
-// is never lost.
+// is never lost. An owner that creates an object declares the set in the creating apply
+// itself (stamp.go), so the object is never without its owner.
 package ownership
 
 import (

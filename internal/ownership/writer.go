@@ -85,34 +85,56 @@ var conflictBackoff = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Fa
 func (w Writer) Join(ctx context.Context, ref Ref, owner string, adopt bool) (string, error) {
 	var resourceVersion string
 	err := retry.RetryOnConflict(conflictBackoff, func() error {
-		obj := ref.meta()
-		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("join %s: %w", ref, ErrGone)
-			}
+		obj, err := w.Read(ctx, ref)
+		if err != nil {
 			return fmt.Errorf("join %s: %w", ref, err)
 		}
-		if !obj.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("join %s: being deleted: %w", ref, ErrGone)
-		}
-		owners, err := Owners(obj)
-		if err != nil {
+		if obj, err = w.Claim(ctx, obj, owner, adopt); err != nil {
 			return err
 		}
-		if !IsManaged(obj) && len(owners) == 0 && !adopt {
-			return fmt.Errorf("join %s: %w", ref, ErrNotManaged)
-		}
-		if IsManaged(obj) && slices.Contains(owners, owner) {
-			resourceVersion = obj.ResourceVersion
-			return nil
-		}
-		if err := w.patch(ctx, obj, append(owners, owner), true); err != nil {
-			return err
-		}
-		resourceVersion = obj.ResourceVersion // the patch response updated obj
+		resourceVersion = obj.ResourceVersion
 		return nil
 	})
 	return resourceVersion, err
+}
+
+// Read returns the object's metadata (labels, annotations, managed fields, UID and
+// resourceVersion) as the API server has it now, or ErrGone.
+func (w Writer) Read(ctx context.Context, ref Ref) (*metav1.PartialObjectMetadata, error) {
+	obj := ref.meta()
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, ErrGone
+		}
+		return nil, err
+	}
+	return obj, nil
+}
+
+// Claim is one attempt at Join on the object as it was read (obj, which it does not
+// read again): owner is added to the owners set with the resourceVersion of obj as a
+// precondition, so a Conflict (returned as it is) means the object changed since and is
+// to be read again. It returns the object as written, or obj when owner is already in.
+func (w Writer) Claim(ctx context.Context, obj *metav1.PartialObjectMetadata, owner string, adopt bool) (*metav1.PartialObjectMetadata, error) {
+	ref := Ref{GVK: obj.GroupVersionKind(), Namespace: obj.Namespace, Name: obj.Name}
+	if !obj.DeletionTimestamp.IsZero() {
+		return nil, fmt.Errorf("join %s: being deleted: %w", ref, ErrGone)
+	}
+	owners, err := Owners(obj)
+	if err != nil {
+		return nil, err
+	}
+	if !IsManaged(obj) && len(owners) == 0 && !adopt {
+		return nil, fmt.Errorf("join %s: %w", ref, ErrNotManaged)
+	}
+	if IsManaged(obj) && slices.Contains(owners, owner) {
+		return obj, nil
+	}
+	joined := obj.DeepCopy()
+	if err := w.patch(ctx, joined, append(owners, owner), true); err != nil {
+		return nil, err
+	}
+	return joined, nil // the patch response updated it
 }
 
 // Leave removes owner from the object's owners set. When the set becomes empty the
@@ -171,7 +193,8 @@ func (w Writer) Leave(ctx context.Context, ref Ref, owner string, prune bool) (O
 
 // patch writes the owners set (and the managed-by label, or removes both) with the
 // object's resourceVersion in the patch, so that the write fails with a conflict if the
-// object changed since it was read.
+// object changed since it was read; its UID rides along, so an object read elsewhere
+// (another cluster of the same name) is refused even at an equal resourceVersion.
 func (w Writer) patch(ctx context.Context, obj *metav1.PartialObjectMetadata, owners []string, managed bool) error {
 	var annotation, label any // nil removes the key in a merge patch
 	if managed {
@@ -179,6 +202,7 @@ func (w Writer) patch(ctx context.Context, obj *metav1.PartialObjectMetadata, ow
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.ResourceVersion,
+		"uid":             obj.UID,
 		"annotations":     map[string]any{vidrav1alpha1.OwnersAnnotation: annotation},
 		"labels":          map[string]any{vidrav1alpha1.ManagedByLabel: label},
 	}})

@@ -1,0 +1,86 @@
+package apply
+
+import (
+	"context"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/vidra-operator/vidra/internal/ownership"
+)
+
+// Latches let the owners that one process applies take turns at an object they share
+// (typically their namespace), each handing the object as it left it to the next: they
+// do not fail each other's resourceVersion preconditions and read the object again, as
+// owners in different processes still do. The zero value is ready to use; one Latches
+// serves one cluster.
+type Latches struct {
+	mu      sync.Mutex
+	latches map[string]*latch
+}
+
+type latch struct {
+	users int           // holders and waiters
+	turn  chan struct{} // holds a token while nobody holds the latch
+	// last is the object as the last holder left it (nil: unknown); only the holder
+	// touches it.
+	last *metav1.PartialObjectMetadata
+}
+
+// latchKey names an object whatever the version it is applied as.
+func latchKey(ref ownership.Ref) string {
+	return ref.GVK.Group + "/" + ref.GVK.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
+// acquire waits for the object's turn and returns its latch, with what the previous
+// holder left of the object.
+func (l *Latches) acquire(ctx context.Context, ref ownership.Ref) (*latch, error) {
+	key := latchKey(ref)
+	l.mu.Lock()
+	if l.latches == nil {
+		l.latches = map[string]*latch{}
+	}
+	lt := l.latches[key]
+	if lt == nil {
+		lt = &latch{turn: make(chan struct{}, 1)}
+		lt.turn <- struct{}{}
+		l.latches[key] = lt
+	}
+	lt.users++
+	l.mu.Unlock()
+	select {
+	case <-lt.turn:
+		return lt, nil
+	case <-ctx.Done():
+		l.leave(key, lt)
+		return nil, ctx.Err()
+	}
+}
+
+// release hands the object as the holder left it (nil: unknown) to the next holder.
+func (l *Latches) release(ref ownership.Ref, lt *latch, last *metav1.PartialObjectMetadata) {
+	lt.last = last
+	lt.turn <- struct{}{}
+	l.leave(latchKey(ref), lt)
+}
+
+func (l *Latches) leave(key string, lt *latch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lt.users--; lt.users == 0 {
+		delete(l.latches, key)
+	}
+}
+
+// metadataOf is the metadata of an object as the API server returned it.
+func metadataOf(u *unstructured.Unstructured) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(u.GroupVersionKind())
+	m.Namespace, m.Name = u.GetNamespace(), u.GetName()
+	m.UID, m.ResourceVersion = u.GetUID(), u.GetResourceVersion()
+	m.Labels, m.Annotations = u.GetLabels(), u.GetAnnotations()
+	m.ManagedFields = u.GetManagedFields()
+	m.DeletionTimestamp = u.GetDeletionTimestamp()
+	return m
+}
