@@ -67,7 +67,7 @@ func AppliesOwners(obj metav1.Object, fieldManager string) bool {
 				Annotations map[string]json.RawMessage `json:"f:annotations"`
 			} `json:"f:metadata"`
 		}
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
 			return true
 		}
 		_, owned := fields.Metadata.Annotations["f:"+vidrav1alpha1.OwnersAnnotation]
