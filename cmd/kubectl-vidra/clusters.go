@@ -60,11 +60,7 @@ func (o *clustersOptions) run(ctx context.Context, out, errOut io.Writer) error 
 	if err := o.output.validate(); err != nil {
 		return err
 	}
-	scheme, err := newScheme()
-	if err != nil {
-		return err
-	}
-	hub, err := newHubClient(o.hub, scheme, errOut)
+	hub, err := newHubClient(o.hub, errOut)
 	if err != nil {
 		return err
 	}
@@ -78,7 +74,7 @@ func (o *clustersOptions) run(ctx context.Context, out, errOut io.Writer) error 
 		for i := range list.Items {
 			objs = append(objs, &list.Items[i])
 		}
-		return o.output.printList(out, scheme, objs...)
+		return o.output.printList(out, hub.Scheme(), objs...)
 	}
 	if len(list.Items) == 0 {
 		fmt.Fprintln(errOut, "No clusters are enrolled; enroll one with: kubectl vidra enroll NAME --context CONTEXT")

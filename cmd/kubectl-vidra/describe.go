@@ -53,11 +53,7 @@ the Events the operator recorded about it, oldest first.`,
 }
 
 func (o *describeOptions) run(ctx context.Context, name string, out, errOut io.Writer) error {
-	scheme, err := newScheme()
-	if err != nil {
-		return err
-	}
-	hub, err := newHubClient(o.hub, scheme, errOut)
+	hub, err := newHubClient(o.hub, errOut)
 	if err != nil {
 		return err
 	}

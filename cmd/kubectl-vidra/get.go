@@ -64,11 +64,7 @@ func (o *getOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	if err := o.output.validate(); err != nil {
 		return err
 	}
-	scheme, err := newScheme()
-	if err != nil {
-		return err
-	}
-	hub, err := newHubClient(o.hub, scheme, errOut)
+	hub, err := newHubClient(o.hub, errOut)
 	if err != nil {
 		return err
 	}
@@ -88,7 +84,7 @@ func (o *getOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		for _, vr := range selected {
 			objs = append(objs, vr)
 		}
-		return o.output.printList(out, scheme, objs...)
+		return o.output.printList(out, hub.Scheme(), objs...)
 	}
 	if len(selected) == 0 {
 		if o.cluster != "" {

@@ -39,8 +39,13 @@ func newScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// newHubClient connects to the hub that getter's kubeconfig names.
-func newHubClient(getter genericclioptions.RESTClientGetter, scheme *runtime.Scheme, errOut io.Writer) (client.Client, error) {
+// newHubClient connects to the hub that getter's kubeconfig names, with newScheme's kinds
+// (its Scheme() prints them).
+func newHubClient(getter genericclioptions.RESTClientGetter, errOut io.Writer) (client.Client, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := getter.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("hub connection: %w", err)
