@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -74,20 +73,15 @@ func (r *Reconciler) target(ctx context.Context, vr *vidrav1alpha1.VidraResource
 // requestTimeout is the default bound of one request to a destination.
 const requestTimeout = 30 * time.Second
 
-// latches are, per cluster, the turns the VidraResources this process reconciles take
-// at the objects they share (their namespace, above all): process-wide, like the objects.
-var latches sync.Map // multicluster.ClusterName → *apply.Latches
-
-func latchesOf(name multicluster.ClusterName) *apply.Latches {
-	l, _ := latches.LoadOrStore(name, &apply.Latches{})
-	return l.(*apply.Latches)
+// sharedApply is what the VidraResources this replica reconciles share on one cluster:
+// the turns they take at the objects they share (their namespace, above all), and the
+// objects as their applies left them, which spares reading them before applying again.
+type sharedApply struct {
+	latches apply.Latches
+	memo    apply.Memo
 }
 
-// memos are, per cluster, the objects as the VidraResources of this process left them,
-// which spares reading them before applying them again.
-var memos sync.Map // multicluster.ClusterName → *apply.Memo
-
-func memoOf(name multicluster.ClusterName) *apply.Memo {
-	m, _ := memos.LoadOrStore(name, &apply.Memo{})
-	return m.(*apply.Memo)
+func (r *Reconciler) sharedApplyOf(name multicluster.ClusterName) *sharedApply {
+	s, _ := r.shared.LoadOrStore(name, &sharedApply{})
+	return s.(*sharedApply)
 }

@@ -63,6 +63,8 @@ type Reconciler struct {
 
 	conflictsOnce sync.Once
 	conflicts     *conflictBook
+	// shared holds a *sharedApply per cluster.
+	shared sync.Map
 }
 
 func (r *Reconciler) book() *conflictBook {
@@ -164,8 +166,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	previous := refsFromStatus(vr.Status.ManagedResources)
 	engine.Applied = inInventory(previous)
 	engine.Seen = seen
-	engine.Latches = latchesOf(dest.name)
-	engine.Memo = memoOf(dest.name)
+	shared := r.sharedApplyOf(dest.name)
+	engine.Latches, engine.Memo = &shared.latches, &shared.memo
 
 	// Record what is about to be owned before applying it: a crash in between never
 	// orphans an object.
@@ -312,7 +314,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 		r.Watches.Release(dest.name, vr.Name)
 	}
 	if dest != nil {
-		memoOf(dest.name).Forget(ownership.ID(r.HubID, vr.Name))
+		r.sharedApplyOf(dest.name).memo.Forget(ownership.ID(r.HubID, vr.Name))
 	}
 	for _, holder := range r.book().forget(vr.Name) {
 		r.Watches.Requeue(holder)

@@ -37,9 +37,11 @@ func (r *Reconciler) ClusterGained(name multicluster.ClusterName) {
 	})
 }
 
-// ClusterLost stops watching a cluster another replica now owns.
+// ClusterLost stops watching a cluster another replica now owns, and forgets the objects
+// as this replica's applies left them there.
 func (r *Reconciler) ClusterLost(name multicluster.ClusterName) {
 	r.Watches.Forget(name)
+	r.shared.Delete(name)
 }
 
 // RequeueAll requeues every VidraResource, as a newly elected leader does for those no
