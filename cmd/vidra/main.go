@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -30,6 +29,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 	"github.com/vidra-operator/vidra/internal/sharding"
@@ -73,7 +73,7 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 	// (make bench): each VidraResource reconcile writes its finalizer, inventory, status
 	// and Events there.
 	cfg.QPS, cfg.Burst = float32(opts.hubQPS), opts.hubBurst
-	scheme, err := newScheme()
+	scheme, err := operatorscheme.New()
 	if err != nil {
 		return err
 	}
@@ -183,20 +183,6 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
-}
-
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add client-go types to scheme: %w", err)
-	}
-	if err := vidrav1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add Vidra types to scheme: %w", err)
-	}
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add KubeVirt types to scheme: %w", err)
-	}
-	return scheme, nil
 }
 
 // managedSelector selects the objects Vidra manages.

@@ -3,9 +3,11 @@ package vidraresource_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,4 +126,19 @@ func updateSpec(t *testing.T, name string, mutate func(*vidrav1alpha1.VidraResou
 func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
 	return testfleet.MetricValue(t, registry, name, labels)
+}
+
+// hasEvent says whether the hub holds an Event about the VidraResource with the reason
+// (any, when empty) whose note contains text.
+func hasEvent(ctx context.Context, vr, reason, text string) (bool, error) {
+	var list eventsv1.EventList
+	if err := fleet.Hub.Client.List(ctx, &list); err != nil {
+		return false, err
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == vr && (reason == "" || e.Reason == reason) && strings.Contains(e.Note, text) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

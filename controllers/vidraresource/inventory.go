@@ -13,40 +13,49 @@ import (
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
-// refsOf maps every object of the bundle to the reference it will be applied as. Objects
-// whose kind is not served yet (a CRD of the same bundle) are left out, with an error, and
-// the bundle is applied again once the kind exists.
+// refsOf maps every object of the bundle to the reference it will be applied as. A custom
+// resource whose kind is not served yet, but whose CRD is in the bundle, takes its scope
+// from that CRD: it is in the inventory before it is applied, as every object is.
 func refsOf(engine *apply.Engine, objects []*unstructured.Unstructured) ([]ownership.Ref, []error) {
 	refs := make([]ownership.Ref, 0, len(objects))
 	var errs []error
 	for _, o := range objects {
 		ref, err := engine.Ref(o)
 		if err != nil {
-			if isCRDOfBundle(o, objects) {
+			scope, ok := scopeInBundle(o, objects)
+			if !ok {
+				errs = append(errs, err)
 				continue
 			}
-			errs = append(errs, err)
-			continue
+			ref = ownership.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+			switch {
+			case scope != "Namespaced":
+				ref.Namespace = ""
+			case ref.Namespace == "":
+				ref.Namespace = engine.DefaultNamespace
+			}
 		}
 		refs = append(refs, ref)
 	}
 	return sortRefs(refs), errs
 }
 
-// isCRDOfBundle says whether the bundle declares the CRD of o's kind.
-func isCRDOfBundle(o *unstructured.Unstructured, objects []*unstructured.Unstructured) bool {
+// scopeInBundle is the scope (Namespaced or Cluster) that the bundle's CRD of o's kind
+// gives it, if the bundle declares that CRD.
+func scopeInBundle(o *unstructured.Unstructured, objects []*unstructured.Unstructured) (string, bool) {
 	gvk := o.GroupVersionKind()
 	for _, c := range objects {
-		if c.GetKind() != "CustomResourceDefinition" {
+		if c.GetKind() != "CustomResourceDefinition" || c.GroupVersionKind().Group != "apiextensions.k8s.io" {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(c.Object, "spec", "names", "kind")
 		if group == gvk.Group && kind == gvk.Kind {
-			return true
+			scope, _, _ := unstructured.NestedString(c.Object, "spec", "scope")
+			return scope, true
 		}
 	}
-	return false
+	return "", false
 }
 
 func refsFromStatus(managed []vidrav1alpha1.ManagedResource) []ownership.Ref {

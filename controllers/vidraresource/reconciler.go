@@ -273,6 +273,12 @@ func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.
 	case len(conflicts) > 0:
 		markNotReady(vr, vidrav1alpha1.ReasonConflict, "conflicts with other owners: "+strings.Join(conflicts, "; "))
 		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	case errors.Is(applyErr, apply.ErrStalled):
+		// Retrying cannot help until the bundle changes; the resync looks again in case
+		// what refused it (another CRD holding its names) went away.
+		markStalled(vr, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
+		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
+		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
 	case applyErr != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
 		return ctrl.Result{}, applyErr

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,15 +59,6 @@ func TestDeletionCompletesWhenTheClusterWasUnenrolled(t *testing.T) {
 		t.Error("the object on the un-enrolled cluster vanished; it should be left and reported")
 	}
 	testfleet.Eventually(t, 10*time.Second, "Warning Event listing what was left", func() (bool, error) {
-		var list eventsv1.EventList
-		if err := fleet.Hub.Client.List(ctx, &list); err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == "left-behind" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "ConfigMap default/left-behind") {
-				return true, nil
-			}
-		}
-		return false, nil
+		return hasEvent(ctx, "left-behind", "", "ConfigMap default/left-behind")
 	})
 }

@@ -2,19 +2,30 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// waitForCRDs waits until every CRD among objects is Established, so the custom resources
-// of the same bundle can be mapped and applied right after.
+// ErrStalled marks an error that waiting or retrying cannot heal: the bundle must change
+// (for example a CRD whose names the API server refuses).
+var ErrStalled = errors.New("stalled")
+
+// crdGVK is read as unstructured, so the wait never depends on the client's scheme.
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+// waitForCRDs waits until every CRD among objects is Established and every version it
+// serves is mapped by the client, so the custom resources of the same bundle can be
+// applied right after. An error that waiting cannot heal returns at once; a timeout says
+// what was seen last.
 func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstructured) error {
 	timeout := e.CRDTimeout
 	if timeout == 0 {
@@ -24,28 +35,98 @@ func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstru
 		if !ssautils.IsCRD(o) {
 			continue
 		}
+		var last error
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := e.Client.Get(ctx, client.ObjectKey{Name: o.GetName()}, crd); err != nil {
-				return false, nil //nolint:nilerr // not yet readable: keep waiting until the timeout
+			last = e.crdReady(ctx, o.GetName())
+			switch {
+			case last == nil:
+				return true, nil
+			case errors.Is(last, ErrStalled):
+				return false, last
+			default:
+				return false, nil
 			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return e.mapped(crd), nil
-				}
-			}
-			return false, nil
 		})
-		if err != nil {
-			return fmt.Errorf("CustomResourceDefinition %s not established within %v: %w", o.GetName(), timeout, err)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrStalled):
+			return err
+		case last != nil:
+			return fmt.Errorf("CustomResourceDefinition %s not ready within %v: %w", o.GetName(), timeout, last)
+		default:
+			return fmt.Errorf("CustomResourceDefinition %s not ready within %v: %w", o.GetName(), timeout, err)
 		}
 	}
 	return nil
 }
 
-// mapped says whether the kind of an established CRD is served in discovery yet: the API
-// server publishes it there a moment after the CRD is established.
-func (e *Engine) mapped(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	_, err := e.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
-	return err == nil
+// crdReady says why the CRD is not ready to have its resources applied, or nil. Errors
+// wrapping ErrStalled cannot heal by waiting.
+func (e *Engine) crdReady(ctx context.Context, name string) error {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(crdGVK)
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if retriable(err) {
+			return fmt.Errorf("read it: %w", err)
+		}
+		return fmt.Errorf("read CustomResourceDefinition %s: %w: %w", name, ErrStalled, err)
+	}
+	if status, message := crdCondition(crd, "NamesAccepted"); status == "False" {
+		return fmt.Errorf("CustomResourceDefinition %s: names not accepted: %s: %w", name, message, ErrStalled)
+	}
+	if status, message := crdCondition(crd, "Established"); status != "True" {
+		return fmt.Errorf("not established yet (%s)", orUnknown(message))
+	}
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		if served, _ := version["served"].(bool); !served {
+			continue
+		}
+		name, _ := version["name"].(string)
+		// The mapper asks discovery again on a miss: the API server publishes a newly
+		// established version there a moment later.
+		if _, err := e.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind}, name); err != nil {
+			if meta.IsNoMatchError(err) {
+				return fmt.Errorf("%s/%s %s is established but not served in discovery yet", group, name, kind)
+			}
+			return fmt.Errorf("map %s/%s %s: %w", group, name, kind, err)
+		}
+	}
+	return nil
+}
+
+// crdCondition is the status and message of the CRD's condition of type t.
+func crdCondition(crd *unstructured.Unstructured, t string) (status, message string) {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		condition, _ := c.(map[string]any)
+		if condition["type"] == t {
+			status, _ = condition["status"].(string)
+			message, _ = condition["message"].(string)
+			return status, message
+		}
+	}
+	return "", ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no condition yet"
+	}
+	return s
+}
+
+// retriable says whether a request error may pass by itself.
+func retriable(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsUnexpectedServerError(err) || errors.Is(err, context.DeadlineExceeded) || !isAPIStatus(err)
+}
+
+func isAPIStatus(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/destination"
+	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
@@ -67,7 +68,8 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := testfleet.NewScheme()
+	// The operator's own scheme, not the tests' richer one: what works here works in bin/vidra.
+	scheme, err := operatorscheme.New()
 	if err != nil {
 		return nil, err
 	}
