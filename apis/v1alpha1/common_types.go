@@ -87,6 +87,9 @@ const (
 	ReasonConflict          = "Conflict"
 	ReasonDeleting          = "Deleting"
 	ReasonHealthCheckFailed = "HealthCheckFailed"
+	// ReasonContentUnavailable: spec.content names content that is missing from the
+	// content store, or that fails its checks; nothing is applied.
+	ReasonContentUnavailable = "ContentUnavailable"
 )
 
 // Condition reasons of an InfrahubSync.

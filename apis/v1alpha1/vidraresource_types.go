@@ -57,7 +57,15 @@ type VMRolloutSpec struct {
 	ReadyTimeout *metav1.Duration `json:"readyTimeout,omitempty"`
 }
 
+// ContentReference names stored content by its digest.
+type ContentReference struct {
+	// Digest of the uncompressed manifest: "sha256:" and 64 lower-case hex digits.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Digest string `json:"digest"`
+}
+
 // VidraResourceSpec is one manifest bundle for one destination cluster.
+// +kubebuilder:validation:XValidation:rule="!(has(self.manifest) && size(self.manifest) > 0 && has(self.content))",message="set manifest or content, not both"
 type VidraResourceSpec struct {
 	// Destination is the cluster the objects go to and the default namespace.
 	// +optional
@@ -67,6 +75,13 @@ type VidraResourceSpec struct {
 	// expanded.
 	// +optional
 	Manifest string `json:"manifest,omitempty"`
+
+	// Content names a bundle kept in Vidra's content store on the hub instead of inline,
+	// for bundles larger than the API server takes in one object (`kubectl vidra upload`
+	// stores one; InfrahubSync stores large artifacts there). Set manifest or content,
+	// not both.
+	// +optional
+	Content *ContentReference `json:"content,omitempty"`
 
 	// ReconcileOnEvents is the original Vidra's spec-level switch; destination.reconcileOnEvents
 	// is preferred. Either being true enables event-driven repair.

@@ -72,6 +72,7 @@ kubeconfig context when you enroll it.`,
 		newGetCommand(streams),
 		newDescribeCommand(streams),
 		newEnrollCommand(streams),
+		newUploadCommand(streams),
 	)
 	return root
 }

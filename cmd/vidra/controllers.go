@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
+	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/sharding"
 )
@@ -34,17 +36,23 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 	if err != nil {
 		return err
 	}
+	store, err := setupContentStore(log, mgr.GetLocalManager(), opts)
+	if err != nil {
+		return err
+	}
 	r := &vidraresource.Reconciler{
-		Metrics:        metrics,
-		Hub:            mgr.GetLocalManager().GetClient(),
-		HubReader:      mgr.GetLocalManager().GetAPIReader(),
-		Manager:        mgr,
-		Resolver:       resolver,
-		HubID:          hubID,
-		ResyncInterval: opts.resyncInterval,
-		RequestTimeout: opts.requestTimeout,
-		Recorder:       mgr.GetLocalManager().GetEventRecorder("vidra"),
-		Watches:        vidraresource.NewDriftWatches(log.WithName("drift"), hubID),
+		Content:           store,
+		Metrics:           metrics,
+		Hub:               mgr.GetLocalManager().GetClient(),
+		HubReader:         mgr.GetLocalManager().GetAPIReader(),
+		Manager:           mgr,
+		Resolver:          resolver,
+		HubID:             hubID,
+		ResyncInterval:    opts.resyncInterval,
+		ReconcileOnEvents: opts.reconcileOnEvents,
+		RequestTimeout:    opts.requestTimeout,
+		Recorder:          mgr.GetLocalManager().GetEventRecorder("vidra"),
+		Watches:           vidraresource.NewDriftWatches(log.WithName("drift"), hubID),
 	}
 	if shard != nil {
 		r.Shard = shard
@@ -64,12 +72,33 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 	if err := setupVMRollout(mgr, hubID, shard, opts); err != nil {
 		return err
 	}
-	return setupInfrahubSync(log, mgr.GetLocalManager(), opts)
+	return setupInfrahubSync(log, mgr.GetLocalManager(), store, opts)
+}
+
+// setupContentStore returns the store of large bundles and runs its collector on the
+// leader.
+func setupContentStore(log logr.Logger, mgr ctrl.Manager, opts options) (*content.Store, error) {
+	store := &content.Store{
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetAPIReader(),
+		Namespace: opts.contentNamespace,
+		Grace:     opts.contentGracePeriod,
+	}
+	collector := &content.Collector{
+		Store:    store,
+		InUse:    content.NamedByVidraResources(mgr.GetClient()),
+		Interval: max(opts.contentGracePeriod/4, time.Second),
+		Log:      log.WithName("content"),
+	}
+	if err := mgr.Add(collector); err != nil {
+		return nil, fmt.Errorf("add content collector: %w", err)
+	}
+	return store, nil
 }
 
 // setupInfrahubSync registers the InfrahubSync controller and, when a key is configured,
 // the receiver of Infrahub's webhooks.
-func setupInfrahubSync(log logr.Logger, mgr ctrl.Manager, opts options) error {
+func setupInfrahubSync(log logr.Logger, mgr ctrl.Manager, store *content.Store, opts options) error {
 	metrics, err := infrahubsync.NewMetrics(crmetrics.Registry)
 	if err != nil {
 		return err
@@ -79,6 +108,7 @@ func setupInfrahubSync(log logr.Logger, mgr ctrl.Manager, opts options) error {
 		HubReader:   mgr.GetAPIReader(),
 		Namespace:   opts.infrahubSecretNamespace,
 		HTTPTimeout: opts.infrahubTimeout,
+		Content:     store,
 		Recorder:    mgr.GetEventRecorder("vidra"),
 		Metrics:     metrics,
 	}

@@ -47,6 +47,11 @@ type options struct {
 	resyncInterval          time.Duration
 	maxConcurrentReconciles int
 	requestTimeout          time.Duration
+	reconcileOnEvents       bool
+
+	// The content store: large bundles kept on the hub.
+	contentNamespace   string
+	contentGracePeriod time.Duration
 
 	// Infrahub: how InfrahubSyncs read it and hear from it.
 	infrahubSecretNamespace string
@@ -122,10 +127,16 @@ func parseOptions(args []string) (options, error) {
 		"Refuse destinations that name the cluster the operator runs in.")
 	fs.DurationVar(&o.resyncInterval, "resync-interval", 10*time.Minute,
 		"Reapply every VidraResource at least this often, whatever the watches report.")
+	fs.BoolVar(&o.reconcileOnEvents, "reconcile-on-events", false,
+		"Repair drift on every VidraResource as the destination reports it, as if each had destination.reconcileOnEvents: true. Off: only those that ask for it; the others wait for --resync-interval.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 10,
 		"VidraResources reconciled at once.")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second,
 		"Timeout of every request to a destination cluster, so one hung cluster holds no worker for long.")
+	fs.StringVar(&o.contentNamespace, "content-namespace", defaultNamespace(),
+		"Namespace of the content store: ConfigMaps holding bundles too large to be inline in a VidraResource (compressed, content-addressed, in chunks).")
+	fs.DurationVar(&o.contentGracePeriod, "content-grace-period", 10*time.Minute,
+		"How long stored content that no VidraResource names is kept after it was last stored, so an upload can be named before it is collected.")
 	fs.StringVar(&o.infrahubSecretNamespace, "infrahub-secret-namespace", defaultNamespace(),
 		"The only namespace InfrahubSyncs' credentials and CA Secrets are read from.")
 	fs.DurationVar(&o.infrahubTimeout, "infrahub-timeout", 30*time.Second,

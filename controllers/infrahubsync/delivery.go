@@ -92,6 +92,8 @@ type delivery struct {
 	transient error
 	// pending are artifacts Infrahub is still generating.
 	pending []string
+	// stored are the MD5 checksums of stored contents, by digest ("" when unreadable).
+	stored map[string]string
 }
 
 // deliver writes artifact a's VidraResources, one per target, and returns its status.
@@ -143,11 +145,11 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 	for _, t := range targets {
 		vr := d.resource(a, t)
 		desired = append(desired, vr)
-		if cur := d.owned[vr.Name]; cur == nil || !holds(cur, a.Checksum) {
+		if cur := d.owned[vr.Name]; cur == nil || !d.holds(ctx, cur, a.Checksum) {
 			stale = true
 		}
 	}
-	content, err := d.content(ctx, a, existing, stale)
+	body, err := d.content(ctx, a, existing, stale)
 	if err != nil {
 		return fail(err.Error(), err)
 	}
@@ -156,7 +158,9 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 	st.VidraResources = nil
 	var writeErrs []error
 	for _, vr := range desired {
-		vr.Spec.Manifest = content
+		if body != nil {
+			vr.Spec.Manifest, vr.Spec.Content = body.manifest, body.ref
+		}
 		d.keep[vr.Name] = true
 		if err := d.write(ctx, vr); err != nil {
 			writeErrs = append(writeErrs, err)
@@ -193,38 +197,75 @@ func (d *delivery) resourcesOf(id string) []*vidrav1alpha1.VidraResource {
 	return out
 }
 
+// body is what a VidraResource holds of an artifact's content: the manifest inline, or a
+// reference to it in the content store.
+type body struct {
+	manifest string
+	ref      *vidrav1alpha1.ContentReference
+}
+
 // content is artifact a's content. A VidraResource of the sync that already holds the
 // checksum's content gives it, so Infrahub is asked only for content no VidraResource
 // holds: the VidraResources are the checksum cache, each entry checked against its
 // checksum, since a person may have edited it. Downloaded content must decode as a
-// manifest before it goes anywhere.
-func (d *delivery) content(ctx context.Context, a infrahub.Artifact, existing []*vidrav1alpha1.VidraResource, stale bool) (string, error) {
+// manifest before it goes anywhere; content over the inline limit is stored once in the
+// content store, whatever the number of VidraResources that deliver it.
+func (d *delivery) content(ctx context.Context, a infrahub.Artifact, existing []*vidrav1alpha1.VidraResource, stale bool) (*body, error) {
 	for _, vr := range existing {
-		if holds(vr, a.Checksum) {
-			return vr.Spec.Manifest, nil
+		if d.holds(ctx, vr, a.Checksum) {
+			return &body{manifest: vr.Spec.Manifest, ref: vr.Spec.Content.DeepCopy()}, nil
 		}
 	}
 	if !stale {
-		return "", nil // nothing will be written
+		return nil, nil // nothing will be written
 	}
 	data, err := d.client.Download(ctx, d.snap, a)
 	d.r.Metrics.observeDownload(err)
 	var mismatch *infrahub.ChecksumMismatchError
 	switch {
 	case errors.As(err, &mismatch):
-		return "", fmt.Errorf("content refused: %w", err)
+		return nil, fmt.Errorf("content refused: %w", err)
 	case err != nil:
-		return "", err
+		return nil, err
 	}
 	if _, err := manifest.Decode(data); err != nil {
-		return "", fmt.Errorf("content is not a Kubernetes manifest: %w", err)
+		return nil, fmt.Errorf("content is not a Kubernetes manifest: %w", err)
 	}
-	return string(data), nil
+	if len(data) <= d.r.inlineLimit() {
+		return &body{manifest: string(data)}, nil
+	}
+	if d.r.Content == nil {
+		return nil, fmt.Errorf("content of %d bytes is over the %d bytes a VidraResource holds inline, and this operator has no content store", len(data), d.r.inlineLimit())
+	}
+	digest, err := d.r.Content.Put(ctx, data)
+	if err != nil {
+		return nil, fmt.Errorf("store content: %w", err)
+	}
+	return &body{ref: &vidrav1alpha1.ContentReference{Digest: digest}}, nil
 }
 
-// holds reports whether a VidraResource's manifest is the content with checksum.
-func holds(vr *vidrav1alpha1.VidraResource, checksum string) bool {
-	return vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] == checksum && infrahub.Checksum([]byte(vr.Spec.Manifest)) == checksum
+// holds reports whether a VidraResource delivers the content with checksum: inline, or
+// stored content whose recorded MD5 is the checksum (read once per digest and sync).
+func (d *delivery) holds(ctx context.Context, vr *vidrav1alpha1.VidraResource, checksum string) bool {
+	if vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] != checksum {
+		return false
+	}
+	if vr.Spec.Content == nil {
+		return infrahub.Checksum([]byte(vr.Spec.Manifest)) == checksum
+	}
+	if d.r.Content == nil {
+		return false
+	}
+	digest := vr.Spec.Content.Digest
+	sum, ok := d.stored[digest]
+	if !ok {
+		info, err := d.r.Content.Stat(ctx, digest)
+		if err == nil {
+			sum = info.MD5
+		}
+		d.stored[digest] = sum
+	}
+	return sum == checksum
 }
 
 // resource is the VidraResource that delivers artifact a to target t, without content.
@@ -291,8 +332,8 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 			return fmt.Errorf("VidraResource %s exists and was not made by this InfrahubSync; it is left alone", vr.Name)
 		}
 	}
-	if vr.Spec.Manifest == "" {
-		vr.Spec.Manifest = cur.Spec.Manifest // content unchanged, not fetched
+	if vr.Spec.Manifest == "" && vr.Spec.Content == nil {
+		vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content // content unchanged, not fetched
 	}
 	// Only what the sync sets is compared and written: the API server's defaults and
 	// fields outside the template keep their values, so an unchanged sync writes nothing.
@@ -301,6 +342,7 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	updated.Annotations = mergeInto(updated.Annotations, vr.Annotations)
 	updated.Spec.Destination = vr.Spec.Destination
 	updated.Spec.Manifest = vr.Spec.Manifest
+	updated.Spec.Content = vr.Spec.Content
 	if tpl := d.ihs.Spec.Template; tpl != nil {
 		applyTemplate(&updated.Spec, tpl)
 	}

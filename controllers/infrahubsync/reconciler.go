@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
@@ -42,11 +43,28 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Metrics, when set, count requests, downloads and sync durations.
 	Metrics *Metrics
+	// Content stores artifacts larger than InlineLimit, which a VidraResource then names
+	// (spec.content). Nil: every artifact is inline.
+	Content *content.Store
+	// InlineLimit is the largest artifact held inline in spec.manifest (DefaultInlineLimit
+	// when 0).
+	InlineLimit int
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 
 	sourcesOnce sync.Once
 	srcs        *sources
+}
+
+// DefaultInlineLimit is the largest artifact a VidraResource holds inline: well under the
+// API server's object limit, with room for its status.
+const DefaultInlineLimit = 256 << 10
+
+func (r *Reconciler) inlineLimit() int {
+	if r.InlineLimit > 0 {
+		return r.InlineLimit
+	}
+	return DefaultInlineLimit
 }
 
 // defaultInterval applies when spec.interval is unset (the API server defaults it).
@@ -169,7 +187,7 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	for _, st := range ihs.Status.Artifacts {
 		previous[st.ID] = st
 	}
-	d := delivery{r: r, client: c, snap: snap, ihs: ihs, owned: owned, keep: map[string]bool{}}
+	d := delivery{r: r, client: c, snap: snap, ihs: ihs, owned: owned, keep: map[string]bool{}, stored: map[string]string{}}
 	var statuses []vidrav1alpha1.ArtifactStatus
 	for _, a := range artifacts {
 		statuses = append(statuses, d.deliver(ctx, a, dests, previous[a.ID]))

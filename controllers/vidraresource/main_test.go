@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 	"github.com/vidra-operator/vidra/internal/testoperator"
 )
@@ -27,9 +28,12 @@ var registry prometheus.Gatherer
 // watches are the controller's drift watches.
 var watches *vidraresource.DriftWatches
 
+// store is the operator's content store.
+var store *content.Store
+
 func TestMain(m *testing.M) {
 	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{},
 		func(f *testfleet.Fleet, op *testoperator.Operator) {
-			fleet, registry, watches = f, op.Registry, op.Watches
+			fleet, registry, watches, store = f, op.Registry, op.Watches, op.Content
 		}))
 }

@@ -28,6 +28,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/manifest"
 	"github.com/vidra-operator/vidra/internal/ownership"
@@ -47,6 +48,9 @@ type Reconciler struct {
 	Resolver destination.Resolver
 	// HubID makes owner IDs unique across hubs that share a member.
 	HubID string
+	// ReconcileOnEvents repairs drift on every VidraResource as it happens, whatever its
+	// own switch says.
+	ReconcileOnEvents bool
 	// ResyncInterval reapplies every VidraResource at least this often.
 	ResyncInterval time.Duration
 	// RequestTimeout bounds every request to a destination.
@@ -57,6 +61,8 @@ type Reconciler struct {
 	Watches *DriftWatches
 	// Metrics, when set, count applies, drift and managed objects.
 	Metrics *Metrics
+	// Content reads bundles that spec.content names. Nil: such bundles are refused.
+	Content *content.Store
 	// Shard, when several replicas split the fleet, says which clusters' VidraResources
 	// this replica reconciles. Nil: all of them.
 	Shard Shard
@@ -138,8 +144,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
 	markReconciling(vr)
 
+	// Read the bundle; stored content is verified whole before anything is applied.
+	data, err := r.bundle(ctx, vr)
+	switch {
+	case errors.Is(err, content.ErrUnavailable):
+		markStalled(vr, vidrav1alpha1.ReasonContentUnavailable, err.Error())
+		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonContentUnavailable, err.Error())
+		return ctrl.Result{RequeueAfter: contentRetry}, nil // it may be stored yet
+	case err != nil:
+		markNotReady(vr, vidrav1alpha1.ReasonContentUnavailable, err.Error())
+		return ctrl.Result{}, err
+	}
+
 	// Decode and validate the whole bundle before anything is applied.
-	objects, err := manifest.Decode([]byte(vr.Spec.Manifest))
+	objects, err := manifest.Decode(data)
 	if err != nil {
 		markStalled(vr, vidrav1alpha1.ReasonInvalidManifest, "manifest: "+err.Error())
 		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInvalidManifest, err.Error())
@@ -178,7 +196,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 
 	// Apply, in stages.
 	results, applyErr := engine.Apply(ctx, objects)
-	r.Watches.Use(dest, vr.Name, kindsOf(desired), vr.Spec.Destination.ReconcileOnEvents || vr.Spec.ReconcileOnEvents)
+	r.Watches.Use(dest, vr.Name, kindsOf(desired), r.onEvents(vr))
 
 	// Release what left the bundle (Namespaces and CRDs last).
 	stale := difference(previous, desired)
@@ -223,6 +241,31 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return result, err
 	}
 	return r.reconcileHealth(ctx, vr, dest, kept, results)
+}
+
+// contentRetry is how soon a VidraResource whose stored content cannot be read looks again.
+const contentRetry = 10 * time.Second
+
+// bundle is the VidraResource's manifest: inline, or read from the content store.
+func (r *Reconciler) bundle(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]byte, error) {
+	ref := vr.Spec.Content
+	if ref == nil {
+		return []byte(vr.Spec.Manifest), nil
+	}
+	if r.Content == nil {
+		return nil, fmt.Errorf("spec.content names %s, and this operator has no content store: %w", ref.Digest, content.ErrUnavailable)
+	}
+	data, err := r.Content.Get(ctx, ref.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("spec.content: %w", err)
+	}
+	return data, nil
+}
+
+// onEvents says whether the VidraResource's drift is repaired as it happens, rather than at
+// the next resync.
+func (r *Reconciler) onEvents(vr *vidrav1alpha1.VidraResource) bool {
+	return r.ReconcileOnEvents || vr.Spec.Destination.ReconcileOnEvents || vr.Spec.ReconcileOnEvents
 }
 
 // reconcileHealth keeps Ready false until every object is Current by kstatus. Status

@@ -58,9 +58,9 @@ func (s Snapshot) query() url.Values {
 // ErrTooLarge is an answer larger than the client accepts.
 var ErrTooLarge = errors.New("answer too large")
 
-// MaxArtifactBytes is the largest artifact content downloaded: a VidraResource holds it
-// whole, and etcd refuses objects much above this size.
-const MaxArtifactBytes = 1 << 20
+// MaxArtifactBytes is the largest artifact content downloaded. Content too large to be
+// inline in a VidraResource goes to the content store, which takes up to 64 MiB.
+const MaxArtifactBytes = 64 << 20
 
 // ChecksumMismatchError is content whose MD5 is not the checksum Infrahub reported.
 type ChecksumMismatchError struct {

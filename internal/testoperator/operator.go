@@ -26,6 +26,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
+	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 	"github.com/vidra-operator/vidra/internal/testfleet"
@@ -57,6 +58,8 @@ type Operator struct {
 	Registry *prometheus.Registry
 	// Watches are the VidraResource controller's drift watches.
 	Watches *vidraresource.DriftWatches
+	// Content is the content store of large bundles, in Namespace.
+	Content *content.Store
 	// Stopped is closed when the manager has stopped after ctx ended.
 	Stopped <-chan struct{}
 }
@@ -100,7 +103,9 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 		return nil, err
 	}
 	local := mgr.GetLocalManager()
+	op.Content = &content.Store{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: Namespace, Grace: time.Minute}
 	r := &vidraresource.Reconciler{
+		Content:        op.Content,
 		Metrics:        metrics,
 		Hub:            local.GetClient(),
 		HubReader:      local.GetAPIReader(),
@@ -116,7 +121,7 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 		return nil, err
 	}
 	if opts.InfrahubSync {
-		if err := setupInfrahubSync(local, op.Registry, opts); err != nil {
+		if err := setupInfrahubSync(local, op.Registry, op.Content, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -136,7 +141,7 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	return op, nil
 }
 
-func setupInfrahubSync(mgr manager.Manager, registry prometheus.Registerer, opts Options) error {
+func setupInfrahubSync(mgr manager.Manager, registry prometheus.Registerer, store *content.Store, opts Options) error {
 	metrics, err := infrahubsync.NewMetrics(registry)
 	if err != nil {
 		return err
@@ -150,6 +155,7 @@ func setupInfrahubSync(mgr manager.Manager, registry prometheus.Registerer, opts
 		HubReader:   mgr.GetAPIReader(),
 		Namespace:   Namespace,
 		HTTPTimeout: timeout,
+		Content:     store,
 		Recorder:    mgr.GetEventRecorder("vidra"),
 		Metrics:     metrics,
 	}
