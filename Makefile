@@ -46,7 +46,7 @@ control-plane: ## Build kube-apiserver, etcd, kube-controller-manager and kubect
 
 .PHONY: test
 test: control-plane build verify vet $(HELM) ## Run unit, envtest and e2e tests on real control planes.
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) VIDRA_BINARY=$(BIN)/vidra HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) VIDRA_BINARY=$(BIN)/vidra KUBECTL_VIDRA=$(BIN)/kubectl-vidra HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 	DEMO_EXIT=1 $(MAKE) --no-print-directory demo
 

@@ -317,6 +317,15 @@ func TestHelmChart(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("reconcileOnEvents and the content store reach the operator's flags", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			args := checkRestricted(t, renderChart(ctx, t))
+			wantArgs(t, "hub", args, "--content-namespace="+chartNamespace)
+			if slices.Contains(args, "--reconcile-on-events") {
+				t.Errorf("the default values render --reconcile-on-events: %q", args)
+			}
+			wantArgs(t, "reconcileOnEvents=true", checkRestricted(t, renderChart(ctx, t, "reconcileOnEvents=true")), "--reconcile-on-events")
+			return ctx
+		}).
 		Assess("replicas > 1 shards the fleet in hub mode and is refused in standalone mode", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			if args := checkRestricted(t, renderChart(ctx, t)); slices.Contains(args, "--sharding") {
 				t.Errorf("one replica renders --sharding: %q", args)
@@ -424,7 +433,7 @@ func TestHelmChart(t *testing.T) {
 			var err error
 			op, err = fleetenv.StartOperator(ctx, "--kubeconfig="+impersonatingKubeconfig(t, fleet.Hub.Kubeconfig),
 				"--cluster-secret-namespace="+chartNamespace, "--infrahub-secret-namespace="+chartNamespace,
-				"--leader-elect", "--leader-election-namespace="+chartNamespace, "--hub-id=helm", "--cluster-probe-interval=1s")
+				"--content-namespace="+chartNamespace, "--content-grace-period=4s", "--leader-elect", "--leader-election-namespace="+chartNamespace, "--hub-id=helm", "--cluster-probe-interval=1s")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,6 +497,8 @@ spec:
 				{[]string{"create", "leases.coordination.k8s.io", "-n", chartNamespace}, "yes"},
 				{[]string{"create", "leases.coordination.k8s.io", "-n", "default"}, "no"},
 				{[]string{"create", "configmaps", "-n", "default"}, "no"},
+				{[]string{"create", "configmaps", "-n", chartNamespace}, "yes"},
+				{[]string{"delete", "configmaps", "-n", chartNamespace}, "yes"},
 			} {
 				if got := canI(ctx, t, c.args...); got != c.want {
 					t.Errorf("kubectl auth can-i %s --as %s: %q, want %q", strings.Join(c.args, " "), chartSAUser, got, c.want)

@@ -33,15 +33,25 @@ type Operator struct {
 // builds bin/vidra first), else bin/vidra freshly built from the working tree so a suite
 // run on its own never tests a stale binary.
 func OperatorBinary(ctx context.Context) (string, error) {
-	if path := os.Getenv("VIDRA_BINARY"); path != "" {
+	return binary(ctx, "VIDRA_BINARY", "vidra")
+}
+
+// PluginBinary returns the kubectl plugin to test, as OperatorBinary does: $KUBECTL_VIDRA,
+// else bin/kubectl-vidra freshly built.
+func PluginBinary(ctx context.Context) (string, error) {
+	return binary(ctx, "KUBECTL_VIDRA", "kubectl-vidra")
+}
+
+func binary(ctx context.Context, env, name string) (string, error) {
+	if path := os.Getenv(env); path != "" {
 		return path, nil
 	}
 	root, err := testfleet.ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(root, "bin", "vidra")
-	build := exec.CommandContext(ctx, "go", "build", "-o", path, "./cmd/vidra")
+	path := filepath.Join(root, "bin", name)
+	build := exec.CommandContext(ctx, "go", "build", "-o", path, "./cmd/"+name)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s: %w: %s", path, err, out)
