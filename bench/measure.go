@@ -59,9 +59,9 @@ func bundle(prefix string, n int) string {
 	return strings.Join(docs, "---\n")
 }
 
-// deliver creates resources VidraResources on each member of members and waits until
-// all are Ready; it returns how long that took.
-func (b *bench) deliver(ctx context.Context, round string, members []*testfleet.Cluster, resources int) (time.Duration, error) {
+// deliver creates resources VidraResources of objects ConfigMaps on each member of
+// members and waits until all are Ready; it returns how long that took.
+func (b *bench) deliver(ctx context.Context, round string, members []*testfleet.Cluster, resources, objects int) (time.Duration, error) {
 	start := time.Now()
 	var names []string
 	for _, m := range members {
@@ -71,7 +71,7 @@ func (b *bench) deliver(ctx context.Context, round string, members []*testfleet.
 				ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: vidrav1alpha1.VidraResourceSpec{
 					Destination: vidrav1alpha1.Destination{Cluster: m.Name, Namespace: "bench-" + round, ReconcileOnEvents: true},
-					Manifest:    bundle(name, b.Objects),
+					Manifest:    bundle(name, objects),
 				},
 			}
 			if err := b.fleet.Hub.Client.Create(ctx, vr); err != nil {
@@ -80,49 +80,186 @@ func (b *bench) deliver(ctx context.Context, round string, members []*testfleet.
 			names = append(names, name)
 		}
 	}
-	err := testfleet.WaitFor(ctx, readyPoll, 10*time.Minute, round+" Ready", func() (bool, error) { return b.allReady(ctx, names), nil })
+	err := b.waitReady(ctx, names, 10*time.Minute)
 	return time.Since(start), err
 }
 
-// readyPoll paces the listing of every VidraResource while a round converges: listing
-// them every 10ms took a fifth of the hub's CPU, which the operator measured needs.
-const readyPoll = 100 * time.Millisecond
-
-func (b *bench) allReady(ctx context.Context, names []string) bool {
-	var list vidrav1alpha1.VidraResourceList
-	if err := b.fleet.Hub.Client.List(ctx, &list); err != nil {
-		return false
-	}
-	ready := map[string]bool{}
-	for _, vr := range list.Items {
-		c := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
-		ready[vr.Name] = c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == vr.Generation
-	}
-	for _, n := range names {
-		if !ready[n] {
-			return false
-		}
-	}
-	return true
-}
-
-func (b *bench) measureConverge(ctx context.Context, r *results) error {
-	d, err := b.deliver(ctx, "converge", b.members, b.Resources)
+// waitReady waits until every named VidraResource is Ready, watching them: a listing of
+// every VidraResource many times a second would load the hub, and the machine, that the
+// operator is measured on.
+func (b *bench) waitReady(ctx context.Context, names []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hub, err := client.NewWithWatch(b.fleet.Hub.Config, client.Options{Scheme: b.fleet.Hub.Client.Scheme()})
 	if err != nil {
 		return err
 	}
-	r.ConvergedObjects = len(b.members) * b.Resources * b.Objects
-	r.ConvergeSeconds = d.Seconds()
-	r.ConvergeObjectsPerSec = float64(r.ConvergedObjects) / d.Seconds()
+	waiting := map[string]bool{}
+	for _, n := range names {
+		waiting[n] = true
+	}
+	for {
+		var list vidrav1alpha1.VidraResourceList
+		if err := hub.List(ctx, &list); err != nil {
+			return fmt.Errorf("wait for Ready: %w", err)
+		}
+		for i := range list.Items {
+			if isReady(&list.Items[i]) {
+				delete(waiting, list.Items[i].Name)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		w, err := hub.Watch(ctx, &vidrav1alpha1.VidraResourceList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return fmt.Errorf("wait for Ready: %w", err)
+		}
+		for ev := range w.ResultChan() {
+			if vr, ok := ev.Object.(*vidrav1alpha1.VidraResource); ok && isReady(vr) {
+				delete(waiting, vr.Name)
+			}
+			if len(waiting) == 0 {
+				w.Stop()
+				return nil
+			}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d VidraResources not Ready: %w", len(waiting), ctx.Err())
+		}
+		// The watch ended (a timeout on the server's side): list and watch again.
+	}
+}
+
+func isReady(vr *vidrav1alpha1.VidraResource) bool {
+	c := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == vr.Generation
+}
+
+// workload is one delivery measured against the tight-loop limit of the same objects.
+type workload struct {
+	Name      string `json:"name"`
+	Members   int    `json:"members"`
+	Resources int    `json:"resourcesPerMember"`
+	Objects   int    `json:"objectsPerResource"`
+
+	Seconds       float64 `json:"convergeSeconds"`
+	ObjectsPerSec float64 `json:"convergeObjectsPerSecond"`
+	// MemberRequestsPerObject counts every request to the members (reads, writes,
+	// discovery, watches) per object delivered; 1.0 is one apply each.
+	MemberRequestsPerObject float64 `json:"memberRequestsPerObject"`
+	// HubWritesPerResource counts the writes the hub served on VidraResources and Events.
+	HubWritesPerResource float64 `json:"hubWritesPerResource"`
+	CPUSecondsPer1000    float64 `json:"operatorCPUSecondsPer1000Objects"`
+
+	LimitObjectsPerSec     float64 `json:"limitObjectsPerSecond"`
+	LimitCPUSecondsPer1000 float64 `json:"limitCPUSecondsPer1000Objects"`
+	OperatorToLimit        float64 `json:"operatorToLimit"`
+}
+
+// measureWorkload delivers the workload through the operator, counting what it cost,
+// then applies as many objects in a tight loop.
+func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*testfleet.Cluster) error {
+	before, err := b.counters(ctx)
+	if err != nil {
+		return err
+	}
+	hubBefore, err := b.hubWrites(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := b.deliver(ctx, w.Name, members, w.Resources, w.Objects)
+	if err != nil {
+		return err
+	}
+	after, err := b.counters(ctx)
+	if err != nil {
+		return err
+	}
+	hubAfter, err := b.hubWrites(ctx)
+	if err != nil {
+		return err
+	}
+	delta := after.since(before)
+	objects := float64(len(members) * w.Resources * w.Objects)
+	w.Seconds = d.Seconds()
+	w.ObjectsPerSec = objects / d.Seconds()
+	w.MemberRequestsPerObject = delta.to(members, false) / objects
+	w.HubWritesPerResource = (hubAfter - hubBefore) / float64(len(members)*w.Resources)
+	w.CPUSecondsPer1000 = delta.cpuSeconds / objects * 1000
+	limit, limitCPU, err := b.limit(ctx, members, w.Resources*w.Objects)
+	if err != nil {
+		return err
+	}
+	w.LimitObjectsPerSec = limit
+	w.LimitCPUSecondsPer1000 = limitCPU / objects * 1000
+	w.OperatorToLimit = w.ObjectsPerSec / w.LimitObjectsPerSec
+	return nil
+}
+
+func (b *bench) measureConverge(ctx context.Context, r *results) error {
+	w := workload{Name: "converge", Members: len(b.members), Resources: b.Resources, Objects: b.Objects}
+	if err := b.measureWorkload(ctx, &w, b.members); err != nil {
+		return err
+	}
+	r.Workloads = append(r.Workloads, w)
 	m, err := b.settled(ctx, "converged")
 	r.ConvergedRSSMiB, r.ConvergedHeapMiB = m.rssMiB, m.heapMiB
 	return err
 }
 
-// measureLimit applies as many objects as converge did, with server-side apply in a
-// tight loop straight to the members and the operator's concurrency: what the API
-// servers themselves allow.
-func (b *bench) measureLimit(ctx context.Context, r *results) error {
+// measureBulk delivers many VidraResources of more objects to one member.
+func (b *bench) measureBulk(ctx context.Context, r *results) error {
+	if b.BulkResources == 0 {
+		return nil
+	}
+	w := workload{Name: "bulk", Members: 1, Resources: b.BulkResources, Objects: b.BulkObjects}
+	if err := b.measureWorkload(ctx, &w, b.members[:1]); err != nil {
+		return err
+	}
+	r.Workloads = append(r.Workloads, w)
+	return nil
+}
+
+// measureResync counts what the periodic resync of converged, unchanged VidraResources
+// costs: writes to the members and to the hub, per reconcile.
+func (b *bench) measureResync(ctx context.Context, r *results) error {
+	before, err := b.counters(ctx)
+	if err != nil {
+		return err
+	}
+	hubBefore, err := b.hubWrites(ctx)
+	if err != nil {
+		return err
+	}
+	// Each VidraResource is requeued one interval after its last reconcile.
+	select {
+	case <-time.After(b.Resync + 5*time.Second):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	after, err := b.counters(ctx)
+	if err != nil {
+		return err
+	}
+	hubAfter, err := b.hubWrites(ctx)
+	if err != nil {
+		return err
+	}
+	delta := after.since(before)
+	r.ResyncReconciles = delta.reconciles
+	if delta.reconciles == 0 {
+		return fmt.Errorf("no VidraResource was resynced within %v", b.Resync+5*time.Second)
+	}
+	r.ResyncMemberWritesPerReconcile = delta.to(b.members, true) / delta.reconciles
+	r.ResyncHubWritesPerReconcile = (hubAfter - hubBefore) / delta.reconciles
+	return nil
+}
+
+// limit applies n ConfigMaps to each member with server-side apply in a tight loop,
+// straight to the members and with the operator's concurrency: what the API servers
+// themselves allow. It returns the objects per second and the CPU seconds it took.
+func (b *bench) limit(ctx context.Context, members []*testfleet.Cluster, n int) (perSecond, cpuSeconds float64, err error) {
 	type job struct {
 		c   client.Client
 		obj *unstructured.Unstructured
@@ -145,18 +282,19 @@ func (b *bench) measureLimit(ctx context.Context, r *results) error {
 			}
 		}()
 	}
-	for _, m := range b.members {
-		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "bench-limit"}}}
+	round := fmt.Sprintf("bench-limit-%d", time.Now().UnixNano())
+	for _, m := range members {
+		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": round}}}
 		if err := m.Client.Patch(ctx, ns, client.Apply, client.FieldOwner("bench-limit")); err != nil { //nolint:staticcheck // see above
-			return err
+			return 0, 0, err
 		}
 	}
-	start := time.Now()
-	for _, m := range b.members {
-		for i := range b.Resources * b.Objects {
+	start, cpu := time.Now(), selfCPUSeconds()
+	for _, m := range members {
+		for i := range n {
 			obj := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": fmt.Sprintf("limit-%d", i), "namespace": "bench-limit"},
+				"metadata": map[string]any{"name": fmt.Sprintf("limit-%d", i), "namespace": round},
 				"data":     map[string]any{"k": "v"},
 			}}
 			jobs <- job{c: m.Client, obj: obj}
@@ -166,11 +304,9 @@ func (b *bench) measureLimit(ctx context.Context, r *results) error {
 	wg.Wait()
 	d := time.Since(start)
 	if firstErr != nil {
-		return firstErr
+		return 0, 0, firstErr
 	}
-	r.LimitObjectsPerSec = float64(len(b.members)*b.Resources*b.Objects) / d.Seconds()
-	r.OperatorToLimit = r.ConvergeObjectsPerSec / r.LimitObjectsPerSec
-	return nil
+	return float64(len(members)*n) / d.Seconds(), selfCPUSeconds() - cpu, nil
 }
 
 // measureDrift changes converged objects with another field manager and times until
@@ -210,14 +346,14 @@ func (b *bench) measureIsolation(ctx context.Context, r *results) error {
 	others := b.members[1:]
 	resources := max(b.Resources/2, 1)
 	r.IsolationObjectsPerSide = len(others) * resources * b.Objects
-	unpaused, err := b.deliver(ctx, "isolation-a", others, resources)
+	unpaused, err := b.deliver(ctx, "isolation-a", others, resources, b.Objects)
 	if err != nil {
 		return err
 	}
 	if err := b.members[0].Pause(); err != nil {
 		return err
 	}
-	paused, err := b.deliver(ctx, "isolation-b", others, resources)
+	paused, err := b.deliver(ctx, "isolation-b", others, resources, b.Objects)
 	if resumeErr := b.members[0].Resume(); resumeErr != nil && err == nil {
 		err = resumeErr
 	}

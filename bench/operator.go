@@ -70,11 +70,11 @@ func (b *bench) startOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b.log, "operator log: %s\n", logFile.Name())
+	fmt.Fprintf(b.log, "operator log: %s\noperator profiles: %s (go tool pprof %s/profile?seconds=20)\n", logFile.Name(), b.pprof, b.pprof)
 	b.operator = exec.Command(filepath.Join(b.root, "bin", "vidra"),
 		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
 		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr,
-		"--max-concurrent-reconciles="+strconv.Itoa(b.Workers), "--zap-log-level=error")
+		"--max-concurrent-reconciles="+strconv.Itoa(b.Workers), "--resync-interval="+b.Resync.String(), "--zap-log-level=error")
 	b.operator.Stdout, b.operator.Stderr = logFile, logFile
 	if err := b.operator.Start(); err != nil {
 		return fmt.Errorf("start bin/vidra (make build): %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -79,6 +80,25 @@ const requestTimeout = 30 * time.Second
 type sharedApply struct {
 	latches apply.Latches
 	memo    apply.Memo
+
+	mu sync.Mutex
+	// unmanaged are destination namespaces found to exist and not be Vidra's.
+	unmanaged map[string]bool
+}
+
+func (s *sharedApply) isUnmanaged(ns string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unmanaged[ns]
+}
+
+func (s *sharedApply) setUnmanaged(ns string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unmanaged == nil {
+		s.unmanaged = map[string]bool{}
+	}
+	s.unmanaged[ns] = true
 }
 
 func (r *Reconciler) sharedApplyOf(name multicluster.ClusterName) *sharedApply {

@@ -5,12 +5,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -69,29 +71,42 @@ func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionK
 	} else {
 		w.periodicOnly[vr] = true
 	}
-	cw := w.clusters[dest.name]
-	if cw == nil || cw.cluster != dest.cluster {
-		// New, or re-engaged with another cluster object: the old watches died with it.
-		cw = &clusterWatches{cluster: dest.cluster, kinds: map[schema.GroupVersionKind]*kindWatch{}}
-		w.clusters[dest.name] = cw
-	}
+	cw := w.clusterLocked(dest)
 	for _, gvk := range kinds {
-		kw := cw.kinds[gvk]
-		if kw == nil {
-			var err error
-			if kw, err = w.start(dest.cluster, gvk); err != nil {
-				w.log.Error(err, "cannot watch kind for drift; the periodic resync still repairs it", "cluster", dest.name, "kind", gvk.String())
-				continue
-			}
-			cw.kinds[gvk] = kw
+		if _, err := w.watchLocked(dest, cw, vr, gvk); err != nil {
+			w.log.Error(err, "cannot watch kind for drift; the periodic resync still repairs it", "cluster", dest.name, "kind", gvk.String())
 		}
-		kw.users[vr] = true
 	}
 	for gvk, kw := range cw.kinds {
 		if kw.users[vr] && !slices.Contains(kinds, gvk) {
 			w.drop(cw, gvk, kw, vr)
 		}
 	}
+}
+
+// clusterLocked returns the destination's watches; w.mu is held.
+func (w *DriftWatches) clusterLocked(dest *target) *clusterWatches {
+	cw := w.clusters[dest.name]
+	if cw == nil || cw.cluster != dest.cluster {
+		// New, or re-engaged with another cluster object: the old watches died with it.
+		cw = &clusterWatches{cluster: dest.cluster, kinds: map[schema.GroupVersionKind]*kindWatch{}}
+		w.clusters[dest.name] = cw
+	}
+	return cw
+}
+
+// watchLocked makes sure the kind is watched on the cluster for vr; w.mu is held.
+func (w *DriftWatches) watchLocked(dest *target, cw *clusterWatches, vr string, gvk schema.GroupVersionKind) (*kindWatch, error) {
+	kw := cw.kinds[gvk]
+	if kw == nil {
+		var err error
+		if kw, err = w.start(dest.cluster, gvk); err != nil {
+			return nil, err
+		}
+		cw.kinds[gvk] = kw
+	}
+	kw.users[vr] = true
+	return kw, nil
 }
 
 // Forget stops every watch on the cluster: another replica reconciles it now.
@@ -239,3 +254,53 @@ func (w *DriftWatches) Watched(name multicluster.ClusterName) []string {
 	slices.Sort(kinds)
 	return kinds
 }
+
+// ResourceVersion is the object's resourceVersion as the drift watch of its kind on the
+// destination has it (see Cached).
+func (w *DriftWatches) ResourceVersion(ctx context.Context, dest *target, ref ownership.Ref) (string, bool) {
+	obj, ok := w.Cached(ctx, dest, ref)
+	if !ok {
+		return "", false
+	}
+	return obj.ResourceVersion, true
+}
+
+// Cached is the object's metadata as the drift watch of its kind on the destination has
+// it, if that watch runs and has synced; the cache holds only objects Vidra manages, so
+// an object absent from it is unknown, not gone.
+func (w *DriftWatches) Cached(ctx context.Context, dest *target, ref ownership.Ref) (*metav1.PartialObjectMetadata, bool) {
+	w.mu.Lock()
+	cw := w.clusters[dest.name]
+	var kw *kindWatch
+	if cw != nil && cw.cluster == dest.cluster {
+		kw = cw.kinds[ref.GVK]
+	}
+	w.mu.Unlock()
+	if kw == nil || !kw.informer.HasSynced() {
+		return nil, false
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(ref.GVK)
+	if err := dest.cluster.GetCache().Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// Synced makes sure the kind is watched on the destination for the VidraResource (which is
+// about to use it) and says whether its cache has synced, waiting a moment for it.
+func (w *DriftWatches) Synced(ctx context.Context, dest *target, vr string, gvk schema.GroupVersionKind) bool {
+	w.mu.Lock()
+	kw, err := w.watchLocked(dest, w.clusterLocked(dest), vr, gvk)
+	w.mu.Unlock()
+	if err != nil {
+		return false
+	}
+	informer := kw.informer
+	ctx, cancel := context.WithTimeout(ctx, syncWait)
+	defer cancel()
+	return toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+}
+
+// syncWait bounds the wait for a new watch's cache; past it, the object is read.
+const syncWait = 5 * time.Second

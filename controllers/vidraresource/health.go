@@ -9,14 +9,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // health reads every object and computes its kstatus: Ready needs each one Current.
 // It records each object's status in the inventory, so people see it from the hub, and
 // returns the objects still in progress and those that failed, each with the reason.
-func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) (inProgress, failed []string, err error) {
+func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref, current map[string]bool) (inProgress, failed []string, err error) {
 	for _, ref := range refs {
+		if current[key(ref)] {
+			setObjectStatus(vr, ref, string(status.CurrentStatus), "")
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GVK)
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
@@ -47,4 +52,28 @@ func setObjectStatus(vr *vidrav1alpha1.VidraResource, ref ownership.Ref, st, mes
 			return
 		}
 	}
+}
+
+// statusOf is the kstatus last recorded of each object of the inventory, by key.
+func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]string {
+	judged := make(map[string]string, len(managed))
+	for _, m := range managed {
+		if refs := refsFromStatus([]vidrav1alpha1.ManagedResource{m}); len(refs) == 1 {
+			judged[key(refs[0])] = m.Status
+		}
+	}
+	return judged
+}
+
+// currentUnchanged are the objects the apply found unchanged since this owner last
+// applied them (so not even read) and that were Current then: they still are, as nothing
+// about them changed.
+func currentUnchanged(applied []apply.Result, judged map[string]string) map[string]bool {
+	current := map[string]bool{}
+	for _, res := range applied {
+		if res.Action == apply.Unchanged && res.Object == nil && judged[key(res.Ref)] == string(status.CurrentStatus) {
+			current[key(res.Ref)] = true
+		}
+	}
+	return current
 }

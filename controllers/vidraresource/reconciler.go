@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,9 +37,9 @@ import (
 type Reconciler struct {
 	// Hub reads and writes VidraResources.
 	Hub client.Client
-	// HubReader reads a VidraResource from the API server at the start of a reconcile:
-	// its inventory must include what the previous reconcile recorded, which a cache may
-	// not have seen yet.
+	// HubReader reads a VidraResource from the API server at the start of a reconcile when
+	// the cache may not have seen this process's last write of it yet: its inventory must
+	// include what the previous reconcile recorded.
 	HubReader client.Reader
 	// Manager finds destination clusters by name.
 	Manager mcmanager.Manager
@@ -71,6 +70,8 @@ type Reconciler struct {
 	conflicts     *conflictBook
 	// shared holds a *sharedApply per cluster.
 	shared sync.Map
+	// written holds, per VidraResource, the resourceVersion of this process's last write.
+	written sync.Map
 }
 
 func (r *Reconciler) book() *conflictBook {
@@ -87,8 +88,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	// Get the VidraResource.
-	vr := &vidrav1alpha1.VidraResource{}
-	if err := r.HubReader.Get(ctx, req.NamespacedName, vr); err != nil {
+	vr, err := r.read(ctx, req.NamespacedName)
+	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
@@ -124,6 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(unfinalized, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		r.wrote(vr)
 		before = vr.DeepCopy()
 	}
 
@@ -133,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	result, err := r.reconcileNormal(ctx, vr)
+	result, err = r.reconcileNormal(ctx, vr)
 	if err != nil {
 		log.Error(err, "reconcile failed", "vidraresource", vr.Name)
 	}
@@ -174,7 +176,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	vr.Status.Cluster = destination.Label(dest.name)
-	objects, seen, err := r.withDestinationNamespace(ctx, dest, objects, vr.Spec.Destination.Namespace)
+	declared := len(objects)
+	objects, seen, err := r.withDestinationNamespace(ctx, dest, vr, objects)
 	if err != nil {
 		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
@@ -186,6 +189,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	engine.Seen = seen
 	shared := r.sharedApplyOf(dest.name)
 	engine.Latches, engine.Memo = &shared.latches, &shared.memo
+	engine.Current = func(ref ownership.Ref) (string, bool) { return r.Watches.ResourceVersion(ctx, dest, ref) }
+	if len(objects) > declared {
+		// The destination namespace, which the bundle does not declare: its owners join it
+		// and declare none of its fields.
+		ns := vr.Spec.Destination.Namespace
+		engine.JoinOnly = func(ref ownership.Ref) bool {
+			return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
+		}
+	}
+	// Health as last judged: an object left unchanged since keeps it.
+	judged := statusOf(vr.Status.ManagedResources)
 
 	// Record what is about to be owned before applying it: a crash in between never
 	// orphans an object.
@@ -196,6 +210,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 
 	// Apply, in stages.
 	results, applyErr := engine.Apply(ctx, objects)
+	results, applyErr = r.usedAsItIs(dest, engine, results, applyErr)
 	r.Watches.Use(dest, vr.Name, kindsOf(desired), r.onEvents(vr))
 
 	// Release what left the bundle (Namespaces and CRDs last).
@@ -240,7 +255,36 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if err != nil || !meta.IsStatusConditionTrue(vr.Status.Conditions, vidrav1alpha1.ConditionReady) {
 		return result, err
 	}
-	return r.reconcileHealth(ctx, vr, dest, kept, results)
+	return r.reconcileHealth(ctx, vr, dest, kept, results, judged)
+}
+
+// usedAsItIs takes out of the results the destination namespace the apply found to exist
+// and not be Vidra's: it is used as it is, as a namespace Vidra was told nothing about,
+// and remembered so that it is read, not created, next time.
+func (r *Reconciler) usedAsItIs(dest *target, engine *apply.Engine, results []apply.Result, applyErr error) ([]apply.Result, error) {
+	if engine.JoinOnly == nil {
+		return results, applyErr
+	}
+	kept := results[:0:0]
+	dropped := false
+	for _, res := range results {
+		if res.Action == apply.NotManaged && engine.JoinOnly(res.Ref) {
+			r.sharedApplyOf(dest.name).setUnmanaged(res.Ref.Name)
+			dropped = true
+			continue
+		}
+		kept = append(kept, res)
+	}
+	if !dropped {
+		return results, applyErr
+	}
+	var errs []error
+	for _, res := range kept {
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+		}
+	}
+	return kept, errors.Join(errs...)
 }
 
 // contentRetry is how soon a VidraResource whose stored content cannot be read looks again.
@@ -271,8 +315,8 @@ func (r *Reconciler) onEvents(vr *vidrav1alpha1.VidraResource) bool {
 // reconcileHealth keeps Ready false until every object is Current by kstatus. Status
 // changes do not trigger the drift watches, so progress is polled. Objects the apply
 // just returned are judged as returned, not read again.
-func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref, applied []apply.Result) (ctrl.Result, error) {
-	inProgress, failed, err := health(ctx, withApplied(dest.client, applied), vr, refs)
+func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref, applied []apply.Result, judged map[string]string) (ctrl.Result, error) {
+	inProgress, failed, err := health(ctx, withApplied(dest.client, applied), vr, refs, currentUnchanged(applied, judged))
 	switch {
 	case err != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
@@ -374,6 +418,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(finalized, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
+	r.written.Delete(vr.Name)
 	return ctrl.Result{}, nil
 }
 
@@ -408,6 +453,7 @@ func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.Vidr
 	}
 	setInventory(vr, refs)
 	vr.ResourceVersion = recorded.ResourceVersion // our own write: the status patch builds on it
+	r.wrote(vr)
 	return nil
 }
 
@@ -422,10 +468,35 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, vr *vidrav1alpha1.
 	base := before.DeepCopy()
 	base.ResourceVersion = vr.ResourceVersion
 	err := r.Hub.Status().Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
+		r.written.Delete(vr.Name)
 		return nil
+	case err == nil:
+		r.wrote(vr)
 	}
 	return err
+}
+
+// read returns the VidraResource from the cache when the cache is at least as fresh as
+// this process's last write of it, or when it is new (no finalizer yet: the finalizer's
+// optimistic patch refuses a stale copy); otherwise from the API server. Its inventory
+// must include what the previous reconcile recorded, which a lagging cache may not.
+func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*vidrav1alpha1.VidraResource, error) {
+	vr := &vidrav1alpha1.VidraResource{}
+	if err := r.Hub.Get(ctx, key, vr); err == nil {
+		last, wrote := r.written.Load(key.Name)
+		if (wrote && last.(string) == vr.ResourceVersion) || (!wrote && len(vr.Finalizers) == 0 && vr.DeletionTimestamp.IsZero()) {
+			return vr, nil
+		}
+	}
+	vr = &vidrav1alpha1.VidraResource{}
+	return vr, r.HubReader.Get(ctx, key, vr)
+}
+
+// wrote records the resourceVersion this process's write left the VidraResource at.
+func (r *Reconciler) wrote(vr *vidrav1alpha1.VidraResource) {
+	r.written.Store(vr.Name, vr.ResourceVersion)
 }
 
 func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, note string) {
@@ -434,9 +505,10 @@ func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, n
 	}
 }
 
-// eventResults records an Event for each kind of outcome (Created, Failed...) that
-// names its objects: one hub write per kind rather than per object. (The recorder would
-// fold Events of one reason into a series anyway, keeping the first object's note only.)
+// eventResults records one Normal Event for what changed (created, configured, repaired,
+// released...), naming the objects by outcome, and one Warning Event per kind of failure:
+// a hub write per outcome rather than per object. (The recorder would fold Events of one
+// reason into a series anyway, keeping the first object's note only.)
 func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []apply.Result) {
 	type outcome struct{ eventType, reason string }
 	var order []outcome
@@ -448,6 +520,8 @@ func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []app
 		}
 		notes[o] = append(notes[o], note)
 	}
+	var changed []apply.Action
+	byAction := map[apply.Action][]string{}
 	for _, res := range results {
 		switch res.Action {
 		case apply.Unchanged:
@@ -456,8 +530,19 @@ func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []app
 		case apply.Conflicted:
 			add(corev1.EventTypeWarning, vidrav1alpha1.ReasonConflict, fmt.Sprintf("%s: fields held by another owner: %v", res.Ref, res.Conflicts))
 		default:
-			add(corev1.EventTypeNormal, string(res.Action), res.Ref.String())
+			if _, ok := byAction[res.Action]; !ok {
+				changed = append(changed, res.Action)
+			}
+			byAction[res.Action] = append(byAction[res.Action], res.Ref.String())
 		}
+	}
+	if len(changed) > 0 {
+		// Named after the first outcome (Created, Configured, Deleted...), as one change.
+		var parts []string
+		for _, a := range changed {
+			parts = append(parts, strings.ToLower(string(a))+" "+strings.Join(byAction[a], ", "))
+		}
+		r.event(vr, corev1.EventTypeNormal, string(changed[0]), joinNotes(parts))
 	}
 	for _, o := range order {
 		r.event(vr, o.eventType, o.reason, joinNotes(notes[o]))
@@ -493,7 +578,8 @@ func prunes(vr *vidrav1alpha1.VidraResource) bool {
 // it, so it is created and owned like any other object. A namespace that exists and that
 // Vidra does not manage is used as it is. The namespace it read is returned as seen, so
 // the apply does not read it again.
-func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target, objects []*unstructured.Unstructured, ns string) ([]*unstructured.Unstructured, []*metav1.PartialObjectMetadata, error) {
+func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target, vr *vidrav1alpha1.VidraResource, objects []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*metav1.PartialObjectMetadata, error) {
+	ns := vr.Spec.Destination.Namespace
 	if ns == "" {
 		return objects, nil, nil
 	}
@@ -504,7 +590,25 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 	}
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)
+	ref := ownership.Ref{GVK: existing.GroupVersionKind(), Name: ns}
+	n := &unstructured.Unstructured{}
+	n.SetGroupVersionKind(ref.GVK)
+	n.SetName(ns)
+	// A namespace Vidra manages is in the drift watch's cache: no read. Seen stale, it
+	// costs the apply a retry, never a wrong write (every write has a precondition).
+	// Absent from a synced cache, it is missing or not Vidra's: the apply creates it, or
+	// finds it is not Vidra's and uses it as it is (remembered, so it is read next time).
+	// A service account may not be allowed to create it: then it is read first.
+	var err error
+	cached, inCache := r.Watches.Cached(ctx, dest, ref)
+	switch {
+	case inCache:
+		existing = cached
+	case vr.Spec.ServiceAccountName == "" && !r.sharedApplyOf(dest.name).isUnmanaged(ns) && r.Watches.Synced(ctx, dest, vr.Name, ref.GVK):
+		return append([]*unstructured.Unstructured{n}, objects...), nil, nil
+	default:
+		err = dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)
+	}
 	var seen []*metav1.PartialObjectMetadata
 	switch {
 	case err == nil && !ownership.IsManaged(existing):
@@ -518,9 +622,6 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 	case !apierrors.IsNotFound(err):
 		return nil, nil, fmt.Errorf("look up destination namespace %s: %w", ns, err)
 	}
-	n := &unstructured.Unstructured{}
-	n.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
-	n.SetName(ns)
 	return append([]*unstructured.Unstructured{n}, objects...), seen, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,6 +54,28 @@ type Reconciler struct {
 	// Shard, when several replicas split the fleet, says which clusters this replica
 	// rolls out on. Nil: all of them.
 	Shard Shard
+
+	// withoutVMs remembers, per cluster, when it was last seen not to serve
+	// VirtualMachines: each look is a discovery request to the cluster.
+	withoutVMs sync.Map
+}
+
+// noVMsRecheck is how long a cluster seen without KubeVirt is taken to have none: a
+// KubeVirt installed meanwhile is noticed within it.
+const noVMsRecheck = time.Minute
+
+// servesVMs says whether the cluster serves VirtualMachines, asking discovery at most
+// once per noVMsRecheck for a cluster that does not.
+func (r *Reconciler) servesVMs(name multicluster.ClusterName, cl interface{ GetRESTMapper() meta.RESTMapper }) bool {
+	if at, ok := r.withoutVMs.Load(name); ok && r.now().Sub(at.(time.Time)) < noVMsRecheck {
+		return false
+	}
+	if servesVMs(cl) {
+		r.withoutVMs.Delete(name)
+		return true
+	}
+	r.withoutVMs.Store(name, r.now())
+	return false
 }
 
 // Shard tells whether this replica owns a cluster.
@@ -98,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 		// Not engaged (yet, or any more): the VidraResource shows why; look again later.
 		return ctrl.Result{RequeueAfter: notEngagedPoll}, nil //nolint:nilerr // see above
 	}
-	if !servesVMs(cl) {
+	if !r.servesVMs(req.ClusterName, cl) {
 		return ctrl.Result{}, nil // no KubeVirt there, nothing to roll out
 	}
 

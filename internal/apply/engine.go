@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -90,6 +91,16 @@ type Engine struct {
 	// Latches, when set, make the engines of one process that apply the same object to
 	// the cluster take turns (see Latches).
 	Latches *Latches
+	// JoinOnly, when set, names objects this owner only joins: it creates them when
+	// missing, as the owners-set manager, and otherwise only enters their owners set,
+	// declaring none of their fields (the destination namespace a bundle does not declare).
+	// Their fields and their managed fields then do not grow with every owner.
+	JoinOnly func(ownership.Ref) bool
+	// Current, when set, gives the resourceVersion an object has now as a watch cache
+	// sees it (false: unknown). An object this owner's last apply left at that version,
+	// declaring what it declares now, is not applied again: nothing would change. A
+	// change the cache has not seen yet is repaired when the watch reports it.
+	Current func(ownership.Ref) (resourceVersion string, ok bool)
 	// Memo, when set, remembers objects as this owner's applies left them, so the next
 	// apply need not read them first (see Memo).
 	Memo *Memo
@@ -220,27 +231,44 @@ func (e *Engine) applyOne(ctx context.Context, o *unstructured.Unstructured) Res
 		o.SetAnnotations(annotations)
 	}
 
+	declared := digestOf(o)
+	if e.Current != nil {
+		if rv, ok := e.Current(ref); ok && e.Memo.unchanged(e.Owner, ref, declared, rv) {
+			return Result{Ref: ref, Action: Unchanged}
+		}
+	}
 	k := e.known(ref)
+	joinOnly := e.JoinOnly != nil && e.JoinOnly(ref)
 	if e.Latches != nil {
-		lt, err := e.Latches.acquire(ctx, ref)
+		joiner := ""
+		if joinOnly {
+			joiner = e.Owner
+		}
+		lt, err := e.Latches.acquire(ctx, ref, joiner)
 		if err != nil {
 			return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: %w", ref, err)}
 		}
 		if lt.last != nil {
 			k = known{read: true, live: lt.last}
 		}
-		defer func() { e.Latches.release(ref, lt, k.present()) }()
+		defer func() { e.Latches.release(ref, lt, k.present(), joiner) }()
 	}
-	defer func() { e.Memo.remember(e.Owner, e.FieldManager(), ref, k.present()) }()
-	return e.applyKnown(ctx, o, ref, &k)
+	result := e.applyKnown(ctx, o, ref, &k, joinOnly)
+	switch result.Action {
+	case Created, Configured, Unchanged, Repaired:
+		e.Memo.remember(e.Owner, e.FieldManager(), ref, k.present(), declared)
+	default:
+		e.Memo.forget(e.Owner, ref) // read again next time: nothing was applied
+	}
+	return result
 }
 
 // applyKnown applies the object from what is known of it, reading it again when it
 // changed meanwhile; k is left with what is known of it afterwards.
-func (e *Engine) applyKnown(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) Result {
+func (e *Engine) applyKnown(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) Result {
 	backoff := conflictBackoff
 	for backoff.Steps > 0 {
-		result, then := e.attempt(ctx, o, ref, k)
+		result, then := e.attempt(ctx, o, ref, k, joinOnly)
 		if then == done {
 			return result
 		}
@@ -283,7 +311,7 @@ func (e *Engine) known(ref ownership.Ref) known {
 
 // attempt applies the object once: it reads it when nothing is known, creates it when it
 // is absent and updates it when it exists.
-func (e *Engine) attempt(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) (Result, next) {
+func (e *Engine) attempt(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) (Result, next) {
 	if !k.read {
 		live, err := e.ownership().Read(ctx, ref)
 		if err != nil && !errors.Is(err, ownership.ErrGone) {
@@ -296,17 +324,24 @@ func (e *Engine) attempt(ctx context.Context, o *unstructured.Unstructured, ref 
 		return Result{}, again
 	}
 	if k.live == nil {
-		return e.create(ctx, o, ref, k)
+		return e.create(ctx, o, ref, k, joinOnly)
 	}
-	return e.update(ctx, o, ref, k)
+	return e.update(ctx, o, ref, k, joinOnly)
 }
 
 // create applies an object believed absent, owned by this owner from its first moment.
 // If it exists after all, the apply fails without touching it, and it is read.
-func (e *Engine) create(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) (Result, next) {
+func (e *Engine) create(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) (Result, next) {
 	applied := o.DeepCopy()
-	ownership.StampNew(applied, e.Owner)
-	err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(e.FieldManager()))
+	manager := e.FieldManager()
+	if joinOnly {
+		// Created owned by every owner of this process waiting to join it.
+		manager = ownership.FieldManager
+		ownership.StampNew(applied, e.Owner, e.Latches.joinersOf(ref)...)
+	} else {
+		ownership.StampNew(applied, e.Owner)
+	}
+	err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(manager))
 	switch {
 	case err == nil:
 		*k = known{read: true, live: metadataOf(applied)}
@@ -322,12 +357,17 @@ func (e *Engine) create(ctx context.Context, o *unstructured.Unstructured, ref o
 
 // update applies an object that exists. This owner joins its owners set first when it is
 // not in it yet, so the object counts this owner before its fields land.
-func (e *Engine) update(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known) (Result, next) {
+func (e *Engine) update(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) (Result, next) {
 	if !k.live.DeletionTimestamp.IsZero() {
 		*k = known{}
 		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: it is being deleted; it is applied again once gone", ref)}, done
 	}
-	live, err := e.ownership().Claim(ctx, k.live, e.Owner, e.Adopt)
+	var others []string
+	if joinOnly {
+		// The owners of this process waiting to join it join with this one.
+		others = e.Latches.joinersOf(ref)
+	}
+	live, err := e.ownership().ClaimFor(ctx, k.live, e.Owner, others, e.Adopt)
 	switch {
 	case errors.Is(err, ownership.ErrNotManaged):
 		return Result{Ref: ref, Action: NotManaged,
@@ -341,6 +381,14 @@ func (e *Engine) update(ctx context.Context, o *unstructured.Unstructured, ref o
 	case err != nil:
 		*k = known{}
 		return Result{Ref: ref, Action: Failed, Err: err}, done
+	}
+	if joinOnly {
+		action := Configured
+		if live.ResourceVersion == k.live.ResourceVersion {
+			action = Unchanged
+		}
+		*k = known{read: true, live: live}
+		return Result{Ref: ref, Action: action, Object: objectOf(live)}, done
 	}
 	k.live = live
 
@@ -403,6 +451,31 @@ func (e *Engine) serverSideApply(ctx context.Context, applied *unstructured.Unst
 	}
 	request.DeepCopyInto(applied)
 	return Repaired, conflicts, nil
+}
+
+// objectOf is the object's metadata as an object (enough to judge a Namespace's health).
+func objectOf(m *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(m.GroupVersionKind())
+	u.SetNamespace(m.Namespace)
+	u.SetName(m.Name)
+	u.SetUID(m.UID)
+	u.SetResourceVersion(m.ResourceVersion)
+	u.SetGeneration(m.Generation)
+	u.SetLabels(m.Labels)
+	u.SetAnnotations(m.Annotations)
+	u.SetDeletionTimestamp(m.DeletionTimestamp)
+	return u
+}
+
+// digestOf is a digest of what the object declares ("" if it cannot be encoded).
+func digestOf(o *unstructured.Unstructured) string {
+	data, err := json.Marshal(o.Object)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -2,6 +2,8 @@ package apply
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +28,9 @@ type latch struct {
 	// last is the object as the last holder left it (nil: unknown); only the holder
 	// touches it.
 	last *metav1.PartialObjectMetadata
+	// joiners are the holder and waiters that only join the object (guarded by
+	// Latches.mu): the holder joins them all in one write.
+	joiners map[string]bool
 }
 
 // latchKey names an object whatever the version it is applied as.
@@ -35,7 +40,7 @@ func latchKey(ref ownership.Ref) string {
 
 // acquire waits for the object's turn and returns its latch, with what the previous
 // holder left of the object.
-func (l *Latches) acquire(ctx context.Context, ref ownership.Ref) (*latch, error) {
+func (l *Latches) acquire(ctx context.Context, ref ownership.Ref, joiner string) (*latch, error) {
 	key := latchKey(ref)
 	l.mu.Lock()
 	if l.latches == nil {
@@ -48,26 +53,47 @@ func (l *Latches) acquire(ctx context.Context, ref ownership.Ref) (*latch, error
 		l.latches[key] = lt
 	}
 	lt.users++
+	if joiner != "" {
+		if lt.joiners == nil {
+			lt.joiners = map[string]bool{}
+		}
+		lt.joiners[joiner] = true
+	}
 	l.mu.Unlock()
 	select {
 	case <-lt.turn:
 		return lt, nil
 	case <-ctx.Done():
-		l.leave(key, lt)
+		l.leave(key, lt, joiner)
 		return nil, ctx.Err()
 	}
 }
 
-// release hands the object as the holder left it (nil: unknown) to the next holder.
-func (l *Latches) release(ref ownership.Ref, lt *latch, last *metav1.PartialObjectMetadata) {
-	lt.last = last
-	lt.turn <- struct{}{}
-	l.leave(latchKey(ref), lt)
-}
-
-func (l *Latches) leave(key string, lt *latch) {
+// joinersOf are the owners waiting to join the object, sorted.
+func (l *Latches) joinersOf(ref ownership.Ref) []string {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	lt := l.latches[latchKey(ref)]
+	if lt == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(lt.joiners))
+}
+
+// release hands the object as the holder left it (nil: unknown) to the next holder.
+func (l *Latches) release(ref ownership.Ref, lt *latch, last *metav1.PartialObjectMetadata, joiner string) {
+	lt.last = last
+	lt.turn <- struct{}{}
+	l.leave(latchKey(ref), lt, joiner)
+}
+
+func (l *Latches) leave(key string, lt *latch, joiner string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(lt.joiners, joiner)
 	if lt.users--; lt.users == 0 {
 		delete(l.latches, key)
 	}

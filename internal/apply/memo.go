@@ -20,7 +20,12 @@ const maxMemo = 1 << 16
 type Memo struct {
 	mu      sync.Mutex
 	objects map[memoKey]*metav1.PartialObjectMetadata
+	// applied are the resourceVersion each owner's last apply left each object at, and a
+	// digest of what it declared, whether or not it declares the owners set.
+	applied map[memoKey]appliedAs
 }
+
+type appliedAs struct{ resourceVersion, declared string }
 
 type memoKey struct{ owner, object string }
 
@@ -37,15 +42,40 @@ func (m *Memo) recall(owner string, ref ownership.Ref) *metav1.PartialObjectMeta
 	return nil
 }
 
+// unchanged says whether owner's last apply of the object declared exactly declared and
+// left it at resourceVersion: applying it again would change nothing.
+func (m *Memo) unchanged(owner string, ref ownership.Ref, declared, resourceVersion string) bool {
+	if m == nil || declared == "" || resourceVersion == "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.applied[memoKey{owner, latchKey(ref)}]
+	return ok && a.declared == declared && a.resourceVersion == resourceVersion
+}
+
 // remember keeps the object as owner's apply (by fieldManager) left it, when that apply
 // declares the owners set; otherwise the object is forgotten, as the next apply must read
 // it to know the set.
-func (m *Memo) remember(owner, fieldManager string, ref ownership.Ref, obj *metav1.PartialObjectMetadata) {
+func (m *Memo) remember(owner, fieldManager string, ref ownership.Ref, obj *metav1.PartialObjectMetadata, declared string) {
 	if m == nil {
 		return
 	}
-	if obj == nil || !obj.DeletionTimestamp.IsZero() || !ownership.AppliesOwners(obj, fieldManager) {
+	if obj == nil || !obj.DeletionTimestamp.IsZero() {
 		m.forget(owner, ref)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := memoKey{owner, latchKey(ref)}
+	if m.applied == nil {
+		m.applied = map[memoKey]appliedAs{}
+	}
+	if _, ok := m.applied[key]; ok || len(m.applied) < maxMemo {
+		m.applied[key] = appliedAs{resourceVersion: obj.ResourceVersion, declared: declared}
+	}
+	if !ownership.AppliesOwners(obj, fieldManager) {
+		delete(m.objects, key)
 		return
 	}
 	kept := obj.DeepCopy()
@@ -56,12 +86,9 @@ func (m *Memo) remember(owner, fieldManager string, ref ownership.Ref, obj *meta
 			kept.ManagedFields = append(kept.ManagedFields, e)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.objects == nil {
 		m.objects = map[memoKey]*metav1.PartialObjectMetadata{}
 	}
-	key := memoKey{owner, latchKey(ref)}
 	if _, ok := m.objects[key]; ok || len(m.objects) < maxMemo {
 		m.objects[key] = kept
 	}
@@ -75,6 +102,7 @@ func (m *Memo) forget(owner string, ref ownership.Ref) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.objects, memoKey{owner, latchKey(ref)})
+	delete(m.applied, memoKey{owner, latchKey(ref)})
 }
 
 // Forget drops everything remembered for owner (it is gone, or its cluster is).
@@ -87,6 +115,11 @@ func (m *Memo) Forget(owner string) {
 	for key := range m.objects {
 		if key.owner == owner {
 			delete(m.objects, key)
+		}
+	}
+	for key := range m.applied {
+		if key.owner == owner {
+			delete(m.applied, key)
 		}
 	}
 }

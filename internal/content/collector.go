@@ -28,7 +28,7 @@ type Collector struct {
 	Log      logr.Logger
 }
 
-// NeedLeaderElection: one replica collects.
+// NeedLeaderElection is true: one replica collects.
 func (c *Collector) NeedLeaderElection() bool { return true }
 
 // Start collects every Interval until ctx ends.

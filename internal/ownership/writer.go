@@ -116,6 +116,12 @@ func (w Writer) Read(ctx context.Context, ref Ref) (*metav1.PartialObjectMetadat
 // precondition, so a Conflict (returned as it is) means the object changed since and is
 // to be read again. It returns the object as written, or obj when owner is already in.
 func (w Writer) Claim(ctx context.Context, obj *metav1.PartialObjectMetadata, owner string, adopt bool) (*metav1.PartialObjectMetadata, error) {
+	return w.ClaimFor(ctx, obj, owner, nil, adopt)
+}
+
+// ClaimFor is Claim for owner and, in the same write, others: owners of one process that
+// wait to join the same object join it together.
+func (w Writer) ClaimFor(ctx context.Context, obj *metav1.PartialObjectMetadata, owner string, others []string, adopt bool) (*metav1.PartialObjectMetadata, error) {
 	ref := Ref{GVK: obj.GroupVersionKind(), Namespace: obj.Namespace, Name: obj.Name}
 	if !obj.DeletionTimestamp.IsZero() {
 		return nil, fmt.Errorf("join %s: being deleted: %w", ref, ErrGone)
@@ -130,8 +136,14 @@ func (w Writer) Claim(ctx context.Context, obj *metav1.PartialObjectMetadata, ow
 	if IsManaged(obj) && slices.Contains(owners, owner) {
 		return obj, nil
 	}
+	set := append(owners, owner)
+	for _, o := range others {
+		if !slices.Contains(set, o) {
+			set = append(set, o)
+		}
+	}
 	joined := obj.DeepCopy()
-	if err := w.patch(ctx, joined, append(owners, owner), true); err != nil {
+	if err := w.patch(ctx, joined, set, true); err != nil {
 		return nil, err
 	}
 	return joined, nil // the patch response updated it

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+// counters are what the operator did, read from its own metrics and /proc: the requests
+// its clients made per API server and method (client-go's rest_client_requests_total),
+// its reconciles of VidraResources, and its CPU time.
+type counters struct {
+	// requests by host ("127.0.0.1:port") and method.
+	requests   map[string]map[string]float64
+	reconciles float64
+	cpuSeconds float64
+}
+
+// counters reads the operator's counters.
+func (b *bench) counters(ctx context.Context) (counters, error) {
+	c := counters{requests: map[string]map[string]float64{}}
+	cpu, err := processCPUSeconds(b.operator.Process.Pid)
+	if err != nil {
+		return c, err
+	}
+	c.cpuSeconds = cpu
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.metrics, nil)
+	if err != nil {
+		return c, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return c, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		series, value, ok := cutLast(line, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(series, "rest_client_requests_total{"):
+			labels := parseLabels(series)
+			if c.requests[labels["host"]] == nil {
+				c.requests[labels["host"]] = map[string]float64{}
+			}
+			c.requests[labels["host"]][labels["method"]] += v
+		case strings.HasPrefix(series, "controller_runtime_reconcile_total{") && parseLabels(series)["controller"] == "vidraresource":
+			c.reconciles += v
+		}
+	}
+	return c, scanner.Err()
+}
+
+// since is what the operator did between before and c.
+func (c counters) since(before counters) counters {
+	d := counters{requests: map[string]map[string]float64{}, reconciles: c.reconciles - before.reconciles, cpuSeconds: c.cpuSeconds - before.cpuSeconds}
+	for host, methods := range c.requests {
+		d.requests[host] = map[string]float64{}
+		for m, v := range methods {
+			d.requests[host][m] = v - before.requests[host][m]
+		}
+	}
+	return d
+}
+
+// to counts the requests to the clusters, all methods or only writes.
+func (c counters) to(clusters []*testfleet.Cluster, writesOnly bool) float64 {
+	var n float64
+	for _, cl := range clusters {
+		for m, v := range c.requests[hostOf(cl)] {
+			if !writesOnly || m != http.MethodGet {
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+func hostOf(c *testfleet.Cluster) string {
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return c.Config.Host
+	}
+	return u.Host
+}
+
+// parseLabels reads the labels of a Prometheus text series: name{a="x",b="y"}.
+func parseLabels(series string) map[string]string {
+	labels := map[string]string{}
+	_, rest, _ := strings.Cut(series, "{")
+	rest = strings.TrimSuffix(rest, "}")
+	for pair := range strings.SplitSeq(rest, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		if ok {
+			labels[k] = strings.Trim(v, `"`)
+		}
+	}
+	return labels
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times; it is 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// processCPUSeconds is the user and system CPU time of a process.
+func processCPUSeconds(pid int) (float64, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces: fields are counted after its closing parenthesis.
+	_, rest, ok := cutLast(string(stat), ")")
+	if !ok {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// selfCPUSeconds is this process's user and system CPU time.
+func selfCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// hubWrites counts the write requests the hub's API server served on VidraResources
+// (status, finalizers) and Events: what reconciling VidraResources costs the hub, without
+// the VidraCluster probes or the bench's own requests (it creates the VidraResources).
+func (b *bench) hubWrites(ctx context.Context) (float64, error) {
+	rc, err := rest.RESTClientFor(withCodec(rest.CopyConfig(b.fleet.Hub.Config)))
+	if err != nil {
+		return 0, err
+	}
+	body, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("hub metrics: %w", err)
+	}
+	var n float64
+	for line := range strings.SplitSeq(string(body), "\n") {
+		series, value, ok := cutLast(line, " ")
+		if !ok || !strings.HasPrefix(series, "apiserver_request_total{") {
+			continue
+		}
+		labels := parseLabels(series)
+		// The bench creates the VidraResources (POST): the operator only changes them.
+		write := labels["verb"] == "PUT" || labels["verb"] == "PATCH" || labels["verb"] == "APPLY" || labels["verb"] == "DELETE"
+		switch {
+		case labels["resource"] == "vidraresources" && write:
+		case labels["resource"] == "events" && (write || labels["verb"] == "POST"):
+		default:
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			n += v
+		}
+	}
+	return n, nil
+}
+
+func withCodec(cfg *rest.Config) *rest.Config {
+	cfg.GroupVersion = &schema.GroupVersion{}
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return cfg
+}
