@@ -149,9 +149,13 @@ type results struct {
 	IsolationPausedSeconds   float64 `json:"isolationPausedSeconds"`
 	IsolationRatio           float64 `json:"isolationRatio"`
 
-	IdleRSSMiB             float64 `json:"idleRSSMiB"`
-	IdleHeapMiB            float64 `json:"idleHeapMiB"`
-	ConvergedRSSMiB        float64 `json:"convergedRSSMiB"`
+	IdleRSSMiB      float64 `json:"idleRSSMiB"`
+	IdleHeapMiB     float64 `json:"idleHeapMiB"`
+	EnrolledHeapMiB float64 `json:"enrolledHeapMiB"`
+	ConvergedRSSMiB float64 `json:"convergedRSSMiB"`
+	// HeapPerWatchedKindMiB is what converging added to the heap per watched kind and
+	// cluster, with that kind's objects: an upper bound of a drift watch's cost.
+	HeapPerWatchedKindMiB  float64 `json:"heapPerWatchedKindMiB"`
 	ConvergedHeapMiB       float64 `json:"convergedHeapMiB"`
 	RSSPerClusterMiB       float64 `json:"rssPerIdleClusterMiB"`
 	HeapPerClusterMiB      float64 `json:"heapPerIdleClusterMiB"`
@@ -219,7 +223,7 @@ func (r *results) print(w io.Writer) {
 	fmt.Fprintf(tw, "drift repair\tp50 %.0f ms, p95 %.0f ms\n", r.DriftP50Ms, r.DriftP95Ms)
 	fmt.Fprintf(tw, "isolation\t%.2f s unpaused, %.2f s with a member paused (%d objects each)\n", r.IsolationUnpausedSeconds, r.IsolationPausedSeconds, r.IsolationObjectsPerSide)
 	fmt.Fprintf(tw, "memory idle\t%.1f MiB RSS, %.1f MiB heap\n", r.IdleRSSMiB, r.IdleHeapMiB)
-	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB)
+	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap (%.2f MiB heap per watched kind and cluster, %d objects per cluster)\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB, r.HeapPerWatchedKindMiB, s.Resources*s.Objects)
 	fmt.Fprintf(tw, "per idle engaged cluster\t%.2f MiB RSS, %.2f MiB heap, %.0f goroutines\n", r.RSSPerClusterMiB, r.HeapPerClusterMiB, r.GoroutinesPerCluster)
 	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB (%.1f MiB once idle)\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB, r.HeapAfterCyclesIdleMiB)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")

@@ -44,6 +44,7 @@ func (b *bench) measureEnroll(ctx context.Context, r *results) error {
 		return err
 	}
 	n := float64(len(b.members))
+	r.EnrolledHeapMiB = after.heapMiB
 	r.RSSPerClusterMiB = (after.rssMiB - before.rssMiB) / n
 	r.HeapPerClusterMiB = (after.heapMiB - before.heapMiB) / n
 	r.GoroutinesPerCluster = (after.goroutines - before.goroutines) / n
@@ -205,6 +206,9 @@ func (b *bench) measureConverge(ctx context.Context, r *results) error {
 	r.Workloads = append(r.Workloads, w)
 	m, err := b.settled(ctx, "converged")
 	r.ConvergedRSSMiB, r.ConvergedHeapMiB = m.rssMiB, m.heapMiB
+	// Each member now has two watched kinds (Namespace, ConfigMap) and its objects; the
+	// heap they added, per watched kind, bounds what drift watches cost.
+	r.HeapPerWatchedKindMiB = (r.ConvergedHeapMiB - r.EnrolledHeapMiB) / float64(2*len(b.members))
 	return err
 }
 

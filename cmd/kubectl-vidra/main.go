@@ -39,7 +39,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 inline) to a fleet of clusters and keeps them in sync. This plugin reads the hub, the
 cluster where Vidra runs, through your kubeconfig: which clusters are enrolled and how
 they are doing, which bundles (VidraResources) went where and whether they are applied.
-It also enrolls a cluster by writing its kubeconfig Secret on the hub.
+It also enrolls a cluster by writing its kubeconfig Secret on the hub, and uploads bundles
+too large to be inline to the hub's content store.
 
 Every command reads the hub only; no member credential is needed, except the member's own
 kubeconfig context when you enroll it.`,
@@ -53,7 +54,10 @@ kubeconfig context when you enroll it.`,
   kubectl vidra describe hello
 
   # Enroll the cluster of kubeconfig context "edge-1-admin" as edge-1.
-  kubectl vidra enroll edge-1 --context edge-1-admin --labels site=paris`,
+  kubectl vidra enroll edge-1 --context edge-1-admin --labels site=paris
+
+  # Deliver a bundle of any size to edge-1.
+  kubectl vidra upload argocd -f install.yaml --cluster edge-1 --namespace argocd`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
 		SilenceUsage:  true,
 		SilenceErrors: true,
