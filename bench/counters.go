@@ -202,3 +202,65 @@ func withCodec(cfg *rest.Config) *rest.Config {
 	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	return cfg
 }
+
+// controlPlaneCPUSeconds is the CPU time of the kube-apiserver serving each cluster and
+// of its etcd, found by their command lines (the apiserver's --secure-port is the
+// cluster's port, its --etcd-servers names the etcd's client URL).
+func controlPlaneCPUSeconds(clusters []*testfleet.Cluster) (float64, error) {
+	ports := map[string]bool{}
+	for _, c := range clusters {
+		_, port, _ := strings.Cut(hostOf(c), ":")
+		ports[port] = true
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	etcds := map[string]bool{}
+	var total float64
+	cmdlines := map[int][]string{}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(raw), "\x00")
+		cmdlines[pid] = args
+		if !strings.HasSuffix(args[0], "kube-apiserver") {
+			continue
+		}
+		var port, etcd string
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+				port = v
+			}
+			if v, ok := strings.CutPrefix(a, "--etcd-servers="); ok {
+				etcd = v
+			}
+		}
+		if !ports[port] {
+			continue
+		}
+		etcds[etcd] = true
+		if cpu, err := processCPUSeconds(pid); err == nil {
+			total += cpu
+		}
+	}
+	for pid, args := range cmdlines {
+		if !strings.HasSuffix(args[0], "etcd") {
+			continue
+		}
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "--listen-client-urls="); ok && etcds[v] {
+				if cpu, err := processCPUSeconds(pid); err == nil {
+					total += cpu
+				}
+			}
+		}
+	}
+	return total, nil
+}

@@ -214,7 +214,8 @@ func (r *results) print(w io.Writer) {
 		objects := w.Members * w.Resources * w.Objects
 		fmt.Fprintf(tw, "%s (%d x %d x %d)\t%.2f s, %.0f objects/s (%d objects); limit %.0f objects/s\n", w.Name, w.Members, w.Resources, w.Objects, w.Seconds, w.ObjectsPerSec, objects, w.LimitObjectsPerSec)
 		fmt.Fprintf(tw, "  requests\t%.2f per object to the members, %.1f hub writes per VidraResource\n", w.MemberRequestsPerObject, w.HubWritesPerResource)
-		fmt.Fprintf(tw, "  CPU per 1000 objects\t%.2f s operator, %.2f s tight loop\n", w.CPUSecondsPer1000, w.LimitCPUSecondsPer1000)
+		fmt.Fprintf(tw, "  CPU per 1000 objects\t%.2f s operator + %.2f s members' control planes + %.2f s hub's; tight loop %.2f s + %.2f s members'\n",
+			w.CPUSecondsPer1000, w.MembersCPUSecondsPer1000, w.HubCPUSecondsPer1000, w.LimitCPUSecondsPer1000, w.LimitMembersCPUSecondsPer1000)
 	}
 	if r.ResyncReconciles > 0 {
 		fmt.Fprintf(tw, "unchanged resync\t%.0f reconciles: %.2f member writes, %.2f hub writes each\n", r.ResyncReconciles, r.ResyncMemberWritesPerReconcile, r.ResyncHubWritesPerReconcile)

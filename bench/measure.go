@@ -152,50 +152,72 @@ type workload struct {
 	// HubWritesPerResource counts the writes the hub served on VidraResources and Events.
 	HubWritesPerResource float64 `json:"hubWritesPerResource"`
 	CPUSecondsPer1000    float64 `json:"operatorCPUSecondsPer1000Objects"`
+	// The CPU the control planes spent meanwhile, per 1000 objects: the members' API
+	// servers and etcds, and the hub's (its writes, and the bench's own watch of it).
+	MembersCPUSecondsPer1000 float64 `json:"membersCPUSecondsPer1000Objects"`
+	HubCPUSecondsPer1000     float64 `json:"hubCPUSecondsPer1000Objects"`
 
-	LimitObjectsPerSec     float64 `json:"limitObjectsPerSecond"`
-	LimitCPUSecondsPer1000 float64 `json:"limitCPUSecondsPer1000Objects"`
-	OperatorToLimit        float64 `json:"operatorToLimit"`
+	LimitObjectsPerSec            float64 `json:"limitObjectsPerSecond"`
+	LimitCPUSecondsPer1000        float64 `json:"limitCPUSecondsPer1000Objects"`
+	LimitMembersCPUSecondsPer1000 float64 `json:"limitMembersCPUSecondsPer1000Objects"`
+	OperatorToLimit               float64 `json:"operatorToLimit"`
 }
 
 // measureWorkload delivers the workload through the operator, counting what it cost,
 // then applies as many objects in a tight loop.
 func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*testfleet.Cluster) error {
-	before, err := b.counters(ctx)
+	before, hubBefore, err := b.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	hubBefore, err := b.hubWrites(ctx)
-	if err != nil {
-		return err
-	}
+	membersBefore, hubCPUBefore := b.controlPlanesCPU(members)
 	d, err := b.deliver(ctx, w.Name, members, w.Resources, w.Objects)
 	if err != nil {
 		return err
 	}
-	after, err := b.counters(ctx)
-	if err != nil {
-		return err
-	}
-	hubAfter, err := b.hubWrites(ctx)
+	membersAfter, hubCPUAfter := b.controlPlanesCPU(members)
+	after, hubAfter, err := b.snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	delta := after.since(before)
 	objects := float64(len(members) * w.Resources * w.Objects)
+	w.MembersCPUSecondsPer1000 = (membersAfter - membersBefore) / objects * 1000
+	w.HubCPUSecondsPer1000 = (hubCPUAfter - hubCPUBefore) / objects * 1000
 	w.Seconds = d.Seconds()
 	w.ObjectsPerSec = objects / d.Seconds()
 	w.MemberRequestsPerObject = delta.to(members, false) / objects
 	w.HubWritesPerResource = (hubAfter - hubBefore) / float64(len(members)*w.Resources)
 	w.CPUSecondsPer1000 = delta.cpuSeconds / objects * 1000
+	membersBefore, _ = b.controlPlanesCPU(members)
 	limit, limitCPU, err := b.limit(ctx, members, w.Resources*w.Objects)
 	if err != nil {
 		return err
 	}
+	membersAfter, _ = b.controlPlanesCPU(members)
+	w.LimitMembersCPUSecondsPer1000 = (membersAfter - membersBefore) / objects * 1000
 	w.LimitObjectsPerSec = limit
 	w.LimitCPUSecondsPer1000 = limitCPU / objects * 1000
 	w.OperatorToLimit = w.ObjectsPerSec / w.LimitObjectsPerSec
 	return nil
+}
+
+// snapshot reads the operator's counters and the hub's writes so far.
+func (b *bench) snapshot(ctx context.Context) (counters, float64, error) {
+	c, err := b.counters(ctx)
+	if err != nil {
+		return c, 0, err
+	}
+	writes, err := b.hubWrites(ctx)
+	return c, writes, err
+}
+
+// controlPlanesCPU is the CPU time so far of the members' control planes and of the hub's
+// (0 when they cannot be read).
+func (b *bench) controlPlanesCPU(members []*testfleet.Cluster) (membersCPU, hubCPU float64) {
+	membersCPU, _ = controlPlaneCPUSeconds(members)
+	hubCPU, _ = controlPlaneCPUSeconds([]*testfleet.Cluster{b.fleet.Hub})
+	return membersCPU, hubCPU
 }
 
 func (b *bench) measureConverge(ctx context.Context, r *results) error {
@@ -228,11 +250,7 @@ func (b *bench) measureBulk(ctx context.Context, r *results) error {
 // measureResync counts what the periodic resync of converged, unchanged VidraResources
 // costs: writes to the members and to the hub, per reconcile.
 func (b *bench) measureResync(ctx context.Context, r *results) error {
-	before, err := b.counters(ctx)
-	if err != nil {
-		return err
-	}
-	hubBefore, err := b.hubWrites(ctx)
+	before, hubBefore, err := b.snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -242,11 +260,7 @@ func (b *bench) measureResync(ctx context.Context, r *results) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	after, err := b.counters(ctx)
-	if err != nil {
-		return err
-	}
-	hubAfter, err := b.hubWrites(ctx)
+	after, hubAfter, err := b.snapshot(ctx)
 	if err != nil {
 		return err
 	}

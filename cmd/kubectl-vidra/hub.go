@@ -7,11 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 )
 
 // newHubFlags returns kubectl's own connection flags (--kubeconfig, --context, --as, …),
@@ -27,16 +26,10 @@ func newHubFlags() *genericclioptions.ConfigFlags {
 	return flags
 }
 
-// newScheme knows client-go's kinds (Secrets, Events) and Vidra's.
+// newScheme knows the kinds the operator knows: client-go's (Secrets, Events,
+// ConfigMaps), Vidra's and KubeVirt's.
 func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("build scheme: %w", err)
-	}
-	if err := vidrav1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("build scheme: %w", err)
-	}
-	return scheme, nil
+	return operatorscheme.New()
 }
 
 // newHubClient connects to the hub that getter's kubeconfig names, with newScheme's kinds

@@ -27,21 +27,8 @@ spec:
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `
 
-// widgetCRDv2 serves a second version beside v1.
-const widgetCRDv2 = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.test}
-spec:
-  group: example.test
-  names: {kind: Widget, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-  - name: v2
+// widgetCRDv2 serves a second version beside v1 (the versions list ends widgetCRD).
+const widgetCRDv2 = widgetCRD + `  - name: v2
     served: true
     storage: false
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}

@@ -136,7 +136,7 @@ func (w Writer) ClaimFor(ctx context.Context, obj *metav1.PartialObjectMetadata,
 	if IsManaged(obj) && slices.Contains(owners, owner) {
 		return obj, nil
 	}
-	set := append(owners, owner)
+	set := append(slices.Clone(owners), owner)
 	for _, o := range others {
 		if !slices.Contains(set, o) {
 			set = append(set, o)
