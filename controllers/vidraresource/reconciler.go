@@ -209,8 +209,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	}
 
 	// Apply, in stages.
-	results, applyErr := engine.Apply(ctx, objects)
-	results, applyErr = r.usedAsItIs(dest, engine, results, applyErr)
+	applied, applyErr := engine.Apply(ctx, objects)
+	results, asItIs, applyErr := r.usedAsItIs(dest, engine, applied, applyErr)
 	r.Watches.Use(dest, vr.Name, kindsOf(desired), r.onEvents(vr))
 
 	// Release what left the bundle (Namespaces and CRDs last).
@@ -234,6 +234,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// An existing object Vidra does not manage is not this VidraResource's to track.
 	var kept []ownership.Ref
 	for _, ref := range desired {
+		if slices.ContainsFunc(asItIs, func(r ownership.Ref) bool { return key(r) == key(ref) }) {
+			continue // the destination namespace, not Vidra's: used as it is
+		}
 		if !slices.ContainsFunc(results, func(res apply.Result) bool { return res.Action == apply.NotManaged && key(res.Ref) == key(ref) }) {
 			kept = append(kept, ref)
 		}
@@ -261,22 +264,22 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 // usedAsItIs takes out of the results the destination namespace the apply found to exist
 // and not be Vidra's: it is used as it is, as a namespace Vidra was told nothing about,
 // and remembered so that it is read, not created, next time.
-func (r *Reconciler) usedAsItIs(dest *target, engine *apply.Engine, results []apply.Result, applyErr error) ([]apply.Result, error) {
+func (r *Reconciler) usedAsItIs(dest *target, engine *apply.Engine, results []apply.Result, applyErr error) ([]apply.Result, []ownership.Ref, error) {
 	if engine.JoinOnly == nil {
-		return results, applyErr
+		return results, nil, applyErr
 	}
 	kept := results[:0:0]
-	dropped := false
+	var asItIs []ownership.Ref
 	for _, res := range results {
 		if res.Action == apply.NotManaged && engine.JoinOnly(res.Ref) {
 			r.sharedApplyOf(dest.name).setUnmanaged(res.Ref.Name)
-			dropped = true
+			asItIs = append(asItIs, res.Ref)
 			continue
 		}
 		kept = append(kept, res)
 	}
-	if !dropped {
-		return results, applyErr
+	if len(asItIs) == 0 {
+		return results, nil, applyErr
 	}
 	var errs []error
 	for _, res := range kept {
@@ -284,7 +287,7 @@ func (r *Reconciler) usedAsItIs(dest *target, engine *apply.Engine, results []ap
 			errs = append(errs, res.Err)
 		}
 	}
-	return kept, errors.Join(errs...)
+	return kept, asItIs, errors.Join(errs...)
 }
 
 // contentRetry is how soon a VidraResource whose stored content cannot be read looks again.
