@@ -58,8 +58,8 @@ func setObjectStatus(vr *vidrav1alpha1.VidraResource, ref ownership.Ref, st, mes
 func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]string {
 	judged := make(map[string]string, len(managed))
 	for _, m := range managed {
-		if refs := refsFromStatus([]vidrav1alpha1.ManagedResource{m}); len(refs) == 1 {
-			judged[key(refs[0])] = m.Status
+		if ref, ok := refOf(m); ok {
+			judged[key(ref)] = m.Status
 		}
 	}
 	return judged

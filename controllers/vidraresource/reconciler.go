@@ -209,8 +209,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	}
 
 	// Apply, in stages.
-	applied, applyErr := engine.Apply(ctx, objects)
-	results, asItIs, applyErr := r.usedAsItIs(dest, engine, applied, applyErr)
+	results, applyErr := engine.Apply(ctx, objects)
+	r.rememberUsedAsItIs(dest, results)
 	r.Watches.Use(dest, vr.Name, kindsOf(desired), r.onEvents(vr))
 
 	// Release what left the bundle (Namespaces and CRDs last).
@@ -234,10 +234,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// An existing object Vidra does not manage is not this VidraResource's to track.
 	var kept []ownership.Ref
 	for _, ref := range desired {
-		if slices.ContainsFunc(asItIs, func(r ownership.Ref) bool { return key(r) == key(ref) }) {
-			continue // the destination namespace, not Vidra's: used as it is
-		}
-		if !slices.ContainsFunc(results, func(res apply.Result) bool { return res.Action == apply.NotManaged && key(res.Ref) == key(ref) }) {
+		if !slices.ContainsFunc(results, func(res apply.Result) bool {
+			return (res.Action == apply.NotManaged || res.Action == apply.UsedAsItIs) && key(res.Ref) == key(ref)
+		}) {
 			kept = append(kept, ref)
 		}
 	}
@@ -261,33 +260,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	return r.reconcileHealth(ctx, vr, dest, kept, results, judged)
 }
 
-// usedAsItIs takes out of the results the destination namespace the apply found to exist
-// and not be Vidra's: it is used as it is, as a namespace Vidra was told nothing about,
-// and remembered so that it is read, not created, next time.
-func (r *Reconciler) usedAsItIs(dest *target, engine *apply.Engine, results []apply.Result, applyErr error) ([]apply.Result, []ownership.Ref, error) {
-	if engine.JoinOnly == nil {
-		return results, nil, applyErr
-	}
-	kept := results[:0:0]
-	var asItIs []ownership.Ref
+// rememberUsedAsItIs remembers the destination namespaces the apply found to exist and
+// not be Vidra's, so that they are read, not created, next time.
+func (r *Reconciler) rememberUsedAsItIs(dest *target, results []apply.Result) {
 	for _, res := range results {
-		if res.Action == apply.NotManaged && engine.JoinOnly(res.Ref) {
+		if res.Action == apply.UsedAsItIs {
 			r.sharedApplyOf(dest.name).setUnmanaged(res.Ref.Name)
-			asItIs = append(asItIs, res.Ref)
-			continue
-		}
-		kept = append(kept, res)
-	}
-	if len(asItIs) == 0 {
-		return results, nil, applyErr
-	}
-	var errs []error
-	for _, res := range kept {
-		if res.Err != nil {
-			errs = append(errs, res.Err)
 		}
 	}
-	return kept, asItIs, errors.Join(errs...)
 }
 
 // contentRetry is how soon a VidraResource whose stored content cannot be read looks again.
@@ -527,7 +507,7 @@ func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []app
 	byAction := map[apply.Action][]string{}
 	for _, res := range results {
 		switch res.Action {
-		case apply.Unchanged:
+		case apply.Unchanged, apply.UsedAsItIs:
 		case apply.Failed, apply.NotManaged:
 			add(corev1.EventTypeWarning, string(res.Action), res.Err.Error())
 		case apply.Conflicted:

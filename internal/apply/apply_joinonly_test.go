@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
@@ -134,4 +135,29 @@ func TestOwnersJoiningTogetherAreAllInTheSet(t *testing.T) {
 		t.Errorf("owners = %v, %v; want all %d", set, err, n)
 	}
 	t.Logf("%d owners joined in %d requests", n, r.total.Load())
+}
+
+// TestJoinOnlyNamespaceNotVidrasIsUsedAsItIs: a namespace the owner only joins, which
+// exists and Vidra does not manage, is left untouched without an error, and the rest of
+// the bundle is applied into it in the same apply.
+func TestJoinOnlyNamespaceNotVidrasIsUsedAsItIs(t *testing.T) {
+	ctx := context.Background()
+	const ns = "someone-elses"
+	if err := member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	e := engine(t, "hub/guest")
+	e.JoinOnly = func(ref ownership.Ref) bool { return ref.GVK.Kind == "Namespace" && ref.Name == ns }
+	results := applyOK(t, e, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n---\n"+
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: guest, namespace: "+ns+"}\ndata: {k: v}\n")
+	if len(results) != 2 || results[0].Action != apply.UsedAsItIs || results[1].Action != apply.Created {
+		t.Fatalf("results = %+v, want the namespace used as it is and the ConfigMap created", results)
+	}
+	got := &corev1.Namespace{}
+	if err := member.Client.Get(ctx, client.ObjectKey{Name: ns}, got); err != nil {
+		t.Fatal(err)
+	}
+	if ownership.IsManaged(got) || got.Annotations[vidrav1alpha1.OwnersAnnotation] != "" {
+		t.Errorf("the namespace was marked: %v %v", got.Labels, got.Annotations)
+	}
 }

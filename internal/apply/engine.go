@@ -52,6 +52,9 @@ const (
 	Conflicted Action = "Conflicted"
 	// NotManaged: the object exists and Vidra does not manage it; it was left untouched.
 	NotManaged Action = "NotManaged"
+	// UsedAsItIs: a join-only object (see Engine.JoinOnly) that exists and that Vidra does
+	// not manage; it was left untouched, and is no error: the bundle only needs it there.
+	UsedAsItIs Action = "UsedAsItIs"
 	// Failed: see Err.
 	Failed Action = "Failed"
 )
@@ -231,7 +234,10 @@ func (e *Engine) applyOne(ctx context.Context, o *unstructured.Unstructured) Res
 		o.SetAnnotations(annotations)
 	}
 
-	declared := digestOf(o)
+	var declared string // what the memo compares: only worth computing with a memo
+	if e.Memo != nil {
+		declared = digestOf(o)
+	}
 	if e.Current != nil {
 		if rv, ok := e.Current(ref); ok && e.Memo.unchanged(e.Owner, ref, declared, rv) {
 			return Result{Ref: ref, Action: Unchanged}
@@ -369,6 +375,8 @@ func (e *Engine) update(ctx context.Context, o *unstructured.Unstructured, ref o
 	}
 	live, err := e.ownership().ClaimFor(ctx, k.live, e.Owner, others, e.Adopt)
 	switch {
+	case errors.Is(err, ownership.ErrNotManaged) && joinOnly:
+		return Result{Ref: ref, Action: UsedAsItIs}, done
 	case errors.Is(err, ownership.ErrNotManaged):
 		return Result{Ref: ref, Action: NotManaged,
 			Err: fmt.Errorf("%s exists and is not managed by Vidra; set adoptExisting: Always to take it over", ref)}, done

@@ -118,7 +118,7 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 	case err == nil:
 		// Stored and whole, as read now (not as remembered): only refreshed. Damaged or
 		// incomplete: written again below.
-		if _, err := s.read(ctx, digest); err == nil {
+		if _, err := s.read(ctx, digest, head); err == nil {
 			return digest, s.touch(ctx, head)
 		}
 	case !apierrors.IsNotFound(err):
@@ -202,18 +202,27 @@ func (s *Store) touch(ctx context.Context, head *corev1.ConfigMap) error {
 
 // Stat reads what chunk 0 records of the content, without its chunks.
 func (s *Store) Stat(ctx context.Context, digest string) (Info, error) {
+	head, err := s.head(ctx, digest)
+	if err != nil {
+		return Info{}, err
+	}
+	return s.verifyHead(head, digest)
+}
+
+// head reads chunk 0 of the content.
+func (s *Store) head(ctx context.Context, digest string) (*corev1.ConfigMap, error) {
 	if !digestPattern.MatchString(digest) {
-		return Info{}, fmt.Errorf("%q is not a content digest (sha256:<64 hex digits>): %w", digest, ErrUnavailable)
+		return nil, fmt.Errorf("%q is not a content digest (sha256:<64 hex digits>): %w", digest, ErrUnavailable)
 	}
 	head := &corev1.ConfigMap{}
 	name := ChunkName(digest, 0)
 	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, head); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Info{}, fmt.Errorf("content %s is not stored (no ConfigMap %s/%s): %w", digest, s.Namespace, name, ErrUnavailable)
+			return nil, fmt.Errorf("content %s is not stored (no ConfigMap %s/%s): %w", digest, s.Namespace, name, ErrUnavailable)
 		}
-		return Info{}, fmt.Errorf("read content %s: %w", digest, err)
+		return nil, fmt.Errorf("read content %s: %w", digest, err)
 	}
-	return s.verifyHead(head, digest)
+	return head, nil
 }
 
 // verifyHead checks chunk 0's records.
@@ -241,7 +250,7 @@ func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
 	if data, ok := s.recall(digest); ok {
 		return data, nil
 	}
-	data, err := s.read(ctx, digest)
+	data, err := s.read(ctx, digest, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -249,15 +258,28 @@ func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
 	return data, nil
 }
 
-// read reads and verifies the content from the API server.
-func (s *Store) read(ctx context.Context, digest string) ([]byte, error) {
-	info, err := s.Stat(ctx, digest)
+// read reads and verifies the content from the API server, from its chunk 0 when the
+// caller has it already.
+func (s *Store) read(ctx context.Context, digest string, head *corev1.ConfigMap) ([]byte, error) {
+	if head == nil {
+		var err error
+		if head, err = s.head(ctx, digest); err != nil {
+			return nil, err
+		}
+	}
+	info, err := s.verifyHead(head, digest)
 	if err != nil {
 		return nil, err
 	}
 	var compressed bytes.Buffer
 	for i := range info.Chunks {
-		chunk, err := s.readChunk(ctx, digest, i, info.Chunks)
+		cm := head
+		if i > 0 {
+			if cm, err = s.readChunk(ctx, digest, i, info.Chunks); err != nil {
+				return nil, err
+			}
+		}
+		chunk, err := s.chunkData(cm, digest, i, info.Chunks)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +295,8 @@ func (s *Store) read(ctx context.Context, digest string) ([]byte, error) {
 	return data, nil
 }
 
-func (s *Store) readChunk(ctx context.Context, digest string, i, n int) ([]byte, error) {
+// readChunk reads chunk i of n of the content.
+func (s *Store) readChunk(ctx context.Context, digest string, i, n int) (*corev1.ConfigMap, error) {
 	name := ChunkName(digest, i)
 	cm := &corev1.ConfigMap{}
 	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, cm); err != nil {
@@ -282,11 +305,16 @@ func (s *Store) readChunk(ctx context.Context, digest string, i, n int) ([]byte,
 		}
 		return nil, fmt.Errorf("read chunk %d of content %s: %w", i, digest, err)
 	}
+	return cm, nil
+}
+
+// chunkData is the bytes of chunk i of n, checked against what the chunk records.
+func (s *Store) chunkData(cm *corev1.ConfigMap, digest string, i, n int) ([]byte, error) {
 	data := cm.BinaryData[dataKey]
 	sum := sha256.Sum256(data)
 	if cm.Annotations[DigestAnnotation] != digest || cm.Annotations[IndexAnnotation] != fmt.Sprintf("%d/%d", i, n) ||
 		cm.Annotations[ChunkSHA256Annotation] != hex.EncodeToString(sum[:]) {
-		return nil, fmt.Errorf("chunk %d of %d of content %s is corrupted (ConfigMap %s/%s does not match its recorded sha256, digest or index): %w", i, n, digest, s.Namespace, name, ErrUnavailable)
+		return nil, fmt.Errorf("chunk %d of %d of content %s is corrupted (ConfigMap %s/%s does not match its recorded sha256, digest or index): %w", i, n, digest, s.Namespace, cm.Name, ErrUnavailable)
 	}
 	return data, nil
 }

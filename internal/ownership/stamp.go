@@ -23,8 +23,9 @@ import (
 const absentVersion = "9223372036854775807"
 
 // StampNew prepares obj for an apply by owner that creates it: its owners set is owner
-// (and others, owners of the same process creating it together), and the apply fails with a Conflict if the object exists after all (it must be
-// read then, and joined as any existing object).
+// (with others, owners of the same process creating it together), and the apply fails
+// with a Conflict if the object exists after all (it must be read then, and joined as any
+// existing object).
 func StampNew(obj client.Object, owner string, others ...string) {
 	setOwners(obj, encode(append([]string{owner}, others...)))
 	obj.SetResourceVersion(absentVersion)

@@ -136,14 +136,9 @@ func (w Writer) ClaimFor(ctx context.Context, obj *metav1.PartialObjectMetadata,
 	if IsManaged(obj) && slices.Contains(owners, owner) {
 		return obj, nil
 	}
-	set := append(slices.Clone(owners), owner)
-	for _, o := range others {
-		if !slices.Contains(set, o) {
-			set = append(set, o)
-		}
-	}
 	joined := obj.DeepCopy()
-	if err := w.patch(ctx, joined, set, true); err != nil {
+	// The set is normalised (sorted, without duplicates) as it is written.
+	if err := w.patch(ctx, joined, slices.Concat(owners, []string{owner}, others), true); err != nil {
 		return nil, err
 	}
 	return joined, nil // the patch response updated it
