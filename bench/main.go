@@ -47,18 +47,28 @@ func main() {
 	flag.IntVar(&s.BulkResources, "bulk-resources", 200, "VidraResources of the bulk workload, all on the first member; 0 skips it.")
 	flag.IntVar(&s.BulkObjects, "bulk-objects", 25, "Objects (ConfigMaps) per VidraResource of the bulk workload.")
 	flag.DurationVar(&s.Resync, "resync", 30*time.Second, "The operator's --resync-interval; the resync phase waits one interval.")
+	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload is delivered, into this directory.")
+	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
 	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,drift,isolation,leaks); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if *phases != "" {
 		s.Phases = strings.Split(*phases, ",")
 	}
-	if err := run(context.Background(), s, *out, os.Stdout); err != nil {
+	var p *profiler
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		p = &profiler{dir: *profileDir, seconds: *profileSeconds}
+	}
+	if err := run(context.Background(), s, p, *out, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, s settings, out string, w io.Writer) error {
+func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) error {
 	root, err := testfleet.ModuleRoot()
 	if err != nil {
 		return err
@@ -70,7 +80,7 @@ func run(ctx context.Context, s settings, out string, w io.Writer) error {
 		return err
 	}
 	defer func() { _ = fleet.Stop() }()
-	b := &bench{settings: s, root: root, fleet: fleet, members: fleet.Members[:s.Members], spare: fleet.Members[s.Members], log: w}
+	b := &bench{settings: s, root: root, fleet: fleet, members: fleet.Members[:s.Members], spare: fleet.Members[s.Members], log: w, profiler: p}
 	if err := b.startOperator(ctx); err != nil {
 		return err
 	}

@@ -171,10 +171,12 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 		return err
 	}
 	membersBefore, hubCPUBefore := b.controlPlanesCPU(members)
+	b.startProfiles(ctx, w.Name)
 	d, err := b.deliver(ctx, w.Name, members, w.Resources, w.Objects)
 	if err != nil {
 		return err
 	}
+	b.waitProfiles()
 	membersAfter, hubCPUAfter := b.controlPlanesCPU(members)
 	after, hubAfter, err := b.snapshot(ctx)
 	if err != nil {

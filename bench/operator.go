@@ -42,6 +42,8 @@ type bench struct {
 	// pprof is the operator's /debug/pprof base URL; dir keeps its log and heap profiles.
 	pprof string
 	dir   string
+	// profiler, when set, records CPU profiles during each workload.
+	profiler *profiler
 }
 
 func (b *bench) startOperator(ctx context.Context) error {
