@@ -109,6 +109,8 @@ const (
 	ReasonNoArtifacts = "NoArtifacts"
 	// ReasonVidraResourceFailed: a VidraResource could not be written.
 	ReasonVidraResourceFailed = "VidraResourceFailed"
+	// ReasonRolloutFailed: the progressive rollout cannot go on as the sync is written.
+	ReasonRolloutFailed = "RolloutFailed"
 )
 
 // The VM rollout's condition on a VidraResource and its reasons.

@@ -104,6 +104,11 @@ type InfrahubSyncSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// Rollout says how a new revision of the content moves across the clusters: all at
+	// once (the default), or wave by wave with a health gate.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
 	// Template sets fields of every VidraResource the sync makes. Fields it leaves unset
 	// keep the VidraResource's own value (its default, or what someone set).
 	// +optional
@@ -132,6 +137,11 @@ type VidraResourceTemplate struct {
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// +optional
 	VMRollout *VMRolloutSpec `json:"vmRollout,omitempty"`
+	// HistoryLimit is that of a VidraResource.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 }
 
 // ArtifactStatus records one artifact pulled by an InfrahubSync.
@@ -150,6 +160,17 @@ type ArtifactStatus struct {
 	// Checksum of the content delivered to the VidraResources (MD5, as Infrahub reports it).
 	// +optional
 	Checksum string `json:"checksum,omitempty"`
+	// Digest names the checksum's content in the content store, where a progressive
+	// rollout keeps it while clusters wait for their wave.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// StableChecksum and StableDigest are the artifact's content in the last revision
+	// whose rollout completed: what clusters joining the selection get, and where a
+	// rollback returns.
+	// +optional
+	StableChecksum string `json:"stableChecksum,omitempty"`
+	// +optional
+	StableDigest string `json:"stableDigest,omitempty"`
 	// Message says why the artifact's latest content is not delivered, if it is not.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -191,6 +212,10 @@ type InfrahubSyncStatus struct {
 	// +listType=map
 	// +listMapKey=id
 	Artifacts []ArtifactStatus `json:"artifacts,omitempty"`
+
+	// Rollout is where the newest revision of the content stands.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // InfrahubSync pulls artifacts (rendered manifests) from Infrahub and turns each into
@@ -202,6 +227,8 @@ type InfrahubSyncStatus struct {
 // +kubebuilder:printcolumn:name="Artifact",type=string,JSONPath=`.spec.source.artefactName`
 // +kubebuilder:printcolumn:name="Branch",type=string,JSONPath=`.spec.source.targetBranch`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.syncState`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.rollout.revision`
+// +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.status.rollout.phase`
 // +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type InfrahubSync struct {

@@ -42,6 +42,20 @@ const (
 	// a person: kubectl annotate ihs NAME vidra.infrahub.operators.com/requested-at="$(date)" --overwrite.
 	RequestedAtAnnotation = "vidra.infrahub.operators.com/requested-at"
 
+	// SyncRevisionAnnotation on a VidraResource is the revision of its InfrahubSync's
+	// content that it delivers.
+	SyncRevisionAnnotation = "vidra.infrahub.operators.com/sync-revision"
+	// RolloutUpdatedAtAnnotation on a VidraResource is when a progressive rollout moved
+	// it to the revision it delivers: its health timeout counts from then.
+	RolloutUpdatedAtAnnotation = "vidra.infrahub.operators.com/rollout-updated-at"
+	// PinnedRevisionAnnotation on a VidraResource says a person rolled it back to that
+	// revision: its InfrahubSync leaves its content alone until the rollout is resumed.
+	PinnedRevisionAnnotation = "vidra.infrahub.operators.com/pinned-revision"
+	// ResumeRequestedAtAnnotation on an InfrahubSync resumes its rollout whenever its
+	// value changes: failed clusters get another healthTimeout, pinned VidraResources
+	// follow the sync again (kubectl vidra rollout resume sets it).
+	ResumeRequestedAtAnnotation = "vidra.infrahub.operators.com/resume-requested-at"
+
 	// InfrahubURLLabel on a Secret in the operator's namespace offers username and
 	// password for the Infrahub whose host is the label's value (the original Vidra's
 	// convention).
@@ -53,4 +67,26 @@ const (
 	// ConditionKubeconfigCurrent is True when the engaged kubeconfig is the one the Secret
 	// holds now, False while a changed kubeconfig could not replace it.
 	ConditionKubeconfigCurrent = "KubeconfigCurrent"
+)
+
+// Labels and annotations of the ControllerRevisions that keep a VidraResource's history.
+const (
+	// RevisionOfLabel is the UID of the VidraResource a ControllerRevision belongs to.
+	RevisionOfLabel = "vidra.infrahub.operators.com/vidraresource-uid"
+	// RevisionSourceAnnotation says where the revision's content came from: an
+	// InfrahubSync's artifact and checksum, or a person.
+	RevisionSourceAnnotation = "vidra.infrahub.operators.com/source"
+	// RevisionDigestAnnotation is the sha256 digest of the revision's manifest.
+	RevisionDigestAnnotation = "vidra.infrahub.operators.com/digest"
+	// RevisionResultAnnotation is how the revision ended when a newer one replaced it.
+	RevisionResultAnnotation = "vidra.infrahub.operators.com/result"
+)
+
+// Conditions of rollouts and rollbacks.
+const (
+	// ConditionRolledOut on an InfrahubSync with a progressive rollout is True once the
+	// newest revision reached every cluster healthy.
+	ConditionRolledOut = "RolledOut"
+	// ConditionPinned on a VidraResource is True while a rollback holds its content.
+	ConditionPinned = "Pinned"
 )

@@ -118,6 +118,14 @@ type VidraResourceSpec struct {
 	// VMRollout tunes the restart of KubeVirt VirtualMachines of this bundle.
 	// +optional
 	VMRollout *VMRolloutSpec `json:"vmRollout,omitempty"`
+
+	// HistoryLimit is how many delivered revisions are kept as ControllerRevisions in the
+	// operator's namespace, for kubectl vidra history and rollback. 0 keeps none.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 }
 
 // ManagedResource identifies one object a VidraResource owns on its cluster.
@@ -214,6 +222,10 @@ type VidraResourceStatus struct {
 	// VMRollout reports the restart progress of the bundle's VirtualMachines.
 	// +optional
 	VMRollout *VMRolloutStatus `json:"vmRollout,omitempty"`
+
+	// Revision is the number of the revision (ControllerRevision) applied now.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // VidraResource applies one manifest bundle to one cluster and keeps it there.
@@ -223,6 +235,7 @@ type VidraResourceStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.cluster`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.DeployState`
 // +kubebuilder:printcolumn:name="Resources",type=integer,JSONPath=`.status.resourceCount`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.revision`,priority=1
 // +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VidraResource struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/sharding"
 )
 
@@ -53,6 +54,9 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 		RequestTimeout:    opts.requestTimeout,
 		Recorder:          mgr.GetLocalManager().GetEventRecorder("vidra"),
 		Watches:           vidraresource.NewDriftWatches(log.WithName("drift"), hubID),
+		History: &history.History{
+			Client: mgr.GetLocalManager().GetClient(), Reader: mgr.GetLocalManager().GetAPIReader(), Namespace: opts.contentNamespace,
+		},
 	}
 	if shard != nil {
 		r.Shard = shard
@@ -85,8 +89,9 @@ func setupContentStore(log logr.Logger, mgr ctrl.Manager, opts options) (*conten
 		Grace:     opts.contentGracePeriod,
 	}
 	collector := &content.Collector{
-		Store:    store,
-		InUse:    content.NamedByVidraResources(mgr.GetClient()),
+		Store: store,
+		InUse: content.NamedByAny(content.NamedByVidraResources(mgr.GetClient()), content.NamedByInfrahubSyncs(mgr.GetClient()),
+			history.Digests(mgr.GetAPIReader(), opts.contentNamespace)),
 		Interval: max(opts.contentGracePeriod/4, time.Second),
 		Log:      log.WithName("content"),
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/url"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -94,6 +95,12 @@ type delivery struct {
 	pending []string
 	// stored are the MD5 checksums of stored contents, by digest ("" when unreadable).
 	stored map[string]string
+	// revision is the sync revision a sync that delivers at once writes.
+	revision string
+	// stalled says why a progressive rollout cannot go on as the sync is written.
+	stalled string
+	// requeue is how soon a progressive rollout needs another look (0: at the interval).
+	requeue time.Duration
 }
 
 // deliver writes artifact a's VidraResources, one per target, and returns its status.
@@ -161,6 +168,9 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 		if body != nil {
 			vr.Spec.Manifest, vr.Spec.Content = body.manifest, body.ref
 		}
+		if d.revision != "" {
+			vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = d.revision
+		}
 		d.keep[vr.Name] = true
 		if err := d.write(ctx, vr); err != nil {
 			writeErrs = append(writeErrs, err)
@@ -170,7 +180,7 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 	if err := errors.Join(writeErrs...); err != nil {
 		return fail(err.Error(), err)
 	}
-	st.Checksum = a.Checksum
+	st.Checksum, st.StableChecksum = a.Checksum, a.Checksum
 	// The VidraResource is the Event's related object, so the Events of different
 	// artifacts are not folded into one series.
 	if len(desired) == 0 {
@@ -334,6 +344,17 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	}
 	if vr.Spec.Manifest == "" && vr.Spec.Content == nil {
 		vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content // content unchanged, not fetched
+	}
+	if vr.Spec.Manifest == cur.Spec.Manifest && apiequality.Semantic.DeepEqual(vr.Spec.Content, cur.Spec.Content) {
+		// The content is the one delivered since an earlier revision: that one it keeps.
+		if rev, ok := cur.Annotations[vidrav1alpha1.SyncRevisionAnnotation]; ok {
+			vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = rev
+		} else {
+			delete(vr.Annotations, vidrav1alpha1.SyncRevisionAnnotation)
+		}
+		if at, ok := cur.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation]; ok {
+			vr.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation] = at
+		}
 	}
 	// Only what the sync sets is compared and written: the API server's defaults and
 	// fields outside the template keep their values, so an unchanged sync writes nothing.

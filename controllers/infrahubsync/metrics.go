@@ -16,6 +16,7 @@ type Metrics struct {
 	downloads *prometheus.CounterVec
 	duration  prometheus.Histogram
 	webhooks  *prometheus.CounterVec
+	waves     *prometheus.CounterVec
 }
 
 // NewMetrics registers the controller's metrics with reg.
@@ -34,8 +35,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vidra_webhook_deliveries_total", Help: "Infrahub webhook deliveries received, by result.",
 		}, []string{"result"}),
+		waves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_rollout_waves_total", Help: "Waves of progressive rollouts that ended, by result (completed, failed, rolledback).",
+		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.downloads, m.duration, m.webhooks} {
+	for _, c := range []prometheus.Collector{m.requests, m.downloads, m.duration, m.webhooks, m.waves} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register InfrahubSync metrics: %w", err)
 		}
@@ -73,5 +77,11 @@ func (m *Metrics) observeSync(d time.Duration) {
 func (m *Metrics) observeWebhook(result string) {
 	if m != nil {
 		m.webhooks.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *Metrics) observeWave(result string) {
+	if m != nil {
+		m.waves.WithLabelValues(result).Inc()
 	}
 }

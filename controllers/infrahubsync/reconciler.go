@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,6 +56,9 @@ type Reconciler struct {
 
 	sourcesOnce sync.Once
 	srcs        *sources
+	// written holds, per InfrahubSync, the resourceVersion of this process's last status
+	// write: a rollout decides from its status, which a lagging cache must not roll back.
+	written sync.Map
 }
 
 // DefaultInlineLimit is the largest artifact a VidraResource holds inline: well under the
@@ -92,10 +97,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	log := logr.FromContextOrDiscard(ctx)
 
 	// Get the InfrahubSync.
-	ihs := &vidrav1alpha1.InfrahubSync{}
-	if err := r.Hub.Get(ctx, req.NamespacedName, ihs); err != nil {
+	ihs, err := r.read(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.sources().forget(req.Name)
+			r.written.Delete(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -122,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	start := r.now()
-	result, err := r.sync(ctx, ihs)
+	result, err = r.sync(ctx, ihs)
 	r.Metrics.observeSync(r.now().Sub(start))
 	if err != nil {
 		log.Error(err, "sync failed", "infrahubsync", ihs.Name)
@@ -189,8 +195,16 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	}
 	d := delivery{r: r, client: c, snap: snap, ihs: ihs, owned: owned, keep: map[string]bool{}, stored: map[string]string{}}
 	var statuses []vidrav1alpha1.ArtifactStatus
-	for _, a := range artifacts {
-		statuses = append(statuses, d.deliver(ctx, a, dests, previous[a.ID]))
+	if progressive(ihs) {
+		statuses = d.rollout(ctx, artifacts, dests, previous)
+	} else {
+		rollout := revisionOf(ihs, artifacts)
+		d.revision = strconv.FormatInt(rollout.Revision, 10)
+		for _, a := range artifacts {
+			statuses = append(statuses, d.deliver(ctx, a, dests, previous[a.ID]))
+		}
+		ihs.Status.Rollout = &rollout
+		meta.RemoveStatusCondition(&ihs.Status.Conditions, vidrav1alpha1.ConditionRolledOut)
 	}
 
 	// Remove what is no longer listed or no longer has a destination.
@@ -287,7 +301,14 @@ func (r *Reconciler) prune(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync,
 // failed for a reason that may pass (Infrahub unreachable, a write conflict) are retried
 // with backoff; others at the next interval.
 func (r *Reconciler) summarize(ihs *vidrav1alpha1.InfrahubSync, d delivery, pruneErr error, interval time.Duration) (ctrl.Result, error) {
+	if d.requeue > 0 && d.requeue < interval {
+		interval = d.requeue
+	}
 	switch {
+	case d.stalled != "":
+		markStalled(ihs, vidrav1alpha1.ReasonRolloutFailed, d.stalled)
+		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonRolloutFailed, d.stalled)
+		return ctrl.Result{RequeueAfter: interval}, nil
 	case pruneErr != nil:
 		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, pruneErr.Error())
 		return ctrl.Result{}, pruneErr
@@ -323,6 +344,24 @@ func isTransient(err error) bool {
 	return false
 }
 
+// read returns the InfrahubSync from the cache, or from the API server when the cache
+// does not yet show this process's last status write.
+func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*vidrav1alpha1.InfrahubSync, error) {
+	ihs := &vidrav1alpha1.InfrahubSync{}
+	if err := r.Hub.Get(ctx, key, ihs); err != nil {
+		return nil, err
+	}
+	if last, ok := r.written.Load(key.Name); !ok || last.(string) == ihs.ResourceVersion {
+		return ihs, nil
+	}
+	fresh := &vidrav1alpha1.InfrahubSync{}
+	if err := r.HubReader.Get(ctx, key, fresh); err != nil {
+		return nil, err
+	}
+	r.written.Delete(key.Name) // what the API server said is at least as new as the write
+	return fresh, nil
+}
+
 func (r *Reconciler) patchStatus(ctx context.Context, before, ihs *vidrav1alpha1.InfrahubSync) error {
 	ihs.Status.ObservedGeneration = ihs.Generation
 	if statusEqual(before.Status, ihs.Status) {
@@ -335,6 +374,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, ihs *vidrav1alpha1
 	if err != nil {
 		return fmt.Errorf("patch status of InfrahubSync %s: %w", ihs.Name, err)
 	}
+	r.written.Store(ihs.Name, ihs.ResourceVersion)
 	return nil
 }
 

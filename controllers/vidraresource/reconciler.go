@@ -29,6 +29,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/manifest"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
@@ -72,6 +73,10 @@ type Reconciler struct {
 	shared sync.Map
 	// written holds, per VidraResource, the resourceVersion of this process's last write.
 	written sync.Map
+	// History keeps the delivered revisions. Nil: none are kept.
+	History *history.History
+	// revisions holds, per VidraResource, the revision this process last recorded.
+	revisions sync.Map
 }
 
 func (r *Reconciler) book() *conflictBook {
@@ -144,7 +149,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 // reconcileNormal applies the bundle and releases what left it.
 func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
+	previousResult := resultOf(vr)
 	markReconciling(vr)
+	markPinned(vr)
 
 	// Read the bundle; stored content is verified whole before anything is applied.
 	data, err := r.bundle(ctx, vr)
@@ -205,6 +212,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// orphans an object.
 	desired, mapErrs := refsOf(engine, objects)
 	if err := r.recordInventory(ctx, vr, union(previous, desired)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.recordRevision(ctx, vr, data, previousResult); err != nil {
+		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
 	}
 
@@ -402,6 +413,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	r.written.Delete(vr.Name)
+	r.revisions.Delete(vr.Name)
 	return ctrl.Result{}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -157,5 +158,42 @@ func NamedByVidraResources(reader client.Reader) func(context.Context) (map[stri
 			}
 		}
 		return named, nil
+	}
+}
+
+// NamedByInfrahubSyncs returns the digests that InfrahubSyncs keep for their rollouts: the
+// newest content of each artifact, and that of the last revision that completed.
+func NamedByInfrahubSyncs(reader client.Reader) func(context.Context) (map[string]bool, error) {
+	return func(ctx context.Context) (map[string]bool, error) {
+		var list vidrav1alpha1.InfrahubSyncList
+		if err := reader.List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("list InfrahubSyncs: %w", err)
+		}
+		named := map[string]bool{}
+		for _, ihs := range list.Items {
+			for _, a := range ihs.Status.Artifacts {
+				for _, d := range []string{a.Digest, a.StableDigest} {
+					if d != "" {
+						named[d] = true
+					}
+				}
+			}
+		}
+		return named, nil
+	}
+}
+
+// NamedByAny returns the digests any of named returns.
+func NamedByAny(named ...func(context.Context) (map[string]bool, error)) func(context.Context) (map[string]bool, error) {
+	return func(ctx context.Context) (map[string]bool, error) {
+		all := map[string]bool{}
+		for _, n := range named {
+			digests, err := n(ctx)
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(all, digests)
+		}
+		return all, nil
 	}
 }

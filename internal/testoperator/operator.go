@@ -28,6 +28,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/history"
 	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 	"github.com/vidra-operator/vidra/providers/secret"
@@ -116,6 +117,7 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 		Recorder:       local.GetEventRecorder("vidra"),
 		Watches:        op.Watches,
 		RequestTimeout: 2 * time.Second,
+		History:        &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: Namespace},
 	}
 	if err := r.SetupWithManager(4); err != nil {
 		return nil, err

@@ -1,0 +1,344 @@
+// Package history keeps the delivered revisions of a VidraResource as ControllerRevisions,
+// the Kubernetes convention kubectl rollout history follows: one per distinct content,
+// numbered in the order they were delivered, in the operator's namespace, owned by the
+// VidraResource. A revision holds its manifest compressed, or the digest of content kept
+// in the content store.
+package history
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// Body is a revision's content: a manifest, or the digest of content in the store.
+type Body struct {
+	Manifest string
+	Content  *vidrav1alpha1.ContentReference
+}
+
+// Revision is one delivered revision of a VidraResource.
+type Revision struct {
+	// Name of the ControllerRevision.
+	Name string
+	// Number orders the revisions: the highest is the one delivered now.
+	Number int64
+	// Recorded is when the revision was last delivered.
+	Recorded time.Time
+	// Digest is the sha256 digest of its manifest.
+	Digest string
+	// Source says where its content came from.
+	Source string
+	// SyncRevision is the revision of the InfrahubSync's content it delivered, if any.
+	SyncRevision string
+	// Result is how it ended when a newer revision replaced it; empty for the newest.
+	Result string
+	// Body is its content.
+	Body Body
+}
+
+// History reads and writes the revisions of VidraResources in one namespace.
+type History struct {
+	// Client writes ControllerRevisions.
+	Client client.Client
+	// Reader lists them (uncached: a revision is recorded only when content changes).
+	Reader client.Reader
+	// Namespace holds them: the operator's.
+	Namespace string
+}
+
+// data is what a ControllerRevision holds.
+type data struct {
+	// Manifest is the gzip-compressed manifest.
+	Manifest []byte `json:"manifest,omitempty"`
+	// Content names stored content instead.
+	Content *vidrav1alpha1.ContentReference `json:"content,omitempty"`
+}
+
+// Name is the name of the ControllerRevision of content digest for a VidraResource.
+func Name(vrName, digest string) string {
+	hex := strings.TrimPrefix(digest, "sha256:")
+	if len(hex) > 10 {
+		hex = hex[:10]
+	}
+	const room = 253 - 11
+	if len(vrName) > room {
+		vrName = strings.TrimRight(vrName[:room], ".-")
+	}
+	return vrName + "-" + hex
+}
+
+// Entry is what Record is told of the delivery.
+type Entry struct {
+	// Body and Digest are the content delivered now.
+	Body   Body
+	Digest string
+	// Source says where it came from ("user", or an artifact and its checksum).
+	Source string
+	// SyncRevision is the revision of the InfrahubSync's content, if any.
+	SyncRevision string
+	// PreviousResult is how the revision delivered until now ended, recorded on it.
+	PreviousResult string
+	// Limit is how many revisions are kept; 0 keeps none.
+	Limit int
+}
+
+// Record makes the content the VidraResource delivers now its newest revision and returns
+// that revision's number. Content delivered before gets a new number (as a Deployment's
+// rollback does), so the numbers say in which order contents were delivered. Revisions
+// beyond the limit are deleted, oldest first. With a limit of 0 none is kept and 0 is
+// returned.
+func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e Entry) (int64, error) {
+	revisions, err := h.list(ctx, vr)
+	if err != nil {
+		return 0, err
+	}
+	if e.Limit <= 0 {
+		return 0, h.prune(ctx, revisions, 0)
+	}
+	var newest, same *appsv1.ControllerRevision
+	for i := range revisions {
+		cr := &revisions[i]
+		if newest == nil || cr.Revision > newest.Revision {
+			newest = cr
+		}
+		if cr.Annotations[vidrav1alpha1.RevisionDigestAnnotation] == e.Digest {
+			same = cr
+		}
+	}
+	if same != nil && same == newest {
+		return same.Revision, nil
+	}
+	next := int64(1)
+	if newest != nil {
+		next = newest.Revision + 1
+		if e.PreviousResult != "" && newest.Annotations[vidrav1alpha1.RevisionResultAnnotation] == "" {
+			patched := newest.DeepCopy()
+			patched.Annotations[vidrav1alpha1.RevisionResultAnnotation] = e.PreviousResult
+			if err := h.Client.Patch(ctx, patched, client.MergeFrom(newest)); err != nil && !apierrors.IsNotFound(err) {
+				return 0, fmt.Errorf("record the result of revision %d of %s: %w", newest.Revision, vr.Name, err)
+			}
+		}
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	if same != nil {
+		// Delivered again: it becomes the newest.
+		patched := same.DeepCopy()
+		patched.Revision = next
+		patched.Annotations[vidrav1alpha1.RevisionSourceAnnotation] = e.Source
+		patched.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = e.SyncRevision
+		patched.Annotations[recordedAnnotation] = now
+		delete(patched.Annotations, vidrav1alpha1.RevisionResultAnnotation)
+		if err := h.Client.Patch(ctx, patched, client.MergeFromWithOptions(same, client.MergeFromWithOptimisticLock{})); err != nil {
+			return 0, fmt.Errorf("renumber revision %d of %s: %w", same.Revision, vr.Name, err)
+		}
+		return next, h.prune(ctx, revisions, e.Limit)
+	}
+	raw, err := encode(e.Body)
+	if err != nil {
+		return 0, fmt.Errorf("revision of %s: %w", vr.Name, err)
+	}
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      Name(vr.Name, e.Digest),
+			Namespace: h.Namespace,
+			Labels:    map[string]string{vidrav1alpha1.RevisionOfLabel: string(vr.UID)},
+			Annotations: map[string]string{
+				vidrav1alpha1.RevisionDigestAnnotation: e.Digest,
+				vidrav1alpha1.RevisionSourceAnnotation: e.Source,
+				vidrav1alpha1.SyncRevisionAnnotation:   e.SyncRevision,
+				recordedAnnotation:                     now,
+				vidraResourceAnnotation:                vr.Name,
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: vidrav1alpha1.GroupVersion.String(), Kind: "VidraResource",
+				Name: vr.Name, UID: vr.UID, Controller: ptr.To(true),
+			}},
+		},
+		Data:     runtime.RawExtension{Raw: raw},
+		Revision: next,
+	}
+	if sync := vr.Labels[vidrav1alpha1.InfrahubSyncLabel]; sync != "" {
+		cr.Labels[vidrav1alpha1.InfrahubSyncLabel] = sync
+	}
+	if err := h.Client.Create(ctx, cr); err != nil {
+		return 0, fmt.Errorf("create revision %d of %s: %w", next, vr.Name, err)
+	}
+	return next, h.prune(ctx, append(revisions, *cr), e.Limit)
+}
+
+// recordedAnnotation is when the revision was last delivered; vidraResourceAnnotation
+// names its VidraResource for people (the label holds its UID).
+const (
+	recordedAnnotation      = "vidra.infrahub.operators.com/recorded-at"
+	vidraResourceAnnotation = "vidra.infrahub.operators.com/vidraresource"
+)
+
+// prune deletes the oldest revisions beyond limit.
+func (h *History) prune(ctx context.Context, revisions []appsv1.ControllerRevision, limit int) error {
+	if len(revisions) <= limit {
+		return nil
+	}
+	slices.SortFunc(revisions, func(a, b appsv1.ControllerRevision) int { return int(a.Revision - b.Revision) })
+	var errs []error
+	for _, cr := range revisions[:len(revisions)-limit] {
+		if err := h.Client.Delete(ctx, &cr, client.Preconditions{UID: &cr.UID}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete revision %s: %w", cr.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// List returns the VidraResource's revisions, oldest first.
+func (h *History) List(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]Revision, error) {
+	crs, err := h.list(ctx, vr)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Revision, 0, len(crs))
+	for i := range crs {
+		rev, err := decode(&crs[i])
+		if err != nil {
+			return nil, fmt.Errorf("revision %s: %w", crs[i].Name, err)
+		}
+		out = append(out, rev)
+	}
+	slices.SortFunc(out, func(a, b Revision) int { return int(a.Number - b.Number) })
+	return out, nil
+}
+
+// Get returns revision number of the VidraResource.
+func (h *History) Get(ctx context.Context, vr *vidrav1alpha1.VidraResource, number int64) (Revision, error) {
+	revisions, err := h.List(ctx, vr)
+	if err != nil {
+		return Revision{}, err
+	}
+	for _, r := range revisions {
+		if r.Number == number {
+			return r, nil
+		}
+	}
+	return Revision{}, fmt.Errorf("%s has no revision %d (it keeps %d: %s)", vr.Name, number, len(revisions), numbers(revisions))
+}
+
+// Previous returns the revision delivered before the newest.
+func (h *History) Previous(ctx context.Context, vr *vidrav1alpha1.VidraResource) (Revision, error) {
+	revisions, err := h.List(ctx, vr)
+	if err != nil {
+		return Revision{}, err
+	}
+	if len(revisions) < 2 {
+		return Revision{}, fmt.Errorf("%s has no revision before the one it delivers (it keeps %s)", vr.Name, numbers(revisions))
+	}
+	return revisions[len(revisions)-2], nil
+}
+
+func numbers(revisions []Revision) string {
+	if len(revisions) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(revisions))
+	for _, r := range revisions {
+		parts = append(parts, fmt.Sprint(r.Number))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (h *History) list(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]appsv1.ControllerRevision, error) {
+	var list appsv1.ControllerRevisionList
+	if err := h.Reader.List(ctx, &list, client.InNamespace(h.Namespace), client.MatchingLabels{vidrav1alpha1.RevisionOfLabel: string(vr.UID)}); err != nil {
+		return nil, fmt.Errorf("list revisions of %s: %w", vr.Name, err)
+	}
+	return list.Items, nil
+}
+
+func encode(b Body) ([]byte, error) {
+	d := data{Content: b.Content}
+	if b.Content == nil {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write([]byte(b.Manifest)); err != nil {
+			return nil, err
+		}
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		d.Manifest = buf.Bytes()
+	}
+	return json.Marshal(d)
+}
+
+func decode(cr *appsv1.ControllerRevision) (Revision, error) {
+	rev := Revision{
+		Name:         cr.Name,
+		Number:       cr.Revision,
+		Digest:       cr.Annotations[vidrav1alpha1.RevisionDigestAnnotation],
+		Source:       cr.Annotations[vidrav1alpha1.RevisionSourceAnnotation],
+		SyncRevision: cr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
+		Result:       cr.Annotations[vidrav1alpha1.RevisionResultAnnotation],
+		Recorded:     cr.CreationTimestamp.Time,
+	}
+	if t, err := time.Parse(time.RFC3339, cr.Annotations[recordedAnnotation]); err == nil {
+		rev.Recorded = t
+	}
+	var d data
+	if err := json.Unmarshal(cr.Data.Raw, &d); err != nil {
+		return rev, fmt.Errorf("decode: %w", err)
+	}
+	if d.Content != nil {
+		rev.Body.Content = d.Content
+		return rev, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(d.Manifest))
+	if err != nil {
+		return rev, fmt.Errorf("decompress: %w", err)
+	}
+	manifest, err := io.ReadAll(io.LimitReader(zr, maxManifest+1))
+	if err != nil {
+		return rev, fmt.Errorf("decompress: %w", err)
+	}
+	if len(manifest) > maxManifest {
+		return rev, fmt.Errorf("manifest over %d bytes", maxManifest)
+	}
+	rev.Body.Manifest = string(manifest)
+	return rev, nil
+}
+
+// maxManifest bounds what an inline revision decompresses to: more than a VidraResource
+// holds inline, far less than memory.
+const maxManifest = 8 << 20
+
+// Digests returns the stored content the revisions in the namespace name, so the content
+// store keeps it while a revision may be rolled back to.
+func Digests(reader client.Reader, namespace string) func(context.Context) (map[string]bool, error) {
+	return func(ctx context.Context) (map[string]bool, error) {
+		var list appsv1.ControllerRevisionList
+		if err := reader.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{vidrav1alpha1.RevisionOfLabel}); err != nil {
+			return nil, fmt.Errorf("list revisions: %w", err)
+		}
+		named := map[string]bool{}
+		for i := range list.Items {
+			var d data
+			if err := json.Unmarshal(list.Items[i].Data.Raw, &d); err == nil && d.Content != nil {
+				named[d.Content.Digest] = true
+			}
+		}
+		return named, nil
+	}
+}
