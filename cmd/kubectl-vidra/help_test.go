@@ -14,6 +14,10 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 		{[]string{"clusters", "--help"}, []string{"kubectl vidra clusters", "PHASE", "LAST PROBE", "--kubeconfig", "--context", "--output", "wide"}},
 		{[]string{"get", "--help"}, []string{"kubectl vidra get", "LAST ERROR", "INFRAHUBSYNC", "--cluster", "--kubeconfig", "--context", "--output", "wide"}},
 		{[]string{"describe", "--help"}, []string{"kubectl vidra describe NAME", "Events", "--kubeconfig", "--context"}},
+		{[]string{"history", "--help"}, []string{"kubectl vidra history NAME", "ControllerRevisions", "--operator-namespace", "--kubeconfig"}},
+		{[]string{"rollback", "--help"}, []string{"kubectl vidra rollback NAME", "--to-revision", "pinned", "--operator-namespace"}},
+		{[]string{"rollout", "status", "--help"}, []string{"kubectl vidra rollout status SYNC", "--kubeconfig"}},
+		{[]string{"rollout", "resume", "--help"}, []string{"kubectl vidra rollout resume SYNC", "healthTimeout", "pinned"}},
 		{[]string{"enroll", "--help"}, []string{
 			"kubectl vidra enroll NAME", "vidra.infrahub.operators.com/cluster=NAME",
 			"--context", "--kubeconfig", "--hub-kubeconfig", "--hub-context", "--labels", "--secret-namespace",

@@ -57,7 +57,15 @@ kubeconfig context when you enroll it.`,
   kubectl vidra enroll edge-1 --context edge-1-admin --labels site=paris
 
   # Deliver a bundle of any size to edge-1.
-  kubectl vidra upload argocd -f install.yaml --cluster edge-1 --namespace argocd`,
+  kubectl vidra upload argocd -f install.yaml --cluster edge-1 --namespace argocd
+
+  # Where does the rollout of InfrahubSync "web" stand? Which revisions did it deliver?
+  kubectl vidra rollout status web
+  kubectl vidra history ihs/web
+
+  # Take InfrahubSync "web" back to its previous revision, then let it go on.
+  kubectl vidra rollback ihs/web
+  kubectl vidra rollout resume web`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -77,6 +85,9 @@ kubeconfig context when you enroll it.`,
 		newDescribeCommand(streams),
 		newEnrollCommand(streams),
 		newUploadCommand(streams),
+		newHistoryCommand(streams),
+		newRollbackCommand(streams),
+		newRolloutCommand(streams),
 	)
 	return root
 }

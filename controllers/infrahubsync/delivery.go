@@ -164,7 +164,17 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 	// Write them.
 	st.VidraResources = nil
 	var writeErrs []error
+	var pinned []string
 	for _, vr := range desired {
+		if cur := d.owned[vr.Name]; cur != nil && cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "" {
+			// A person rolled it back: it keeps its content until the rollout is resumed.
+			d.keep[vr.Name] = true
+			st.VidraResources = append(st.VidraResources, vr.Name)
+			if !d.holds(ctx, cur, a.Checksum) {
+				pinned = append(pinned, fmt.Sprintf("%s (revision %s)", vr.Name, cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]))
+			}
+			continue
+		}
 		if body != nil {
 			vr.Spec.Manifest, vr.Spec.Content = body.manifest, body.ref
 		}
@@ -181,6 +191,9 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 		return fail(err.Error(), err)
 	}
 	st.Checksum, st.StableChecksum = a.Checksum, a.Checksum
+	if len(pinned) > 0 {
+		st.Message = pinnedMessage(d.ihs.Name, a.Checksum, pinned)
+	}
 	// The VidraResource is the Event's related object, so the Events of different
 	// artifacts are not folded into one series.
 	if len(desired) == 0 {
@@ -384,4 +397,11 @@ func mergeInto(dst, src map[string]string) map[string]string {
 	}
 	maps.Copy(dst, src)
 	return dst
+}
+
+// pinnedMessage says which VidraResources a rollback holds while Infrahub has newer
+// content for them.
+func pinnedMessage(sync, checksum string, pinned []string) string {
+	return fmt.Sprintf("pinned by a rollback: %s; Infrahub has newer content (checksum %s), delivered after `kubectl vidra rollout resume %s`",
+		strings.Join(pinned, ", "), checksum, sync)
 }

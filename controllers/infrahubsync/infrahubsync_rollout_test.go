@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 )
@@ -319,4 +321,76 @@ func TestProgressiveRolloutWaveByWave(t *testing.T) {
 	if r := getSync(t, "waves").Status.Rollout; r.Phase != vidrav1alpha1.RolloutRolledBack {
 		t.Errorf("phase %s after a later listing, want RolledBack", r.Phase)
 	}
+}
+
+// Every delivered revision is kept; rolling a VidraResource of a sync back pins it: later
+// listings, even of newer content, leave it on the revision chosen, the sync says so, and
+// it follows the sync again once unpinned.
+func TestRollbackIsPinnedAcrossListings(t *testing.T) {
+	ctx := context.Background()
+	m1 := fleet.Members[0]
+	s := newInfrahub(t, "pin", infrahubtest.Options{})
+	const ns, site = "ihs-pin", "lyon"
+	putSites(s, "main", ns, "v1", site)
+	newSync(t, "pin", "pin", s, withCluster(m1.Name))
+	allReady(t, "pin", 1)
+	putSites(s, "main", ns, "v2", site)
+	requestSync(t, "pin")
+	waitValue(t, m1, ns, site, "v2")
+	vr := &allReady(t, "pin", 1)[0]
+
+	h := &history.History{Client: fleet.Hub.Client, Reader: fleet.Hub.Client, Namespace: namespace}
+	var revisions []history.Revision
+	testfleet.Eventually(t, 30*time.Second, "two revisions kept", func() (bool, error) {
+		var err error
+		revisions, err = h.List(ctx, vr)
+		return len(revisions) == 2, err
+	})
+	if revisions[0].SyncRevision != "1" || revisions[1].SyncRevision != "2" || revisions[0].Result != "Ready" {
+		t.Fatalf("revisions %+v: want sync revisions 1 and 2, the first ended Ready", revisions)
+	}
+	if !strings.Contains(revisions[1].Source, "checksum "+checksumOf(getSync(t, "pin"))) {
+		t.Errorf("source %q does not name the artifact's checksum", revisions[1].Source)
+	}
+	if vr.Status.Revision != 2 {
+		t.Errorf("status.revision %d, want 2", vr.Status.Revision)
+	}
+
+	// Roll back to revision 1, as kubectl vidra rollback does.
+	if err := history.Restore(ctx, fleet.Hub.Client, vr, revisions[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, m1, ns, site, "v1")
+	testfleet.Eventually(t, 30*time.Second, "Pinned condition, and the rollback numbered 3", func() (bool, error) {
+		cur := resourcesOf(t, "pin")[0]
+		return meta.IsStatusConditionTrue(cur.Status.Conditions, vidrav1alpha1.ConditionPinned) && cur.Status.Revision == 3, nil
+	})
+
+	// Newer content and several listings: the pin holds, and the sync says why.
+	putSites(s, "main", ns, "v3", site)
+	for range 3 {
+		before := s.GraphQLRequests()
+		requestSync(t, "pin")
+		waitGraphQLRequests(t, s, before+1)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the sync to say the VidraResource is pinned", func() (bool, error) {
+		a := getSync(t, "pin").Status.Artifacts
+		return len(a) == 1 && containsAll(a[0].Message, "pinned by a rollback", vr.Name, "newer content", "rollout resume pin"), nil
+	})
+	if v := configMapValue(t, m1, ns, site); v != "v1" {
+		t.Fatalf("the pinned VidraResource delivers %q, want v1", v)
+	}
+
+	// Unpinned (kubectl vidra rollout resume), it gets the newest content.
+	cur := resourcesOf(t, "pin")[0]
+	base := cur.DeepCopy()
+	delete(cur.Annotations, vidrav1alpha1.PinnedRevisionAnnotation)
+	if err := fleet.Hub.Client.Patch(ctx, &cur, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, m1, ns, site, "v3")
+	testfleet.Eventually(t, 30*time.Second, "Pinned condition gone", func() (bool, error) {
+		cur := resourcesOf(t, "pin")[0]
+		return meta.FindStatusCondition(cur.Status.Conditions, vidrav1alpha1.ConditionPinned) == nil, nil
+	})
 }

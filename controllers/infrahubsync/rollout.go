@@ -179,6 +179,7 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 	// Move the clusters as planned.
 	now := d.r.now().UTC().Format(time.RFC3339)
 	written := map[*rolloutArtifact][]string{}
+	pinnedBy := map[*rolloutArtifact][]string{}
 	for _, p := range places {
 		cur := d.owned[p.name]
 		if cur != nil {
@@ -186,6 +187,9 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 			written[p.artifact] = append(written[p.artifact], p.name)
 		}
 		if cur != nil && cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "" {
+			if !d.holds(ctx, cur, p.artifact.status.Checksum) {
+				pinnedBy[p.artifact] = append(pinnedBy[p.artifact], fmt.Sprintf("%s (revision %s)", cur.Name, cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]))
+			}
 			continue
 		}
 		st := p.artifact.status
@@ -225,6 +229,9 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 		}
 		if plan.completed && ra.included {
 			s.StableChecksum, s.StableDigest = s.Checksum, s.Digest
+		}
+		if pinned := pinnedBy[ra]; len(pinned) > 0 {
+			s.Message = pinnedMessage(ihs.Name, s.Checksum, pinned)
 		}
 		out = append(out, s)
 	}

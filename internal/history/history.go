@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -323,6 +324,24 @@ func decode(cr *appsv1.ControllerRevision) (Revision, error) {
 // maxManifest bounds what an inline revision decompresses to: more than a VidraResource
 // holds inline, far less than memory.
 const maxManifest = 8 << 20
+
+// Restore writes revision r's content back to the VidraResource, which then applies it as
+// any change. One an InfrahubSync made is pinned there: the sync leaves its content alone
+// until its rollout is resumed.
+func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, r Revision) error {
+	base := vr.DeepCopy()
+	vr.Spec.Manifest, vr.Spec.Content = r.Body.Manifest, r.Body.Content
+	if vr.Labels[vidrav1alpha1.InfrahubSyncLabel] != "" {
+		if vr.Annotations == nil {
+			vr.Annotations = map[string]string{}
+		}
+		vr.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
+	}
+	if err := c.Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("roll %s back to revision %d: %w", vr.Name, r.Number, err)
+	}
+	return nil
+}
 
 // Digests returns the stored content the revisions in the namespace name, so the content
 // store keeps it while a revision may be rolled back to.
