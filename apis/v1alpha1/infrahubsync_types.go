@@ -137,6 +137,10 @@ type VidraResourceTemplate struct {
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// +optional
 	VMRollout *VMRolloutSpec `json:"vmRollout,omitempty"`
+	// DryRun is that of a VidraResource: every VidraResource previews its bundle and
+	// applies nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
 	// HistoryLimit is that of a VidraResource.
 	// +optional
 	// +kubebuilder:validation:Minimum=0

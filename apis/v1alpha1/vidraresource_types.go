@@ -64,6 +64,90 @@ type ContentReference struct {
 	Digest string `json:"digest"`
 }
 
+// PendingContent is a bundle waiting to be delivered: inline, or in the content store.
+// +kubebuilder:validation:XValidation:rule="!(has(self.manifest) && size(self.manifest) > 0 && has(self.content))",message="set manifest or content, not both"
+type PendingContent struct {
+	// Manifest holds the objects, as spec.manifest does.
+	// +optional
+	Manifest string `json:"manifest,omitempty"`
+	// Content names stored content, as spec.content does.
+	// +optional
+	Content *ContentReference `json:"content,omitempty"`
+	// Revision says which revision it is, for people (an InfrahubSync's revision).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Revision string `json:"revision,omitempty"`
+}
+
+// PreviewAction is what delivering a bundle would do to one object.
+// +kubebuilder:validation:Enum=Create;Update;Unchanged;Prune;Release;NotManaged;Failed
+type PreviewAction string
+
+// Preview actions.
+const (
+	PreviewCreate     PreviewAction = "Create"
+	PreviewUpdate     PreviewAction = "Update"
+	PreviewUnchanged  PreviewAction = "Unchanged"
+	PreviewPrune      PreviewAction = "Prune"
+	PreviewRelease    PreviewAction = "Release"
+	PreviewNotManaged PreviewAction = "NotManaged"
+	PreviewFailed     PreviewAction = "Failed"
+)
+
+// PreviewChange is what delivering the previewed bundle would do to one object.
+type PreviewChange struct {
+	// Action: Create, Update, Prune (deleted: no other owner uses it), Release (another
+	// owner keeps it), NotManaged (exists and is not Vidra's: left alone), Failed (the
+	// dry-run was refused; Message says why).
+	Action PreviewAction `json:"action"`
+	// APIVersion, Kind, Namespace and Name identify the object.
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	// Diff is, for an update, a unified diff of the object's YAML as it is and as it
+	// would be (Secret values redacted), truncated when long.
+	// +optional
+	Diff string `json:"diff,omitempty"`
+	// Message says why a dry-run failed, or what was not checked.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// PreviewStatus is what delivering a bundle would do on the destination, computed by
+// server-side dry-run: admission, defaults and other field managers are accounted for.
+type PreviewStatus struct {
+	// Digest of the previewed bundle.
+	Digest string `json:"digest,omitempty"`
+	// Revision of the previewed bundle, when it is a pending revision.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// ObservedGeneration is the generation the preview was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ComputedAt is when the destination was asked.
+	// +optional
+	ComputedAt *metav1.Time `json:"computedAt,omitempty"`
+	// Counts of objects by what would happen to them.
+	// +optional
+	Create int32 `json:"create,omitempty"`
+	// +optional
+	Update int32 `json:"update,omitempty"`
+	// +optional
+	Prune int32 `json:"prune,omitempty"`
+	// +optional
+	Unchanged int32 `json:"unchanged,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Changes lists the objects that would not stay unchanged (at most 100).
+	// +optional
+	Changes []PreviewChange `json:"changes,omitempty"`
+	// Message says what the preview left out, or why it could not be computed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
 // VidraResourceSpec is one manifest bundle for one destination cluster.
 // +kubebuilder:validation:XValidation:rule="!(has(self.manifest) && size(self.manifest) > 0 && has(self.content))",message="set manifest or content, not both"
 type VidraResourceSpec struct {
@@ -118,6 +202,18 @@ type VidraResourceSpec struct {
 	// VMRollout tunes the restart of KubeVirt VirtualMachines of this bundle.
 	// +optional
 	VMRollout *VMRolloutSpec `json:"vmRollout,omitempty"`
+
+	// DryRun computes the preview of the bundle (status.preview: what applying it would
+	// create, update and prune, by server-side dry-run on the destination) and applies
+	// nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+
+	// Preview is content waiting to be delivered here (a progressive rollout sets it on
+	// clusters whose wave is not reached yet): its preview is computed into
+	// status.preview, and nothing of it is applied.
+	// +optional
+	Preview *PendingContent `json:"preview,omitempty"`
 
 	// HistoryLimit is how many delivered revisions are kept as ControllerRevisions in the
 	// operator's namespace, for kubectl vidra history and rollback. 0 keeps none.
@@ -226,6 +322,10 @@ type VidraResourceStatus struct {
 	// Revision is the number of the revision (ControllerRevision) applied now.
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
+
+	// Preview is what delivering spec.preview (or, with spec.dryRun, the bundle) would do.
+	// +optional
+	Preview *PreviewStatus `json:"preview,omitempty"`
 }
 
 // VidraResource applies one manifest bundle to one cluster and keeps it there.

@@ -16,6 +16,7 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 		{[]string{"describe", "--help"}, []string{"kubectl vidra describe NAME", "Events", "--kubeconfig", "--context"}},
 		{[]string{"history", "--help"}, []string{"kubectl vidra history NAME", "ControllerRevisions", "--operator-namespace", "--kubeconfig"}},
 		{[]string{"rollback", "--help"}, []string{"kubectl vidra rollback NAME", "--to-revision", "pinned", "--operator-namespace"}},
+		{[]string{"diff", "--help"}, []string{"kubectl vidra diff NAME", "server-side dry-run", "exits 0", "--kubeconfig"}},
 		{[]string{"rollout", "status", "--help"}, []string{"kubectl vidra rollout status SYNC", "--kubeconfig"}},
 		{[]string{"rollout", "resume", "--help"}, []string{"kubectl vidra rollout resume SYNC", "healthTimeout", "pinned"}},
 		{[]string{"enroll", "--help"}, []string{

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,6 +20,10 @@ func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	err := newRootCommand(streams).ExecuteContext(ctx)
 	stop()
+	var exit exitError
+	if errors.As(err, &exit) {
+		os.Exit(exit.code)
+	}
 	if err != nil {
 		fmt.Fprintln(streams.ErrOut, "error:", err)
 		os.Exit(1)
@@ -88,6 +93,7 @@ kubeconfig context when you enroll it.`,
 		newHistoryCommand(streams),
 		newRollbackCommand(streams),
 		newRolloutCommand(streams),
+		newDiffCommand(streams),
 	)
 	return root
 }

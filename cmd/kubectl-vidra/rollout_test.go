@@ -145,3 +145,44 @@ func TestHistoryRollbackAndRolloutCommands(t *testing.T) {
 		t.Errorf("rollback to an unknown revision: %v", err)
 	}
 }
+
+// diff prints the preview the operator computed and exits 1 when it would change
+// something, 0 when not, as kubectl diff does.
+func TestDiffPrintsThePreviewAndExitsOneOnChanges(t *testing.T) {
+	kubeconfig := "--kubeconfig=" + hubKubeconfig(t)
+	computed := metav1.Now()
+	withPreview := createResource(t, &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "previewed"},
+		Spec:       vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "edge-lyon"}},
+		Status: vidrav1alpha1.VidraResourceStatus{Cluster: "edge-lyon", Preview: &vidrav1alpha1.PreviewStatus{
+			Digest: "sha256:" + strings.Repeat("a", 64), Revision: "4", ObservedGeneration: 1, ComputedAt: &computed, Create: 1, Update: 1, Unchanged: 3,
+			Changes: []vidrav1alpha1.PreviewChange{
+				{Action: vidrav1alpha1.PreviewCreate, APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "api"},
+				{Action: vidrav1alpha1.PreviewUpdate, APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", Name: "settings", Diff: "--- live\n+++ preview\n-  value: v1\n+  value: v2\n"},
+			},
+		}},
+	})
+	out, _, err := runPlugin(t, "diff", withPreview.Name, kubeconfig)
+	if exit, ok := err.(exitError); !ok || exit.code != 1 {
+		t.Fatalf("diff with changes: %v, want exit code 1", err)
+	}
+	for _, want := range []string{
+		"vidraresource/previewed (cluster edge-lyon), revision 4: 1 to create, 1 to update, 0 to prune, 3 unchanged",
+		"+ create Deployment web/api", "~ update ConfigMap web/settings", "    +  value: v2",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff does not say %q:\n%s", want, out)
+		}
+	}
+
+	plain := createResource(t, &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: "not-previewed"}})
+	out, _, err = runPlugin(t, "diff", plain.Name, kubeconfig)
+	if err != nil || !strings.Contains(out, "no preview") {
+		t.Fatalf("diff without a preview: %v\n%s", err, out)
+	}
+	if _, _, err := runPlugin(t, "diff", "nothing-of-that-name", kubeconfig); err == nil {
+		t.Fatal("diff of an unknown name succeeded")
+	} else if exit, ok := err.(exitError); !ok || exit.code != 2 {
+		t.Fatalf("diff of an unknown name: %v, want exit code 2", err)
+	}
+}

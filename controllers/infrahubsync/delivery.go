@@ -332,6 +332,12 @@ func applyTemplate(spec *vidrav1alpha1.VidraResourceSpec, tpl *vidrav1alpha1.Vid
 	if tpl.VMRollout != nil {
 		spec.VMRollout = tpl.VMRollout.DeepCopy()
 	}
+	if tpl.DryRun {
+		spec.DryRun = true
+	}
+	if tpl.HistoryLimit != nil {
+		spec.HistoryLimit = ptr.To(*tpl.HistoryLimit)
+	}
 }
 
 // write creates vr or brings the sync's existing one to it. A VidraResource of that name
@@ -377,6 +383,7 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	updated.Spec.Destination = vr.Spec.Destination
 	updated.Spec.Manifest = vr.Spec.Manifest
 	updated.Spec.Content = vr.Spec.Content
+	updated.Spec.Preview = vr.Spec.Preview
 	if tpl := d.ihs.Spec.Template; tpl != nil {
 		applyTemplate(&updated.Spec, tpl)
 	}

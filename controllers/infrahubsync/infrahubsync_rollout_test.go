@@ -59,13 +59,15 @@ type rolloutWatch struct {
 	// maxUnhealthy is, per wave, the most clusters seen not healthy at once.
 	maxUnhealthy map[string]int
 	state        map[string]vidrav1alpha1.VidraResource
+	// readyWith is the checksum each VidraResource was last seen Ready with.
+	readyWith map[string]string
 }
 
 func watchRollout(t *testing.T, sync string, ringOf map[string]string) *rolloutWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w := &rolloutWatch{firstAt: map[string]map[string]time.Time{}, healthyAt: map[string]map[string]time.Time{}, maxUnhealthy: map[string]int{}, state: map[string]vidrav1alpha1.VidraResource{}}
+	w := &rolloutWatch{firstAt: map[string]map[string]time.Time{}, healthyAt: map[string]map[string]time.Time{}, maxUnhealthy: map[string]int{}, state: map[string]vidrav1alpha1.VidraResource{}, readyWith: map[string]string{}}
 	hub, err := client.NewWithWatch(fleet.Hub.Config, client.Options{Scheme: fleet.Hub.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +114,15 @@ func (w *rolloutWatch) observe(vr *vidrav1alpha1.VidraResource, ringOf map[strin
 	if _, seen := w.healthyAt[cluster][sum]; !seen && isHealthy(vr) {
 		w.healthyAt[cluster][sum] = now
 	}
+	if isHealthy(vr) {
+		w.readyWith[vr.Name] = sum
+	}
+	// Unavailable: updating (its content not yet Ready) or not Ready.
 	unhealthy := map[string]int{}
 	for _, cur := range w.state {
-		if !isHealthy(&cur) {
+		ready := meta.FindStatusCondition(cur.Status.Conditions, vidrav1alpha1.ConditionReady)
+		updating := w.readyWith[cur.Name] != cur.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation]
+		if updating || ready == nil || ready.Status != metav1.ConditionTrue {
 			unhealthy[ringOf[cur.Spec.Destination.Cluster]]++
 		}
 	}
@@ -302,6 +310,24 @@ func TestProgressiveRolloutWaveByWave(t *testing.T) {
 		if v := configMapValue(t, prod, ns, site); v != "v2" {
 			t.Errorf("%s has %q, want v2 untouched", prod.Name, v)
 		}
+	}
+	// The prod clusters, whose wave was never reached, show what revision 3 would do.
+	for _, prod := range []*testfleet.Cluster{prod1, prod2} {
+		testfleet.Eventually(t, 30*time.Second, "a preview of revision 3 on "+prod.Name, func() (bool, error) {
+			for _, vr := range resourcesOf(t, "waves") {
+				p := vr.Status.Preview
+				if vr.Spec.Destination.Cluster != prod.Name || p == nil || p.Revision != "3" || p.ObservedGeneration != vr.Generation {
+					continue
+				}
+				var update, create bool
+				for _, c := range p.Changes {
+					update = update || (c.Kind == "ConfigMap" && c.Action == vidrav1alpha1.PreviewUpdate && strings.Contains(c.Diff, "+  value: v3"))
+					create = create || (c.Kind == "Deployment" && c.Action == vidrav1alpha1.PreviewCreate)
+				}
+				return update && create, nil
+			}
+			return false, nil
+		})
 	}
 	waitEvent(t, "waves", "RolledBack", "revision 3", "wave canary", canary.Name)
 	if v := testfleet.MetricValue(t, registry, "vidra_rollout_waves_total", map[string]string{"result": "rolledback"}); v < 1 {

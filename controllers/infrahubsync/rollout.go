@@ -193,19 +193,33 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 			continue
 		}
 		st := p.artifact.status
-		var checksum, digest, revision string
+		revision := strconv.FormatInt(plan.status.Revision, 10)
+		// Where the cluster's content goes now.
+		var checksum, digest, contentRevision string
 		switch plan.moves[p.cluster] {
 		case toNewest:
-			checksum, digest, revision = st.Checksum, st.Digest, strconv.FormatInt(plan.status.Revision, 10)
+			checksum, digest, contentRevision = st.Checksum, st.Digest, revision
 		case toStable:
 			checksum, digest = st.StableChecksum, st.StableDigest
-		default:
+		}
+		if digest != "" && cur != nil && d.holds(ctx, cur, checksum) {
+			digest = "" // it has it already
+		}
+		if digest == "" && cur == nil {
 			continue
 		}
-		if digest == "" || (cur != nil && d.holds(ctx, cur, checksum)) {
-			continue
+		// What waits for it: the newest content, unless that is what it has or gets now.
+		var pending *vidrav1alpha1.PendingContent
+		if (digest != "" && checksum != st.Checksum) || (digest == "" && !d.holds(ctx, cur, st.Checksum)) {
+			pending = d.waiting(ctx, st, revision)
 		}
-		if err := d.place(ctx, p, checksum, digest, revision, now); err != nil {
+		var err error
+		if digest == "" {
+			err = d.setPending(ctx, p, cur, pending)
+		} else {
+			err = d.place(ctx, p, checksum, digest, contentRevision, now, pending)
+		}
+		if err != nil {
 			d.problems = append(d.problems, err.Error())
 			if d.transient == nil && isTransient(err) {
 				d.transient = err
@@ -322,8 +336,8 @@ func (d *delivery) storeHeld(ctx context.Context, vrs []*vidrav1alpha1.VidraReso
 }
 
 // place writes one artifact's VidraResource on one cluster with the content digest
-// names: inline when small enough, else by reference.
-func (d *delivery) place(ctx context.Context, p placement, checksum, digest, revision, now string) error {
+// names: inline when small enough, else by reference; pending is what waits for it.
+func (d *delivery) place(ctx context.Context, p placement, checksum, digest, revision, now string, pending *vidrav1alpha1.PendingContent) error {
 	data, err := d.r.Content.Get(ctx, digest)
 	if err != nil {
 		return fmt.Errorf("artifact %s for %s: content %s: %w", p.artifact.a.ID, p.cluster, digest, err)
@@ -339,8 +353,34 @@ func (d *delivery) place(ctx context.Context, p placement, checksum, digest, rev
 	} else {
 		vr.Spec.Content = &vidrav1alpha1.ContentReference{Digest: digest}
 	}
+	vr.Spec.Preview = pending
 	d.keep[vr.Name] = true
 	return d.write(ctx, vr)
+}
+
+// setPending sets what waits for a VidraResource whose content stays as it is.
+func (d *delivery) setPending(ctx context.Context, p placement, cur *vidrav1alpha1.VidraResource, pending *vidrav1alpha1.PendingContent) error {
+	vr := d.resource(p.artifact.a, p.target)
+	vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = cur.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation]
+	vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content
+	vr.Spec.Preview = pending
+	return d.write(ctx, vr)
+}
+
+// waiting is the newest content of an artifact, as what waits for a cluster: inline when
+// small enough, else by reference (nil when unreadable: there is no preview then).
+func (d *delivery) waiting(ctx context.Context, st vidrav1alpha1.ArtifactStatus, revision string) *vidrav1alpha1.PendingContent {
+	if st.Digest == "" {
+		return nil
+	}
+	data, err := d.r.Content.Get(ctx, st.Digest)
+	if err != nil {
+		return nil
+	}
+	if len(data) <= d.r.inlineLimit() {
+		return &vidrav1alpha1.PendingContent{Manifest: string(data), Revision: revision}
+	}
+	return &vidrav1alpha1.PendingContent{Content: &vidrav1alpha1.ContentReference{Digest: st.Digest}, Revision: revision}
 }
 
 // carryOver keeps every artifact's status and VidraResources as they were.

@@ -141,6 +141,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	result, err = r.reconcileNormal(ctx, vr)
+	// Content waiting for this VidraResource is previewed, whatever became of its own.
+	r.previewPending(ctx, vr)
 	if err != nil {
 		log.Error(err, "reconcile failed", "vidraresource", vr.Name)
 	}
@@ -205,6 +207,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 			return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
 		}
 	}
+	// A dry run previews the bundle and applies nothing.
+	if vr.Spec.DryRun {
+		return r.reconcileDryRun(ctx, vr, engine, objects, data)
+	}
+
 	// Health as last judged: an object left unchanged since keeps it.
 	judged := statusOf(vr.Status.ManagedResources)
 

@@ -144,7 +144,8 @@ func newest(parts []*metav1.PartialObjectMetadata) time.Time {
 	return t
 }
 
-// NamedByVidraResources returns the digests that VidraResources name in spec.content.
+// NamedByVidraResources returns the digests that VidraResources name in spec.content and
+// spec.preview.
 func NamedByVidraResources(reader client.Reader) func(context.Context) (map[string]bool, error) {
 	return func(ctx context.Context) (map[string]bool, error) {
 		var list vidrav1alpha1.VidraResourceList
@@ -155,6 +156,9 @@ func NamedByVidraResources(reader client.Reader) func(context.Context) (map[stri
 		for _, vr := range list.Items {
 			if vr.Spec.Content != nil {
 				named[vr.Spec.Content.Digest] = true
+			}
+			if p := vr.Spec.Preview; p != nil && p.Content != nil {
+				named[p.Content.Digest] = true
 			}
 		}
 		return named, nil

@@ -92,3 +92,25 @@ func removeOwners(obj client.Object) {
 		obj.SetAnnotations(annotations)
 	}
 }
+
+// StampPreview prepares obj for a dry-run that shows how owner's apply would leave the
+// object: labeled managed by Vidra, its owners set that of live (nil: absent) with owner.
+func StampPreview(obj client.Object, live client.Object, owner string) error {
+	owners := []string{owner}
+	if live != nil {
+		current, err := Owners(live)
+		if err != nil {
+			return err
+		}
+		owners = append(owners, current...)
+		obj.SetUID(live.GetUID())
+	}
+	setOwners(obj, encode(owners))
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[vidrav1alpha1.ManagedByLabel] = vidrav1alpha1.ManagedByValue
+	obj.SetLabels(labels)
+	return nil
+}

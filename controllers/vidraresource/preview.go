@@ -1,0 +1,135 @@
+package vidraresource
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/manifest"
+	"github.com/vidra-operator/vidra/internal/ownership"
+)
+
+// maxPreviewChanges bounds the changes a preview lists: it lives in the status.
+const maxPreviewChanges = 100
+
+// reconcileDryRun computes the preview of the bundle and applies nothing.
+func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, engine *apply.Engine, objects []*unstructured.Unstructured, data []byte) (ctrl.Result, error) {
+	digest := content.Digest(data)
+	if !r.previewFresh(vr, digest) {
+		previous := refsFromStatus(vr.Status.ManagedResources)
+		desired, _ := refsOf(engine, objects)
+		changes := engine.Preview(ctx, objects, difference(previous, desired), prunes(vr))
+		vr.Status.Preview = previewStatus(vr, digest, "", changes)
+	}
+	p := vr.Status.Preview
+	msg := fmt.Sprintf("dry run, nothing applied: %d to create, %d to update, %d to prune, %d unchanged", p.Create, p.Update, p.Prune, p.Unchanged)
+	if p.Failed > 0 {
+		msg += fmt.Sprintf(", %d refused by the dry-run", p.Failed)
+	}
+	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, "DryRun", msg)
+	setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionFalse, "DryRun", msg)
+	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
+	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+}
+
+// previewPending computes the preview of the content waiting for this VidraResource
+// (spec.preview), or clears the preview when nothing waits.
+func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.VidraResource) {
+	pending := vr.Spec.Preview
+	if vr.Spec.DryRun {
+		return
+	}
+	if pending == nil {
+		vr.Status.Preview = nil
+		return
+	}
+	fail := func(msg string) {
+		vr.Status.Preview = &vidrav1alpha1.PreviewStatus{Revision: pending.Revision, ObservedGeneration: vr.Generation, Message: msg}
+	}
+	data := []byte(pending.Manifest)
+	if pending.Content != nil {
+		if r.Content == nil {
+			fail("spec.preview names stored content, and this operator has no content store")
+			return
+		}
+		var err error
+		if data, err = r.Content.Get(ctx, pending.Content.Digest); err != nil {
+			fail("spec.preview: " + err.Error())
+			return
+		}
+	}
+	digest := content.Digest(data)
+	if r.previewFresh(vr, digest) {
+		return
+	}
+	objects, err := manifest.Decode(data)
+	if err != nil {
+		fail("spec.preview: " + err.Error())
+		return
+	}
+	dest, err := r.target(ctx, vr)
+	if err != nil {
+		fail("destination: " + err.Error())
+		return
+	}
+	declared := len(objects)
+	objects, _, err = r.withDestinationNamespace(ctx, dest, vr, objects)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	engine := r.engine(vr, dest)
+	if len(objects) > declared {
+		ns := vr.Spec.Destination.Namespace
+		engine.JoinOnly = func(ref ownership.Ref) bool {
+			return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
+		}
+	}
+	previous := refsFromStatus(vr.Status.ManagedResources)
+	desired, _ := refsOf(engine, objects)
+	vr.Status.Preview = previewStatus(vr, digest, pending.Revision, engine.Preview(ctx, objects, difference(previous, desired), prunes(vr)))
+}
+
+// previewFresh says whether the status already previews this content for this generation,
+// computed less than a resync ago.
+func (r *Reconciler) previewFresh(vr *vidrav1alpha1.VidraResource, digest string) bool {
+	p := vr.Status.Preview
+	return p != nil && p.Digest == digest && p.ObservedGeneration == vr.Generation && p.ComputedAt != nil &&
+		time.Since(p.ComputedAt.Time) < r.ResyncInterval
+}
+
+func previewStatus(vr *vidrav1alpha1.VidraResource, digest, revision string, changes []apply.Change) *vidrav1alpha1.PreviewStatus {
+	now := metav1.Now()
+	p := &vidrav1alpha1.PreviewStatus{Digest: digest, Revision: revision, ObservedGeneration: vr.Generation, ComputedAt: &now}
+	for _, c := range changes {
+		switch c.Action {
+		case vidrav1alpha1.PreviewCreate:
+			p.Create++
+		case vidrav1alpha1.PreviewUpdate:
+			p.Update++
+		case vidrav1alpha1.PreviewPrune:
+			p.Prune++
+		case vidrav1alpha1.PreviewUnchanged:
+			p.Unchanged++
+			continue
+		case vidrav1alpha1.PreviewFailed:
+			p.Failed++
+		}
+		if len(p.Changes) == maxPreviewChanges {
+			p.Message = fmt.Sprintf("only the first %d changes are listed", maxPreviewChanges)
+			continue
+		}
+		apiVersion, kind := c.Ref.GVK.ToAPIVersionAndKind()
+		p.Changes = append(p.Changes, vidrav1alpha1.PreviewChange{
+			Action: c.Action, APIVersion: apiVersion, Kind: kind, Namespace: c.Ref.Namespace, Name: c.Ref.Name, Diff: c.Diff, Message: c.Message,
+		})
+	}
+	return p
+}
