@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	// KubeVirt's CRDs on every cluster: the hub too, as a standalone cluster running VMs.
 	kubevirtCRDs := "../internal/kubevirtsim/testdata/crds"
 	testenv.Setup(fleetenv.StartFleet(testfleet.Options{
-		Members: 1, HubCRDDirectories: []string{vidraCRDs, kubevirtCRDs}, MemberCRDDirectories: []string{kubevirtCRDs},
+		Members: 2, HubCRDDirectories: []string{vidraCRDs, kubevirtCRDs}, MemberCRDDirectories: []string{kubevirtCRDs},
 	}))
 	testenv.Finish(fleetenv.StopFleet())
 	os.Exit(testenv.Run(m))

@@ -284,6 +284,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 	}
 	st.Phase = vidrav1alpha1.RolloutCompleted
 	st.WaveCompletedAt = nil
+	st.Wave = lastWave(all)
 	st.Message = completedMessage(st, pinned)
 	p.completed = true
 	p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "RolloutCompleted", fmt.Sprintf("revision %d reached %d clusters", st.Revision, st.Updated)})
@@ -336,6 +337,15 @@ func firstWave(all []wave) string {
 		}
 	}
 	return all[0].name
+}
+
+func lastWave(all []wave) string {
+	for i := len(all) - 1; i >= 0; i-- {
+		if len(all[i].clusters) > 0 {
+			return all[i].name
+		}
+	}
+	return all[len(all)-1].name
 }
 
 func minPositive(a, b time.Duration) time.Duration {
