@@ -1,8 +1,10 @@
 // Command demo runs Vidra's main job on a local sandbox fleet: a hub and two member
 // control planes, a demo Infrahub serving rendered artifacts (a web application and a
-// VirtualMachine), the operator, both members enrolled with `kubectl vidra enroll`, and
-// an InfrahubSync that fans the artifacts out to both. It prints what a user would look
-// at and stays up until Ctrl-C; with DEMO_EXIT=1 it exits after printing.
+// VirtualMachine), the operator, both members enrolled with `kubectl vidra enroll` (one in
+// the canary ring, one in prod), and an InfrahubSync that fans the artifacts out to both,
+// wave by wave. A change in Infrahub then crosses the fleet canary first, with a preview
+// of what waits for prod. It prints what a user would look at and stays up until Ctrl-C;
+// with DEMO_EXIT=1 it exits after printing.
 package main
 
 import (
@@ -77,7 +79,7 @@ func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) er
 		{"start a demo Infrahub with rendered artifacts", s.startInfrahub},
 		{"start the operator (bin/vidra)", s.startOperator},
 		{"enroll both members with kubectl vidra enroll", s.enroll},
-		{"apply an InfrahubSync that fans out to both members", s.applySync},
+		{"apply an InfrahubSync that fans out to both members in two waves (canary, prod)", s.applySync},
 		{"wait until everything is Ready", s.waitReady},
 	}
 	rollout := []struct {
@@ -85,7 +87,8 @@ func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) er
 		do   func(context.Context, logr.Logger) error
 	}{
 		{"change the VM's memory in Infrahub and send its signed webhook", s.changeVM},
-		{"wait for the VM rollout on both members", s.waitRollout},
+		{"watch the change reach the canary first, with a preview of what waits for prod", s.watchCanary},
+		{"wait for the prod wave and the VM rollout on both members", s.waitRollout},
 	}
 	for i, step := range steps {
 		fmt.Fprintf(out, "==> [%d/%d] %s\n", i+1, len(steps), step.what)
@@ -224,9 +227,13 @@ func (s *sandbox) startOperator(ctx context.Context, _ logr.Logger) error {
 }
 
 func (s *sandbox) enroll(ctx context.Context, _ logr.Logger) error {
-	for _, m := range s.fleet.Members {
+	for i, m := range s.fleet.Members {
+		ring := "prod"
+		if i == 0 {
+			ring = "canary"
+		}
 		// The member's context and the hub's, from the one kubeconfig a user would have.
-		out, err := s.plugin(ctx, "enroll", m.Name, "--context", m.Name, "--hub-context", "hub", "--labels", "demo=true,site="+m.Name)
+		out, err := s.plugin(ctx, "enroll", m.Name, "--context", m.Name, "--hub-context", "hub", "--labels", "demo=true,ring="+ring+",site="+m.Name)
 		if err != nil {
 			return err
 		}
@@ -264,6 +271,17 @@ spec:
     reconcileOnEvents: true
     clusterSelector:
       matchLabels: {demo: "true"}
+  rollout:
+    strategy: Progressive
+    waves:
+    - name: canary
+      clusterSelector: {matchLabels: {ring: canary}}
+      pauseAfter: 10s
+    - name: prod
+      clusterSelector: {matchLabels: {ring: prod}}
+    maxUnavailable: 1
+    healthTimeout: 2m
+    onFailure: Rollback
 `, s.infrahub.URL(), artifactName, operatorNamespace, operatorNamespace)
 	if err := os.WriteFile(filepath.Join(s.dir, "infrahubsync.yaml"), []byte(sync), 0o600); err != nil {
 		return err
@@ -324,6 +342,24 @@ func (s *sandbox) changeVM(ctx context.Context, _ logr.Logger) error {
 	return nil
 }
 
+// watchCanary waits until the change is healthy on the canary while prod waits through
+// the canary's pauseAfter, and prints the rollout and prod's preview.
+func (s *sandbox) watchCanary(ctx context.Context, _ logr.Logger) error {
+	var status string
+	err := s.waitFor(ctx, 120*time.Second, "revision 2 healthy on the canary, prod waiting", func() (bool, error) {
+		var err error
+		status, err = s.plugin(ctx, "rollout", "status", "demo-webserver", "--context", "hub")
+		return err == nil && strings.Contains(status, "revision 2") && strings.Contains(status, "wave canary healthy"), nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "    kubectl vidra rollout status demo-webserver\n%s", indent(status))
+	diff, _ := s.plugin(ctx, "diff", "ihs/demo-webserver", "--context", "hub") // exits 1: there are changes
+	fmt.Fprintf(os.Stdout, "    kubectl vidra diff ihs/demo-webserver   (what waits for prod)\n%s", indent(diff))
+	return nil
+}
+
 // waitRollout waits until the VM was restarted once on each member and both rollouts
 // are Completed.
 func (s *sandbox) waitRollout(ctx context.Context, _ logr.Logger) error {
@@ -335,11 +371,21 @@ func (s *sandbox) waitRollout(ctx context.Context, _ logr.Logger) error {
 			}
 		}
 		out, err := s.kubectl(ctx, nil, "get", "vidraresources", "-o", `jsonpath={range .items[*]}{.status.vmRollout.phase}{" "}{end}`)
-		return err == nil && strings.Count(out, "Completed") == 2, nil
+		if err != nil || strings.Count(out, "Completed") != 2 {
+			return false, nil
+		}
+		phase, err := s.kubectl(ctx, nil, "get", "infrahubsync", "demo-webserver", "-o", "jsonpath={.status.rollout.revision}/{.status.rollout.phase}")
+		return err == nil && phase == "2/Completed", nil
 	})
 }
 
 func (s *sandbox) showRollout(ctx context.Context, out io.Writer) {
+	fmt.Fprintln(out, "\n==> kubectl vidra rollout status demo-webserver")
+	status, _ := s.plugin(ctx, "rollout", "status", "demo-webserver", "--context", "hub")
+	fmt.Fprint(out, status)
+	fmt.Fprintln(out, "\n==> kubectl vidra history ihs/demo-webserver")
+	history, _ := s.plugin(ctx, "history", "ihs/demo-webserver", "--context", "hub")
+	fmt.Fprint(out, history)
 	fmt.Fprintln(out, "\n==> kubectl vidra get -o wide")
 	wide, _ := s.plugin(ctx, "get", "-o", "wide", "--context", "hub")
 	fmt.Fprint(out, wide)
@@ -360,9 +406,11 @@ func (s *sandbox) explore(out io.Writer) {
   kubectl get vidra                                   # the fleet, from the hub
   %s get -o wide      # VidraResources across the fleet (or: kubectl vidra, with bin/ on PATH)
   %s describe <name>  # one VidraResource's objects and events
+  %s rollout status demo-webserver   # where the rollout stands, cluster by cluster
+  %s rollback ihs/demo-webserver     # back to the previous revision (then: rollout resume)
   kubectl --context member-1 get vm,vmi -n demo       # what landed on a member
   operator logs: %s
-`, s.userKube, s.pluginPath(), s.pluginPath(), filepath.Join(s.dir, "vidra.log"))
+`, s.userKube, s.pluginPath(), s.pluginPath(), s.pluginPath(), s.pluginPath(), filepath.Join(s.dir, "vidra.log"))
 }
 
 // close stops the operator, the simulators, Infrahub and the clusters: nothing is left
