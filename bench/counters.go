@@ -164,7 +164,7 @@ func selfCPUSeconds() float64 {
 }
 
 // hubWrites counts the write requests the hub's API server served on VidraResources
-// (status, finalizers) and Events: what reconciling VidraResources costs the hub, without
+// (status, finalizers), Events and ControllerRevisions (the revision history): what reconciling VidraResources costs the hub, without
 // the VidraCluster probes or the bench's own requests (it creates the VidraResources).
 func (b *bench) hubWrites(ctx context.Context) (float64, error) {
 	rc, err := rest.RESTClientFor(withCodec(rest.CopyConfig(b.fleet.Hub.Config)))
@@ -186,7 +186,7 @@ func (b *bench) hubWrites(ctx context.Context) (float64, error) {
 		write := labels["verb"] == "PUT" || labels["verb"] == "PATCH" || labels["verb"] == "APPLY" || labels["verb"] == "DELETE"
 		switch {
 		case labels["resource"] == "vidraresources" && write:
-		case labels["resource"] == "events" && (write || labels["verb"] == "POST"):
+		case (labels["resource"] == "events" || labels["resource"] == "controllerrevisions") && (write || labels["verb"] == "POST"):
 		default:
 			continue
 		}
