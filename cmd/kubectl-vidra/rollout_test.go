@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -163,7 +164,8 @@ func TestDiffPrintsThePreviewAndExitsOneOnChanges(t *testing.T) {
 		}},
 	})
 	out, _, err := runPlugin(t, "diff", withPreview.Name, kubeconfig)
-	if exit, ok := err.(exitError); !ok || exit.code != 1 {
+	var exit exitError
+	if !errors.As(err, &exit) || exit.code != 1 {
 		t.Fatalf("diff with changes: %v, want exit code 1", err)
 	}
 	for _, want := range []string{
@@ -182,7 +184,7 @@ func TestDiffPrintsThePreviewAndExitsOneOnChanges(t *testing.T) {
 	}
 	if _, _, err := runPlugin(t, "diff", "nothing-of-that-name", kubeconfig); err == nil {
 		t.Fatal("diff of an unknown name succeeded")
-	} else if exit, ok := err.(exitError); !ok || exit.code != 2 {
+	} else if !errors.As(err, &exit) || exit.code != 2 {
 		t.Fatalf("diff of an unknown name: %v, want exit code 2", err)
 	}
 }

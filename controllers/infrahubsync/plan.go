@@ -41,10 +41,8 @@ type clusterView struct {
 type move int
 
 const (
-	// keepAsIs leaves them as they are (or absent).
-	keepAsIs move = iota
-	// toNewest writes the newest content.
-	toNewest
+	// toNewest writes the newest content. The zero move leaves them as they are.
+	toNewest move = iota + 1
 	// toStable writes the content of the last revision that completed.
 	toStable
 )

@@ -222,8 +222,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{}, err
 	}
 	if err := r.recordRevision(ctx, vr, data, previousResult); err != nil {
-		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
-		return ctrl.Result{}, err
+		// The history is for people; a delivery never waits for it.
+		log := logr.FromContextOrDiscard(ctx)
+		log.Error(err, "revision not recorded", "vidraresource", vr.Name)
+		r.event(vr, corev1.EventTypeWarning, "HistoryFailed", "revision not recorded: "+err.Error())
 	}
 
 	// Apply, in stages.

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,7 +79,7 @@ func (e *Engine) previewOne(ctx context.Context, o *unstructured.Unstructured, c
 		live = nil
 	case err != nil:
 		return Change{Ref: ref, Action: vidrav1alpha1.PreviewFailed, Message: fmt.Sprintf("read %s: %v", ref, err)}
-	case !ownership.IsManaged(live) && !e.Adopt && !(e.JoinOnly != nil && e.JoinOnly(ref)):
+	case !ownership.IsManaged(live) && !e.Adopt && (e.JoinOnly == nil || !e.JoinOnly(ref)):
 		return Change{Ref: ref, Action: vidrav1alpha1.PreviewNotManaged, Message: "exists and is not managed by Vidra: left untouched (adoptExisting: Always takes it over)"}
 	}
 	if live == nil && ref.Namespace != "" && creates["ns/"+ref.Namespace] {
@@ -126,7 +127,7 @@ func (e *Engine) previewOne(ctx context.Context, o *unstructured.Unstructured, c
 func (e *Engine) previewRelease(ctx context.Context, ref ownership.Ref, prune bool) Change {
 	live, err := e.ownership().Read(ctx, ref)
 	switch {
-	case err == ownership.ErrGone:
+	case errors.Is(err, ownership.ErrGone):
 		return Change{Ref: ref, Action: vidrav1alpha1.PreviewUnchanged, Message: "already gone"}
 	case err != nil:
 		return Change{Ref: ref, Action: vidrav1alpha1.PreviewFailed, Message: fmt.Sprintf("read %s: %v", ref, err)}
