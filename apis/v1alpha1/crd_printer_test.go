@@ -62,7 +62,8 @@ func TestKubectlGetShowsTheFleetColumns(t *testing.T) {
 	if err := hub.Client.Create(ctx, ihs); err != nil {
 		t.Fatalf("create InfrahubSync: %v", err)
 	}
-	ihs.Status = vidrav1alpha1.InfrahubSyncStatus{SyncState: vidrav1alpha1.StateRunning, LastSyncTime: &lastSync}
+	ihs.Status = vidrav1alpha1.InfrahubSyncStatus{SyncState: vidrav1alpha1.StateRunning, LastSyncTime: &lastSync,
+		Rollout: &vidrav1alpha1.RolloutStatus{Revision: 4, Phase: vidrav1alpha1.RolloutProgressing}}
 	if err := hub.Client.Status().Update(ctx, ihs); err != nil {
 		t.Fatalf("update InfrahubSync status: %v", err)
 	}
@@ -91,11 +92,11 @@ func TestKubectlGetShowsTheFleetColumns(t *testing.T) {
 			[]string{"NAME", "CLUSTER", "STATE", "RESOURCES", "LAST SYNC", "AGE"},
 			[]string{"printer-web", "edge-1", "Succeeded", "3", "3d"}},
 		{[]string{"get", "infrahubsyncs"}, "printer-sync",
-			[]string{"NAME", "ARTIFACT", "BRANCH", "STATE", "LAST SYNC", "AGE"},
-			[]string{"printer-sync", "manifests", "feature-x", "Running", "3d"}},
+			[]string{"NAME", "ARTIFACT", "BRANCH", "STATE", "REVISION", "ROLLOUT", "LAST SYNC", "AGE"},
+			[]string{"printer-sync", "manifests", "feature-x", "Running", "4", "Progressing", "3d"}},
 		{[]string{"get", "ihs"}, "printer-sync",
-			[]string{"NAME", "ARTIFACT", "BRANCH", "STATE", "LAST SYNC", "AGE"},
-			[]string{"printer-sync", "manifests", "feature-x", "Running", "3d"}},
+			[]string{"NAME", "ARTIFACT", "BRANCH", "STATE", "REVISION", "ROLLOUT", "LAST SYNC", "AGE"},
+			[]string{"printer-sync", "manifests", "feature-x", "Running", "4", "Progressing", "3d"}},
 		{[]string{"get", "vidraclusters"}, "edge-1",
 			[]string{"NAME", "SERVER", "PHASE", "VERSION", "AGE"},
 			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0"}},

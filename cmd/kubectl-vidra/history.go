@@ -108,20 +108,24 @@ which.`,
 	return cmd
 }
 
-func (o *historyOptions) history(hub client.Client) *history.History {
-	return &history.History{Client: hub, Reader: hub, Namespace: o.namespace}
-}
-
-func (o *historyOptions) runHistory(ctx context.Context, name string, out, errOut io.Writer) error {
+// open connects to the hub and finds what NAME names, and its revisions' keeper.
+func (o *historyOptions) open(ctx context.Context, name string, errOut io.Writer) (client.Client, *subject, *history.History, error) {
 	hub, err := newHubClient(o.hub, errOut)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	s, err := resolve(ctx, hub, name)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	return hub, s, &history.History{Client: hub, Reader: hub, Namespace: o.namespace}, nil
+}
+
+func (o *historyOptions) runHistory(ctx context.Context, name string, out, errOut io.Writer) error {
+	_, s, h, err := o.open(ctx, name, errOut)
+	if err != nil {
 		return err
 	}
-	h := o.history(hub)
 	now := time.Now()
 	if s.vr != nil {
 		revisions, err := h.List(ctx, s.vr)
@@ -235,15 +239,10 @@ the sync's revision N (status.rollout.revision; by default the one before the cu
 }
 
 func (o *historyOptions) runRollback(ctx context.Context, name string, to int64, out, errOut io.Writer) error {
-	hub, err := newHubClient(o.hub, errOut)
+	hub, s, h, err := o.open(ctx, name, errOut)
 	if err != nil {
 		return err
 	}
-	s, err := resolve(ctx, hub, name)
-	if err != nil {
-		return err
-	}
-	h := o.history(hub)
 	if s.vr != nil {
 		var r history.Revision
 		if to == 0 {

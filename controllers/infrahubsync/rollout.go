@@ -2,6 +2,7 @@ package infrahubsync
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
@@ -40,10 +42,17 @@ func contentHash(checksums map[string]string) string {
 // revisionOf numbers the listed content for a sync that delivers at once: the revision
 // grows when an artifact's checksum changes, or an artifact comes or goes.
 func revisionOf(ihs *vidrav1alpha1.InfrahubSync, artifacts []infrahub.Artifact) vidrav1alpha1.RolloutStatus {
+	delivered := map[string]string{}
+	for _, a := range ihs.Status.Artifacts {
+		delivered[a.ID] = a.Checksum
+	}
 	checksums := map[string]string{}
 	for _, a := range artifacts {
-		if a.Status == infrahub.StatusReady {
+		switch {
+		case a.Status == infrahub.StatusReady:
 			checksums[a.ID] = a.Checksum
+		case delivered[a.ID] != "":
+			checksums[a.ID] = delivered[a.ID] // still generating: what it delivers stays
 		}
 	}
 	st := vidrav1alpha1.RolloutStatus{}
@@ -180,6 +189,8 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 	now := d.r.now().UTC().Format(time.RFC3339)
 	written := map[*rolloutArtifact][]string{}
 	pinnedBy := map[*rolloutArtifact][]string{}
+	// lost: the newest content is gone from the store; it is fetched again next time.
+	lost := map[*rolloutArtifact]bool{}
 	for _, p := range places {
 		cur := d.owned[p.name]
 		if cur != nil {
@@ -224,6 +235,9 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 			if d.transient == nil && isTransient(err) {
 				d.transient = err
 			}
+			if errors.Is(err, content.ErrUnavailable) && digest == st.Digest {
+				lost[p.artifact] = true
+			}
 			continue
 		}
 		if cur == nil {
@@ -243,6 +257,9 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 		}
 		if plan.completed && ra.included {
 			s.StableChecksum, s.StableDigest = s.Checksum, s.Digest
+		}
+		if lost[ra] {
+			s.Checksum, s.Digest = "", ""
 		}
 		if pinned := pinnedBy[ra]; len(pinned) > 0 {
 			s.Message = pinnedMessage(ihs.Name, s.Checksum, pinned)

@@ -416,6 +416,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 		r.Watches.Requeue(holder)
 	}
 	r.Metrics.setManaged(vr.Status.Cluster, vr.Name, 0)
+	if r.History != nil {
+		if err := r.History.Forget(ctx, vr); err != nil {
+			// Owned by the VidraResource, they go with it through the garbage collector.
+			logr.FromContextOrDiscard(ctx).Error(err, "revisions not deleted", "vidraresource", vr.Name)
+		}
+	}
 	finalized := vr.DeepCopy()
 	controllerutil.RemoveFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer)
 	if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(finalized, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {

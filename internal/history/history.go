@@ -131,6 +131,9 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		next = newest.Revision + 1
 		if e.PreviousResult != "" && newest.Annotations[vidrav1alpha1.RevisionResultAnnotation] == "" {
 			patched := newest.DeepCopy()
+			if patched.Annotations == nil {
+				patched.Annotations = map[string]string{}
+			}
 			patched.Annotations[vidrav1alpha1.RevisionResultAnnotation] = e.PreviousResult
 			if err := h.Client.Patch(ctx, patched, client.MergeFrom(newest)); err != nil && !apierrors.IsNotFound(err) {
 				return 0, fmt.Errorf("record the result of revision %d of %s: %w", newest.Revision, vr.Name, err)
@@ -141,6 +144,9 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 	if same != nil {
 		// Delivered again: it becomes the newest.
 		patched := same.DeepCopy()
+		if patched.Annotations == nil {
+			patched.Annotations = map[string]string{}
+		}
 		patched.Revision = next
 		patched.Annotations[vidrav1alpha1.RevisionSourceAnnotation] = e.Source
 		patched.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = e.SyncRevision
@@ -204,6 +210,16 @@ func (h *History) prune(ctx context.Context, revisions []appsv1.ControllerRevisi
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Forget deletes every revision of the VidraResource, as the garbage collector would once
+// it is gone: its stored content is then free to be collected at once.
+func (h *History) Forget(ctx context.Context, vr *vidrav1alpha1.VidraResource) error {
+	revisions, err := h.list(ctx, vr)
+	if err != nil {
+		return err
+	}
+	return h.prune(ctx, revisions, 0)
 }
 
 // List returns the VidraResource's revisions, oldest first.

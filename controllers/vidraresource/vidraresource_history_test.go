@@ -1,0 +1,55 @@
+package vidraresource_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/history"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/testoperator"
+)
+
+// Each delivered content is a revision, numbered in order; historyLimit bounds how many
+// are kept; a revision records how it ended; the revisions go with the VidraResource.
+func TestRevisionHistoryIsKeptWithinItsLimit(t *testing.T) {
+	ctx := context.Background()
+	m := fleet.Members[0]
+	bundle := func(v string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: versioned}\ndata: {value: %q}\n", v)
+	}
+	deliver(t, "history", vidrav1alpha1.Destination{Cluster: m.Name, Namespace: "history-ns"}, bundle("1"),
+		func(vr *vidrav1alpha1.VidraResource) { vr.Spec.HistoryLimit = ptr.To[int32](2) })
+	vr := ready(t, "history")
+	for _, v := range []string{"2", "3"} {
+		updateSpec(t, "history", func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Manifest = bundle(v) })
+		vr = ready(t, "history")
+	}
+	if vr.Status.Revision != 3 {
+		t.Fatalf("status.revision %d, want 3", vr.Status.Revision)
+	}
+	h := &history.History{Client: fleet.Hub.Client, Reader: fleet.Hub.Client, Namespace: testoperator.Namespace}
+	revisions, err := h.List(ctx, vr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(revisions) != 2 || revisions[0].Number != 2 || revisions[1].Number != 3 {
+		t.Fatalf("revisions %+v, want 2 and 3 (historyLimit 2)", revisions)
+	}
+	if revisions[0].Result != "Ready" || revisions[0].Source != "user" || revisions[0].Body.Manifest != bundle("2") {
+		t.Errorf("revision 2: %+v", revisions[0])
+	}
+
+	remove(t, "history")
+	testfleet.Eventually(t, 30*time.Second, "the revisions deleted with the VidraResource", func() (bool, error) {
+		var list appsv1.ControllerRevisionList
+		err := fleet.Hub.Client.List(ctx, &list, client.InNamespace(testoperator.Namespace), client.MatchingLabels{vidrav1alpha1.RevisionOfLabel: string(vr.UID)})
+		return err == nil && len(list.Items) == 0, err
+	})
+}
