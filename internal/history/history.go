@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -345,15 +346,23 @@ const maxManifest = 8 << 20
 // any change. One an InfrahubSync made is pinned there: the sync leaves its content alone
 // until its rollout is resumed.
 func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, r Revision) error {
-	base := vr.DeepCopy()
-	vr.Spec.Manifest, vr.Spec.Content = r.Body.Manifest, r.Body.Content
-	if vr.Labels[vidrav1alpha1.InfrahubSyncLabel] != "" {
-		if vr.Annotations == nil {
-			vr.Annotations = map[string]string{}
+	// Optimistic, so a change written meanwhile (by its sync, say) is read and kept
+	// rather than overwritten; then tried again on the fresh object.
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vr), vr); err != nil {
+			return err
 		}
-		vr.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
-	}
-	if err := c.Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		base := vr.DeepCopy()
+		vr.Spec.Manifest, vr.Spec.Content = r.Body.Manifest, r.Body.Content
+		if vr.Labels[vidrav1alpha1.InfrahubSyncLabel] != "" {
+			if vr.Annotations == nil {
+				vr.Annotations = map[string]string{}
+			}
+			vr.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
+		}
+		return c.Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
 		return fmt.Errorf("roll %s back to revision %d: %w", vr.Name, r.Number, err)
 	}
 	return nil
