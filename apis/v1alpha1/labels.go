@@ -90,3 +90,23 @@ const (
 	// ConditionPinned on a VidraResource is True while a rollback holds its content.
 	ConditionPinned = "Pinned"
 )
+
+// Annotations of an enrollment Secret that make up the cluster's delivery policy. They
+// live on the Secret, in the operator's namespace, where hub users who write
+// VidraResources cannot change them.
+const (
+	// AllowedNamespacesAnnotation: comma-separated namespaces; namespaced objects in any
+	// other are refused.
+	AllowedNamespacesAnnotation = "vidra.infrahub.operators.com/allowed-namespaces"
+	// AllowedClusterKindsAnnotation: comma-separated Kind.group (Namespace for the core
+	// group) of the cluster-scoped kinds allowed; with allowed-namespaces set, any other
+	// cluster-scoped kind is refused.
+	AllowedClusterKindsAnnotation = "vidra.infrahub.operators.com/allowed-cluster-kinds"
+	// RequireServiceAccountAnnotation: "true" refuses VidraResources without
+	// spec.serviceAccountName.
+	RequireServiceAccountAnnotation = "vidra.infrahub.operators.com/require-service-account"
+)
+
+// ReasonPolicyDenied: the bundle breaks its cluster's delivery policy; nothing of it is
+// applied or pruned.
+const ReasonPolicyDenied = "PolicyDenied"

@@ -52,6 +52,28 @@ type VidraClusterStatus struct {
 	// SecretRef is the kubeconfig Secret that enrolled the cluster.
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// DeliveryPolicy is what the enrollment Secret lets the hub deliver to the cluster;
+	// absent when it allows everything.
+	// +optional
+	DeliveryPolicy *DeliveryPolicy `json:"deliveryPolicy,omitempty"`
+}
+
+// DeliveryPolicy is a cluster's delivery policy, as its enrollment Secret's annotations
+// set it.
+type DeliveryPolicy struct {
+	// AllowedNamespaces, when set, are the only namespaces objects may be delivered to.
+	// +optional
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
+	// AllowedClusterKinds, when set, are the only cluster-scoped kinds (Kind.group).
+	// +optional
+	AllowedClusterKinds []string `json:"allowedClusterKinds,omitempty"`
+	// RequireServiceAccount refuses VidraResources without spec.serviceAccountName.
+	// +optional
+	RequireServiceAccount bool `json:"requireServiceAccount,omitempty"`
+	// Error says why the annotations do not parse: then nothing is delivered.
+	// +optional
+	Error string `json:"error,omitempty"`
 }
 
 // VidraCluster shows one cluster enrolled by a labeled kubeconfig Secret. The cluster

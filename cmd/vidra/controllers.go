@@ -58,6 +58,9 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 			Client: mgr.GetLocalManager().GetClient(), Reader: mgr.GetLocalManager().GetAPIReader(), Namespace: opts.contentNamespace,
 		},
 	}
+	if provider != nil {
+		r.Policies = provider
+	}
 	if shard != nil {
 		r.Shard = shard
 		shard.OnGained(r.ClusterGained)

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
@@ -164,6 +165,7 @@ type clusterProvider interface {
 	multicluster.Provider
 	multicluster.ProviderRunnable
 	destination.Fleet
+	vidraresource.PolicySource
 	SetupWithManager(mcmanager.Manager) error
 	ClusterGained(multicluster.ClusterName)
 }

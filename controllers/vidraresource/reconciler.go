@@ -75,6 +75,8 @@ type Reconciler struct {
 	written sync.Map
 	// History keeps the delivered revisions. Nil: none are kept.
 	History *history.History
+	// Policies gives enrolled clusters' delivery policies. Nil: no cluster has one.
+	Policies PolicySource
 	// revisions holds, per VidraResource, the revision this process last recorded.
 	revisions sync.Map
 }
@@ -185,6 +187,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	vr.Status.Cluster = destination.Label(dest.name)
+
+	// The cluster's delivery policy, before anything reaches it.
+	if denied := r.policyDenies(vr, dest, objects); denied != "" {
+		markStalled(vr, vidrav1alpha1.ReasonPolicyDenied, denied)
+		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonPolicyDenied, denied)
+		return ctrl.Result{}, nil // looked at again when the policy or the spec changes
+	}
 	declared := len(objects)
 	objects, seen, err := r.withDestinationNamespace(ctx, dest, vr, objects)
 	if err != nil {

@@ -3,6 +3,7 @@ package vidraresource
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,7 +36,8 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				oldVC, _ := e.ObjectOld.(*vidrav1alpha1.VidraCluster)
 				newVC, _ := e.ObjectNew.(*vidrav1alpha1.VidraCluster)
-				return oldVC == nil || newVC == nil || oldVC.Status.Phase != newVC.Status.Phase
+				return oldVC == nil || newVC == nil || oldVC.Status.Phase != newVC.Status.Phase ||
+					!equality.Semantic.DeepEqual(oldVC.Status.DeliveryPolicy, newVC.Status.DeliveryPolicy)
 			}})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: maxConcurrentReconciles,

@@ -112,6 +112,7 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 		HubReader:      local.GetAPIReader(),
 		Manager:        mgr,
 		Resolver:       destination.Resolver{Fleet: provider},
+		Policies:       provider,
 		HubID:          HubID,
 		ResyncInterval: 10 * time.Minute,
 		Recorder:       local.GetEventRecorder("vidra"),

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/policy"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 )
 
@@ -43,6 +44,9 @@ type engagedCluster struct {
 	failures  int
 	// rotationError is why the Secret's current kubeconfig could not replace this one.
 	rotationError string
+	// policy is the delivery policy of its Secret; policyErr why it does not parse.
+	policy    policy.Policy
+	policyErr string
 }
 
 // stop cancels the cluster's context and waits for its goroutines, then drops its idle

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // Reasons an enrollment Secret is refused before its kubeconfig is even read, and reasons
@@ -28,6 +29,9 @@ type enrollment struct {
 	labels     map[string]string // labels for the VidraCluster
 	kubeconfig []byte
 	hash       string // of kubeconfig, to notice rotation
+	// policy is the delivery policy its annotations set; policyErr why they do not parse.
+	policy    policy.Policy
+	policyErr string
 }
 
 // readEnrollment reads the cluster name, the labels to copy and the kubeconfig from a
@@ -49,7 +53,12 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 		}
 	}
 	sum := sha256.Sum256(data)
-	return enrollment{name: name, labels: labels, kubeconfig: data, hash: hex.EncodeToString(sum[:])}, "", ""
+	enr := enrollment{name: name, labels: labels, kubeconfig: data, hash: hex.EncodeToString(sum[:])}
+	var err error
+	if enr.policy, err = policy.Parse(s.Annotations); err != nil {
+		enr.policyErr = err.Error()
+	}
+	return enr, "", ""
 }
 
 // clusterName is the cluster name the labels ask for: the value of ClusterLabel, or else a

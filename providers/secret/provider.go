@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // Options configure a Provider. Zero values take the defaults noted.
@@ -216,6 +217,23 @@ func (p *Provider) ClusterForServer(server string) (multicluster.ClusterName, bo
 		}
 	}
 	return "", false
+}
+
+// Policy returns the delivery policy of an engaged cluster, or why its Secret's policy
+// annotations do not parse; engaged is false when the cluster is not engaged here.
+func (p *Provider) Policy(name multicluster.ClusterName) (pol policy.Policy, engaged bool, err error) {
+	p.mu.RLock()
+	ec := p.clusters[name]
+	p.mu.RUnlock()
+	if ec == nil {
+		return policy.Policy{}, false, nil
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if ec.policyErr != "" {
+		return policy.Policy{}, true, errors.New(ec.policyErr)
+	}
+	return ec.policy, true, nil
 }
 
 // Start records the Aware that engages clusters and blocks until ctx ends; then every

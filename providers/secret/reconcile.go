@@ -74,6 +74,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if current != nil && current.hash == enr.hash {
 		current.mu.Lock()
 		current.rotationError = ""
+		current.policy, current.policyErr = enr.policy, enr.policyErr
 		current.mu.Unlock()
 		return reconcile.Result{}, p.writeEngagedStatus(ctx, current, enr.labels, "")
 	}
@@ -109,6 +110,9 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 			reasonUnreachable, "not engaged yet, retrying: "+err.Error()), err)
 	}
 
+	next.mu.Lock()
+	next.policy, next.policyErr = enr.policy, enr.policyErr
+	next.mu.Unlock()
 	p.mu.Lock()
 	p.clusters[name] = next
 	p.mu.Unlock()

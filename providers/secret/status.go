@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // eventRecorder is the part of events.EventRecorder the provider uses.
@@ -58,7 +59,19 @@ func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, l
 			s.Message = "kubeconfig rotation failed, still using the previous kubeconfig: " + ec.rotationError
 		}
 		meta.SetStatusCondition(&s.Conditions, current)
+		s.DeliveryPolicy = policyStatus(ec.policy, ec.policyErr)
 	})
+}
+
+// policyStatus shows a delivery policy; nil when it allows everything.
+func policyStatus(p policy.Policy, parseErr string) *vidrav1alpha1.DeliveryPolicy {
+	if parseErr != "" {
+		return &vidrav1alpha1.DeliveryPolicy{Error: parseErr + "; nothing is delivered until it is fixed"}
+	}
+	if !p.Restricts() {
+		return nil
+	}
+	return &vidrav1alpha1.DeliveryPolicy{AllowedNamespaces: p.AllowedNamespaces, AllowedClusterKinds: p.Kinds(), RequireServiceAccount: p.RequireServiceAccount}
 }
 
 // writeNotEngagedStatus shows a cluster that is not engaged: Rejected by policy, or

@@ -1,0 +1,42 @@
+package vidraresource
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/policy"
+)
+
+// PolicySource gives an enrolled cluster's delivery policy (the cluster provider does).
+type PolicySource interface {
+	Policy(name multicluster.ClusterName) (pol policy.Policy, engaged bool, err error)
+}
+
+// policyDenies says why the cluster's delivery policy refuses the bundle ("" when it
+// does not). Objects are placed as the apply would place them (namespaces defaulted,
+// cluster-scoped ones without); an object whose kind the cluster does not map cannot be
+// applied either, and is left to the apply to report.
+func (r *Reconciler) policyDenies(vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) string {
+	if r.Policies == nil {
+		return ""
+	}
+	pol, engaged, err := r.Policies.Policy(dest.name)
+	switch {
+	case !engaged:
+		return ""
+	case err != nil:
+		return "the cluster's delivery policy does not parse, so nothing is delivered: " + err.Error()
+	case !pol.Restricts():
+		return ""
+	}
+	refs, _ := refsOf(r.engine(vr, dest), objects)
+	checked := make([]policy.Object, 0, len(refs))
+	for _, ref := range refs {
+		checked = append(checked, policy.Object{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
+	}
+	if denied := pol.Check(checked, vr.Spec.Destination.Namespace, vr.Spec.ServiceAccountName); denied != nil {
+		return "refused by the cluster's delivery policy, nothing applied: " + denied.Error()
+	}
+	return ""
+}

@@ -1,0 +1,122 @@
+package vidraresource_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/testoperator"
+)
+
+// setPolicy sets (nil: removes) the delivery policy annotations of a member's enrollment
+// Secret, and waits until its VidraCluster shows the result.
+func setPolicy(t *testing.T, member string, annotations map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{}
+	if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: testoperator.Namespace, Name: member}, secret); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{vidrav1alpha1.AllowedNamespacesAnnotation, vidrav1alpha1.AllowedClusterKindsAnnotation, vidrav1alpha1.RequireServiceAccountAnnotation} {
+		delete(secret.Annotations, k)
+	}
+	if secret.Annotations == nil {
+		secret.Annotations = map[string]string{}
+	}
+	for k, v := range annotations {
+		secret.Annotations[k] = v
+	}
+	if err := fleet.Hub.Client.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(annotations[vidrav1alpha1.AllowedNamespacesAnnotation], ",")
+	testfleet.Eventually(t, 30*time.Second, "VidraCluster "+member+" shows its policy", func() (bool, error) {
+		vc := &vidrav1alpha1.VidraCluster{}
+		if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: member}, vc); err != nil {
+			return false, err
+		}
+		if annotations == nil {
+			return vc.Status.DeliveryPolicy == nil, nil
+		}
+		return vc.Status.DeliveryPolicy != nil && slices.Equal(vc.Status.DeliveryPolicy.AllowedNamespaces, want), nil
+	})
+}
+
+// A cluster's delivery policy, set on its enrollment Secret, refuses a whole bundle that
+// breaks it, before anything reaches the cluster: Stalled PolicyDenied naming the object
+// and the rule, nothing applied; other bundles on that cluster are unaffected; a change
+// of the policy is applied at once.
+func TestDeliveryPolicyRefusesABundleWhole(t *testing.T) {
+	ctx := context.Background()
+	m := fleet.Members[1]
+	setPolicy(t, m.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "policy-ok"})
+	t.Cleanup(func() { setPolicy(t, m.Name, nil) })
+
+	cm := func(ns, name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns + "}\ndata: {k: v}\n"
+	}
+	deliver(t, "policy-allowed", vidrav1alpha1.Destination{Cluster: m.Name, Namespace: "policy-ok"}, cm("policy-ok", "allowed"))
+	deliver(t, "policy-elsewhere", vidrav1alpha1.Destination{Cluster: m.Name, Namespace: "policy-ok"},
+		cm("policy-ok", "first")+"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: policy-other}\n---\n"+cm("policy-other", "elsewhere"))
+	deliver(t, "policy-cluster-kind", vidrav1alpha1.Destination{Cluster: m.Name, Namespace: "policy-ok"},
+		cm("policy-ok", "second")+"---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: policy-reader}\nrules: []\n")
+
+	ready(t, "policy-allowed")
+	vr := condition(t, "policy-elsewhere", vidrav1alpha1.ConditionStalled, metav1.ConditionTrue, vidrav1alpha1.ReasonPolicyDenied)
+	if msg := conditionMessage(vr, vidrav1alpha1.ConditionStalled); !strings.Contains(msg, "policy-other") || !strings.Contains(msg, "allowed") {
+		t.Errorf("Stalled says %q; want the object and the rule", msg)
+	}
+	vr = condition(t, "policy-cluster-kind", vidrav1alpha1.ConditionStalled, metav1.ConditionTrue, vidrav1alpha1.ReasonPolicyDenied)
+	if msg := conditionMessage(vr, vidrav1alpha1.ConditionStalled); !strings.Contains(msg, "ClusterRole.rbac.authorization.k8s.io policy-reader") {
+		t.Errorf("Stalled says %q; want the ClusterRole named", msg)
+	}
+	testfleet.Eventually(t, 30*time.Second, "a PolicyDenied Warning Event", func() (bool, error) {
+		return hasEvent(ctx, "policy-elsewhere", vidrav1alpha1.ReasonPolicyDenied, "policy-other")
+	})
+	// Refused whole: not even the allowed objects of those bundles were applied.
+	for _, name := range []string{"first", "second"} {
+		if exists(t, m, &corev1.ConfigMap{}, "policy-ok", name) {
+			t.Errorf("ConfigMap %s of a refused bundle was applied", name)
+		}
+	}
+	if exists(t, m, &corev1.Namespace{}, "", "policy-other") || exists(t, m, &rbacv1.ClusterRole{}, "", "policy-reader") {
+		t.Error("an object the policy refuses reached the cluster")
+	}
+	if n := len(vr.Status.ManagedResources); n != 0 {
+		t.Errorf("a refused bundle recorded %d objects", n)
+	}
+
+	// The person who enrolled the cluster allows the other namespace and the kind.
+	setPolicy(t, m.Name, map[string]string{
+		vidrav1alpha1.AllowedNamespacesAnnotation:   "policy-ok,policy-other",
+		vidrav1alpha1.AllowedClusterKindsAnnotation: "ClusterRole.rbac.authorization.k8s.io",
+	})
+	ready(t, "policy-elsewhere")
+	ready(t, "policy-cluster-kind")
+	if !exists(t, m, &corev1.ConfigMap{}, "policy-other", "elsewhere") {
+		t.Error("the bundle allowed now was not applied")
+	}
+
+	// A VidraResource without a service account, where the cluster requires one.
+	setPolicy(t, m.Name, map[string]string{
+		vidrav1alpha1.AllowedNamespacesAnnotation:     "policy-ok,policy-other",
+		vidrav1alpha1.AllowedClusterKindsAnnotation:   "ClusterRole.rbac.authorization.k8s.io",
+		vidrav1alpha1.RequireServiceAccountAnnotation: "true",
+	})
+	vr = condition(t, "policy-allowed", vidrav1alpha1.ConditionStalled, metav1.ConditionTrue, vidrav1alpha1.ReasonPolicyDenied)
+	if msg := conditionMessage(vr, vidrav1alpha1.ConditionStalled); !strings.Contains(msg, "requires spec.serviceAccountName") {
+		t.Errorf("Stalled says %q", msg)
+	}
+	if !exists(t, m, &corev1.ConfigMap{}, "policy-ok", "allowed") {
+		t.Error("a refused VidraResource pruned what it had delivered")
+	}
+}
