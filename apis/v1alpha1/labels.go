@@ -107,6 +107,6 @@ const (
 	RequireServiceAccountAnnotation = "vidra.infrahub.operators.com/require-service-account"
 )
 
-// ReasonPolicyDenied: the bundle breaks its cluster's delivery policy; nothing of it is
-// applied or pruned.
+// ReasonPolicyDenied is the reason of a VidraResource whose bundle breaks its cluster's
+// delivery policy; nothing of it is applied or pruned.
 const ReasonPolicyDenied = "PolicyDenied"
