@@ -136,6 +136,14 @@ func TestProgressiveRolloutEndToEnd(t *testing.T) {
 			kubectl(ctx, t, fmt.Appendf(nil, rolloutSync, s.URL()), "apply", "-f", "-")
 			out := waitPhase(ctx, t, "revision 1 Completed")
 			t.Logf("kubectl vidra rollout status web:\n%s", out)
+			if !strings.Contains(out, "2 of 2 clusters updated") {
+				t.Errorf("revision 1 did not complete on both clusters:\n%s", out)
+			}
+			// The first revision, too, reached the canary first.
+			events := kubectl(ctx, t, nil, "get", "events", "--field-selector", "reason=WaveCompleted", "-o", "jsonpath={.items[*].message}")
+			if !strings.Contains(events, "revision 1: wave canary healthy") {
+				t.Errorf("no WaveCompleted Event for the canary of revision 1: %q", events)
+			}
 			waitVersion(ctx, t, 0, "1")
 			waitVersion(ctx, t, 1, "1")
 			return ctx
@@ -197,9 +205,9 @@ func TestProgressiveRolloutEndToEnd(t *testing.T) {
 			waitVersion(ctx, t, 0, "2")
 			s.Put("main", rolloutArtifact("4", false))
 			requestSync(ctx, t)
-			testfleet.Eventually(t, 60*time.Second, "the sync to say its VidraResources are pinned", func() (bool, error) {
+			testfleet.Eventually(t, 60*time.Second, "revision 4 held by the pinned clusters", func() (bool, error) {
 				out, _ := pluginExit(ctx, t, "rollout", "status", "web")
-				return strings.Contains(out, "pinned by a rollback"), nil
+				return strings.Contains(out, "revision 4 Progressing at wave canary") && strings.Contains(out, "pinned by a rollback"), nil
 			})
 			if version(ctx, 0) != "2" || version(ctx, 1) != "2" {
 				t.Fatalf("a listing undid the rollback: versions %s and %s", version(ctx, 0), version(ctx, 1))

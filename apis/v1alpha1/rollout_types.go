@@ -66,6 +66,7 @@ type RolloutSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(w, w.name != 'remaining')",message="the wave name remaining is the implicit last wave's: choose another"
 	Waves []RolloutWave `json:"waves,omitempty"`
 
 	// MaxUnavailable is how many clusters of a wave may be updating or unhealthy at once:
@@ -123,6 +124,10 @@ type RolloutStatus struct {
 	// ContentHash identifies the revision: a hash of its artifacts and their checksums.
 	// +optional
 	ContentHash string `json:"contentHash,omitempty"`
+	// StableRevision is the last revision whose rollout completed: what joining clusters
+	// get, and where a rollback returns.
+	// +optional
+	StableRevision int64 `json:"stableRevision,omitempty"`
 	// Phase of the rollout.
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,10 +34,16 @@ bundle and applies nothing.
 
 NAME is a VidraResource, or an InfrahubSync (ihs/NAME) for the preview of each of its
 VidraResources. As kubectl diff, it exits 0 when nothing would change, 1 when something
-would, and 2 on an error.`,
+would (created, updated, pruned or released), and 2 on an error or when a preview failed
+or could not be computed.`,
 		Example: `  kubectl vidra diff web-paris-1a2b3c4d5e
   kubectl vidra diff ihs/web`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return failWith(2, streams.ErrOut, err)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newHubClient(hub, streams.ErrOut)
 			if err != nil {
@@ -50,15 +57,31 @@ would, and 2 on an error.`,
 			if s.vr != nil {
 				vrs = []vidrav1alpha1.VidraResource{*s.vr}
 			}
-			if printPreviews(cmd.Context(), vrs, streams.Out, time.Now()) {
+			switch printPreviews(cmd.Context(), vrs, streams.Out, time.Now()) {
+			case previewChanges:
 				return exitError{code: 1}
+			case previewIncomplete:
+				return exitError{code: 2}
 			}
 			return nil
 		},
 	}
 	hub.AddFlags(cmd.Flags())
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return failWith(2, streams.ErrOut, fmt.Errorf("%w\nSee '%s --help'", err, cmd.CommandPath()))
+	})
 	return cmd
 }
+
+// What the previews say, for the exit code.
+type previewResult int
+
+const (
+	previewNoChanges previewResult = iota
+	previewChanges
+	// previewIncomplete: a preview failed, or was not computed: nothing can be promised.
+	previewIncomplete
+)
 
 // failWith prints err as the plugin does and ends with code.
 func failWith(code int, errOut io.Writer, err error) error {
@@ -67,9 +90,9 @@ func failWith(code int, errOut io.Writer, err error) error {
 }
 
 // printPreviews prints each VidraResource's preview and says whether any would change
-// something.
-func printPreviews(_ context.Context, vrs []vidrav1alpha1.VidraResource, out io.Writer, now time.Time) bool {
-	changes := false
+// something, or could not be computed.
+func printPreviews(_ context.Context, vrs []vidrav1alpha1.VidraResource, out io.Writer, now time.Time) previewResult {
+	changes, incomplete := false, false
 	for i := range vrs {
 		vr := &vrs[i]
 		p := vr.Status.Preview
@@ -80,6 +103,7 @@ func printPreviews(_ context.Context, vrs []vidrav1alpha1.VidraResource, out io.
 		}
 		if p.ComputedAt == nil {
 			fmt.Fprintf(out, "%s: no preview: %s\n", where, orNone(p.Message))
+			incomplete = true
 			continue
 		}
 		what := "its bundle (dry run)"
@@ -113,9 +137,17 @@ func printPreviews(_ context.Context, vrs []vidrav1alpha1.VidraResource, out io.
 		if p.Message != "" {
 			fmt.Fprintf(out, "  %s\n", p.Message)
 		}
-		changes = changes || p.Create+p.Update+p.Prune > 0
+		released := slices.ContainsFunc(p.Changes, func(c vidrav1alpha1.PreviewChange) bool { return c.Action == vidrav1alpha1.PreviewRelease })
+		changes = changes || p.Create+p.Update+p.Prune > 0 || released
+		incomplete = incomplete || p.Failed > 0
 	}
-	return changes
+	switch {
+	case incomplete:
+		return previewIncomplete
+	case changes:
+		return previewChanges
+	}
+	return previewNoChanges
 }
 
 func symbolOf(a vidrav1alpha1.PreviewAction) string {

@@ -117,7 +117,7 @@ func TestHistoryRollbackAndRolloutCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "revision 2 Failed at wave canary, 0 of 1 clusters updated") || !strings.Contains(out, "Failed clusters: edge-paris") ||
-		!containsLine(out, "edge-paris", vr.Name, "2", "Unknown", "1") {
+		!containsLine(out, "edge-paris", vr.Name, "1", "Unknown", "1") {
 		t.Errorf("rollout status:\n%s", out)
 	}
 

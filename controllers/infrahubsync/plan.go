@@ -35,6 +35,8 @@ type clusterView struct {
 	updatedAt time.Time
 	// pinned: a person rolled one of its VidraResources back; the sync leaves it alone.
 	pinned bool
+	// unavailable: not healthy on the content it has now, whichever that is.
+	unavailable bool
 }
 
 // move is what the plan does to a cluster's VidraResources.
@@ -197,9 +199,10 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 
 	switch st.Phase {
 	case vidrav1alpha1.RolloutCompleted:
-		// The revision completed: clusters that lack it (joined since, or unpinned) get it.
+		// The revision completed: clusters that lack it (joined since, or unpinned) get it,
+		// unless a person paused the rollout.
 		for _, c := range in.clusters {
-			if !c.atTarget && !c.pinned {
+			if !c.atTarget && !c.pinned && (!c.present || !in.spec.Paused) {
 				p.moves[c.name] = toNewest
 			}
 		}
@@ -207,6 +210,13 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		return p, nil
 	case vidrav1alpha1.RolloutFailed, vidrav1alpha1.RolloutRolledBack:
 		return p, nil // until the content changes or a person resumes
+	}
+	if len(in.clusters) == 0 {
+		// Nothing to complete on: the revision waits for its first cluster, which then
+		// gets it wave by wave, not as a revision that completed without one.
+		st.Phase = vidrav1alpha1.RolloutProgressing
+		st.Message = fmt.Sprintf("revision %d: no cluster is selected yet", st.Revision)
+		return p, nil
 	}
 	if in.spec.Paused {
 		st.Phase = vidrav1alpha1.RolloutPaused
@@ -218,13 +228,19 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 	for i := current; i < len(all); i++ {
 		w := all[i]
 		st.Wave = w.name
-		var pending, updating, failed []clusterView
+		var pending, updating, failed, held []clusterView
+		unavailable := 0 // clusters not yet updated that are unhealthy anyway
 		var wait time.Duration
 		for _, c := range w.clusters {
 			switch {
+			case c.pinned && !c.atTarget:
+				held = append(held, c)
 			case c.pinned:
 			case !c.atTarget:
 				pending = append(pending, c)
+				if c.present && c.unavailable {
+					unavailable++
+				}
 			case c.healthy:
 			default:
 				since := c.updatedAt
@@ -243,7 +259,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 			p.fail(in, w, failed, timeout)
 			return p, nil
 		}
-		room := budget(in.spec, len(w.clusters)) - len(updating)
+		room := budget(in.spec, len(w.clusters)) - len(updating) - unavailable
 		moved := 0
 		for _, c := range pending {
 			if moved >= room {
@@ -256,7 +272,20 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		if len(updating) > 0 || len(pending) > 0 {
 			st.WaveCompletedAt = nil
 			st.Message = fmt.Sprintf("wave %s: %d updating, %d waiting, %d of %d clusters updated", w.name, len(updating)+moved, len(pending)-moved, st.Updated, st.Total)
+			if len(held) > 0 {
+				st.Message += fmt.Sprintf("; %d pinned by a rollback until `kubectl vidra rollout resume`", len(held))
+			}
 			p.requeue = wait
+			return p, nil
+		}
+		if len(held) > 0 {
+			// A revision completes only where it runs: pinned clusters hold the wave.
+			st.WaveCompletedAt = nil
+			names := make([]string, 0, len(held))
+			for _, c := range held {
+				names = append(names, c.name)
+			}
+			st.Message = fmt.Sprintf("wave %s: waiting for %s, pinned by a rollback, until `kubectl vidra rollout resume`", w.name, strings.Join(names, ", "))
 			return p, nil
 		}
 		// The wave is healthy.
@@ -267,7 +296,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 				p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "WaveCompleted", fmt.Sprintf("revision %d: wave %s healthy (%d clusters)", st.Revision, w.name, len(w.clusters))})
 			}
 		}
-		if left := w.pauseAfter - in.now.Sub(st.WaveCompletedAt.Time); left > 0 && i < len(all)-1 {
+		if left := w.pauseAfter - in.now.Sub(st.WaveCompletedAt.Time); left > 0 && len(w.clusters) > 0 && laterClusters(all, i) {
 			st.Message = fmt.Sprintf("wave %s healthy; the next starts in %s", w.name, left.Round(time.Second))
 			p.requeue = left
 			return p, nil
@@ -282,6 +311,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 	}
 	st.Phase = vidrav1alpha1.RolloutCompleted
 	st.WaveCompletedAt = nil
+	st.StableRevision = st.Revision
 	st.Wave = lastWave(all)
 	st.Message = completedMessage(st, pinned)
 	p.completed = true
@@ -335,6 +365,16 @@ func firstWave(all []wave) string {
 		}
 	}
 	return all[0].name
+}
+
+// laterClusters says whether a wave after i has clusters: only then is pauseAfter waited.
+func laterClusters(all []wave, i int) bool {
+	for _, w := range all[i+1:] {
+		if len(w.clusters) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func lastWave(all []wave) string {

@@ -238,3 +238,38 @@ func TestBudget(t *testing.T) {
 		}
 	}
 }
+
+// A cluster pinned by a rollback holds its wave: the revision does not complete where it
+// does not run, and once unpinned the cluster is updated within the wave.
+func TestPlanPinnedClustersHoldTheirWave(t *testing.T) {
+	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h2", hasStable: true, now: t0, clusters: fleetOf()[:2]}
+	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+	for i := range in.clusters {
+		in.clusters[i].pinned = true
+	}
+	p := mustPlan(t, in)
+	if p.status.Phase != vidrav1alpha1.RolloutProgressing || p.completed || len(p.moves) != 0 {
+		t.Fatalf("all pinned: phase %s, completed %v, moves %v; want Progressing and nothing moved", p.status.Phase, p.completed, p.moves)
+	}
+	in.last = p.status
+	in.clusters[0].pinned, in.clusters[1].pinned = false, false // resumed
+	if p = mustPlan(t, in); !slices.Equal(moved(p, toNewest), []string{"c1"}) {
+		t.Fatalf("after resume: moves %v, want the canary alone", p.moves)
+	}
+}
+
+// A cluster of the wave already unhealthy on its old revision counts against
+// maxUnavailable.
+func TestPlanUnhealthyClustersCountAgainstTheBudget(t *testing.T) {
+	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h2", hasStable: true, now: t0, clusters: fleetOf()}
+	in.last = vidrav1alpha1.RolloutStatus{Revision: 2, ContentHash: "h2", Phase: vidrav1alpha1.RolloutProgressing, Wave: "prod"}
+	in.clusters[0].atTarget, in.clusters[0].healthy = true, true
+	in.clusters[2].unavailable = true // p2, still on the old revision
+	if p := mustPlan(t, in); len(p.moves) != 0 {
+		t.Fatalf("moves %v while p2 is unavailable; maxUnavailable is 1", p.moves)
+	}
+	in.clusters[2].unavailable = false
+	if p := mustPlan(t, in); !slices.Equal(moved(p, toNewest), []string{"p1"}) {
+		t.Fatalf("moves %v, want p1", moved(p, toNewest))
+	}
+}

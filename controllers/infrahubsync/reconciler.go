@@ -351,14 +351,20 @@ func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*vidrav1al
 	if err := r.Hub.Get(ctx, key, ihs); err != nil {
 		return nil, err
 	}
-	if last, ok := r.written.Load(key.Name); !ok || last.(string) == ihs.ResourceVersion {
+	last, ok := r.written.Load(key.Name)
+	if !ok {
+		return ihs, nil
+	}
+	if last.(string) == ihs.ResourceVersion {
+		r.written.Delete(key.Name) // the cache has caught up
 		return ihs, nil
 	}
 	fresh := &vidrav1alpha1.InfrahubSync{}
 	if err := r.HubReader.Get(ctx, key, fresh); err != nil {
 		return nil, err
 	}
-	r.written.Delete(key.Name) // what the API server said is at least as new as the write
+	// Until the cache shows what the API server said, it is read from there.
+	r.written.Store(key.Name, fresh.ResourceVersion)
 	return fresh, nil
 }
 

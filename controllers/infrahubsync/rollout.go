@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
@@ -66,6 +67,7 @@ func revisionOf(ihs *vidrav1alpha1.InfrahubSync, artifacts []infrahub.Artifact) 
 		st.StartedAt = &now
 	}
 	st.Phase, st.Wave, st.FailedClusters, st.WaveCompletedAt = vidrav1alpha1.RolloutCompleted, "", nil, nil
+	st.StableRevision = st.Revision
 	st.Message = fmt.Sprintf("revision %d: delivered to every cluster at once", st.Revision)
 	return st
 }
@@ -155,6 +157,9 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 		case cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "":
 			v.pinned = true
 		}
+		if ok, _ := healthy(cur); !ok {
+			v.unavailable = true
+		}
 		if !d.holds(ctx, cur, p.artifact.status.Checksum) {
 			v.atTarget, v.healthy = false, false
 			continue
@@ -212,6 +217,14 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 			checksum, digest, contentRevision = st.Checksum, st.Digest, revision
 		case toStable:
 			checksum, digest = st.StableChecksum, st.StableDigest
+			if plan.status.StableRevision > 0 {
+				contentRevision = strconv.FormatInt(plan.status.StableRevision, 10)
+			}
+			if digest == "" && cur != nil {
+				// The artifact came with the failed revision: rolled back, it goes.
+				delete(d.keep, p.name)
+				continue
+			}
 		}
 		if digest != "" && cur != nil && d.holds(ctx, cur, checksum) {
 			digest = "" // it has it already
@@ -358,6 +371,16 @@ func (d *delivery) place(ctx context.Context, p placement, checksum, digest, rev
 	data, err := d.r.Content.Get(ctx, digest)
 	if err != nil {
 		return fmt.Errorf("artifact %s for %s: content %s: %w", p.artifact.a.ID, p.cluster, digest, err)
+	}
+	if cur := d.owned[p.name]; cur != nil {
+		// A rollback the cache does not show yet must not be overwritten.
+		fresh := &vidrav1alpha1.VidraResource{}
+		if err := d.r.HubReader.Get(ctx, client.ObjectKeyFromObject(cur), fresh); err != nil {
+			return fmt.Errorf("read VidraResource %s: %w", cur.Name, err)
+		}
+		if fresh.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "" {
+			return nil
+		}
 	}
 	vr := d.resource(p.artifact.a, p.target)
 	vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = checksum

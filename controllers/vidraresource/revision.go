@@ -37,6 +37,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	body := history.Body{Manifest: vr.Spec.Manifest, Content: vr.Spec.Content}
 	n, err := r.History.Record(ctx, vr, history.Entry{
 		Body: body, Digest: digest, Source: sourceOf(vr), SyncRevision: vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
+		Checksum:       vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation],
 		PreviousResult: previousResult, Limit: limit,
 	})
 	if err != nil {

@@ -153,6 +153,11 @@ func comparable(o *unstructured.Unstructured) *unstructured.Unstructured {
 	for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp"} {
 		unstructured.RemoveNestedField(c.Object, "metadata", f)
 	}
+	// kubectl's copy of what it applied: noise here, and for a Secret its values.
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration")
+	if len(c.GetAnnotations()) == 0 {
+		unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
+	}
 	unstructured.RemoveNestedField(c.Object, "status")
 	return c
 }

@@ -51,6 +51,8 @@ type Revision struct {
 	SyncRevision string
 	// Result is how it ended when a newer revision replaced it; empty for the newest.
 	Result string
+	// Checksum is the Infrahub checksum of its content, when a sync delivered it.
+	Checksum string
 	// Body is its content.
 	Body Body
 }
@@ -95,6 +97,8 @@ type Entry struct {
 	Source string
 	// SyncRevision is the revision of the InfrahubSync's content, if any.
 	SyncRevision string
+	// Checksum is the Infrahub checksum of the content, if a sync delivered it.
+	Checksum string
 	// PreviousResult is how the revision delivered until now ended, recorded on it.
 	PreviousResult string
 	// Limit is how many revisions are kept; 0 keeps none.
@@ -125,7 +129,7 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		}
 	}
 	if same != nil && same == newest {
-		return same.Revision, nil
+		return same.Revision, h.prune(ctx, revisions, e.Limit) // a lowered limit applies at once
 	}
 	next := int64(1)
 	if newest != nil {
@@ -151,11 +155,13 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		patched.Revision = next
 		patched.Annotations[vidrav1alpha1.RevisionSourceAnnotation] = e.Source
 		patched.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = e.SyncRevision
+		patched.Annotations[checksumAnnotation] = e.Checksum
 		patched.Annotations[recordedAnnotation] = now
 		delete(patched.Annotations, vidrav1alpha1.RevisionResultAnnotation)
 		if err := h.Client.Patch(ctx, patched, client.MergeFromWithOptions(same, client.MergeFromWithOptimisticLock{})); err != nil {
 			return 0, fmt.Errorf("renumber revision %d of %s: %w", same.Revision, vr.Name, err)
 		}
+		same.Revision = next // pruned by its new number: it is the newest
 		return next, h.prune(ctx, revisions, e.Limit)
 	}
 	raw, err := encode(e.Body)
@@ -171,6 +177,7 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 				vidrav1alpha1.RevisionDigestAnnotation: e.Digest,
 				vidrav1alpha1.RevisionSourceAnnotation: e.Source,
 				vidrav1alpha1.SyncRevisionAnnotation:   e.SyncRevision,
+				checksumAnnotation:                     e.Checksum,
 				recordedAnnotation:                     now,
 				vidraResourceAnnotation:                vr.Name,
 			},
@@ -196,6 +203,7 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 const (
 	recordedAnnotation      = "vidra.infrahub.operators.com/recorded-at"
 	vidraResourceAnnotation = "vidra.infrahub.operators.com/vidraresource"
+	checksumAnnotation      = vidrav1alpha1.ArtifactChecksumAnnotation
 )
 
 // prune deletes the oldest revisions beyond limit.
@@ -310,6 +318,7 @@ func decode(cr *appsv1.ControllerRevision) (Revision, error) {
 		Source:       cr.Annotations[vidrav1alpha1.RevisionSourceAnnotation],
 		SyncRevision: cr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
 		Result:       cr.Annotations[vidrav1alpha1.RevisionResultAnnotation],
+		Checksum:     cr.Annotations[checksumAnnotation],
 		Recorded:     cr.CreationTimestamp.Time,
 	}
 	if t, err := time.Parse(time.RFC3339, cr.Annotations[recordedAnnotation]); err == nil {
@@ -359,6 +368,9 @@ func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResour
 				vr.Annotations = map[string]string{}
 			}
 			vr.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
+			// What it delivers now is that revision's, for the sync and the history.
+			setOrDelete(vr.Annotations, vidrav1alpha1.SyncRevisionAnnotation, r.SyncRevision)
+			setOrDelete(vr.Annotations, vidrav1alpha1.ArtifactChecksumAnnotation, r.Checksum)
 		}
 		return c.Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	})
@@ -366,6 +378,14 @@ func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResour
 		return fmt.Errorf("roll %s back to revision %d: %w", vr.Name, r.Number, err)
 	}
 	return nil
+}
+
+func setOrDelete(m map[string]string, key, value string) {
+	if value == "" {
+		delete(m, key)
+		return
+	}
+	m[key] = value
 }
 
 // Digests returns the stored content the revisions in the namespace name, so the content
