@@ -40,18 +40,18 @@ or could not be computed.`,
   kubectl vidra diff ihs/web`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
-				return failWith(2, streams.ErrOut, err)
+				return failDiff(streams.ErrOut, err)
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newHubClient(hub, streams.ErrOut)
 			if err != nil {
-				return failWith(2, streams.ErrOut, err)
+				return failDiff(streams.ErrOut, err)
 			}
 			s, err := resolve(cmd.Context(), c, args[0])
 			if err != nil {
-				return failWith(2, streams.ErrOut, err)
+				return failDiff(streams.ErrOut, err)
 			}
 			vrs := s.resources
 			if s.vr != nil {
@@ -68,7 +68,7 @@ or could not be computed.`,
 	}
 	hub.AddFlags(cmd.Flags())
 	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return failWith(2, streams.ErrOut, fmt.Errorf("%w\nSee '%s --help'", err, cmd.CommandPath()))
+		return failDiff(streams.ErrOut, fmt.Errorf("%w\nSee '%s --help'", err, cmd.CommandPath()))
 	})
 	return cmd
 }
@@ -83,10 +83,10 @@ const (
 	previewIncomplete
 )
 
-// failWith prints err as the plugin does and ends with code.
-func failWith(code int, errOut io.Writer, err error) error {
+// failDiff prints err as the plugin does and ends with diff's error code, 2.
+func failDiff(errOut io.Writer, err error) error {
 	fmt.Fprintln(errOut, "error:", err)
-	return exitError{code: code}
+	return exitError{code: 2}
 }
 
 // printPreviews prints each VidraResource's preview and says whether any would change
