@@ -18,7 +18,13 @@ import (
 // labelEnrollment sets (or, with "", removes) the label fanout on a member's enrollment
 // Secret, which the provider copies to its VidraCluster.
 func labelEnrollment(t *testing.T, member, value string) {
-	const key = "fanout"
+	t.Helper()
+	setClusterLabel(t, member, "fanout", value)
+}
+
+// setClusterLabel sets (or, with "", removes) a label on a member's enrollment Secret and
+// waits until its VidraCluster carries it.
+func setClusterLabel(t *testing.T, member, key, value string) {
 	t.Helper()
 	ctx := context.Background()
 	secret := &corev1.Secret{}

@@ -23,28 +23,10 @@ import (
 	"github.com/vidra-operator/vidra/internal/testfleet"
 )
 
-// setRing labels a member's enrollment Secret ring=<value> ("" removes it); the provider
-// copies it to the VidraCluster.
+// setRing puts a member in a ring ("" takes it out).
 func setRing(t *testing.T, member, value string) {
 	t.Helper()
-	ctx := context.Background()
-	secret := &corev1.Secret{}
-	if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: member}, secret); err != nil {
-		t.Fatal(err)
-	}
-	if value == "" {
-		delete(secret.Labels, "ring")
-	} else {
-		secret.Labels["ring"] = value
-	}
-	if err := fleet.Hub.Client.Update(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	testfleet.Eventually(t, 30*time.Second, "VidraCluster "+member+" in ring "+value, func() (bool, error) {
-		vc := &vidrav1alpha1.VidraCluster{}
-		err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: member}, vc)
-		return err == nil && vc.Labels["ring"] == value, err
-	})
+	setClusterLabel(t, member, "ring", value)
 }
 
 // rolloutWatch follows the VidraResources of a sync through a watch on the hub, as they
