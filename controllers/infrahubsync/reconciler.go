@@ -203,6 +203,10 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 		for _, a := range artifacts {
 			statuses = append(statuses, d.deliver(ctx, a, dests, previous[a.ID]))
 		}
+		if len(d.problems) > 0 {
+			// The phase stays Completed: a switch to Progressive must not inherit a failure.
+			rollout.Message = fmt.Sprintf("revision %d: not delivered everywhere: %s", rollout.Revision, d.problems[0])
+		}
 		ihs.Status.Rollout = &rollout
 		meta.RemoveStatusCondition(&ihs.Status.Conditions, vidrav1alpha1.ConditionRolledOut)
 	}
