@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -57,7 +56,7 @@ or could not be computed.`,
 			if s.vr != nil {
 				vrs = []vidrav1alpha1.VidraResource{*s.vr}
 			}
-			switch printPreviews(cmd.Context(), vrs, streams.Out, time.Now()) {
+			switch printPreviews(vrs, streams.Out, time.Now()) {
 			case previewChanges:
 				return exitError{code: 1}
 			case previewIncomplete:
@@ -91,7 +90,7 @@ func failDiff(errOut io.Writer, err error) error {
 
 // printPreviews prints each VidraResource's preview and says whether any would change
 // something, or could not be computed.
-func printPreviews(_ context.Context, vrs []vidrav1alpha1.VidraResource, out io.Writer, now time.Time) previewResult {
+func printPreviews(vrs []vidrav1alpha1.VidraResource, out io.Writer, now time.Time) previewResult {
 	changes, incomplete := false, false
 	for i := range vrs {
 		vr := &vrs[i]

@@ -119,31 +119,21 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 	fail := func(msg string, err error) vidrav1alpha1.ArtifactStatus {
 		keepExisting()
 		st.Message = msg
-		d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", a.ID, a.Target.Label, msg))
-		if err != nil && d.transient == nil && isTransient(err) {
-			d.transient = err
-		}
+		d.problem(a, msg, err)
 		return st
 	}
 
-	switch a.Status {
-	case infrahub.StatusReady:
-	case infrahub.StatusError:
-		return fail("Infrahub failed to generate it (status Error); the last delivered content is kept", nil)
-	default:
+	if msg, generating := d.notReady(a); msg != "" {
+		if !generating {
+			return fail(msg, nil)
+		}
 		keepExisting()
-		st.Message = fmt.Sprintf("status %s in Infrahub; the last delivered content is kept until it is Ready", a.Status)
-		d.pending = append(d.pending, fmt.Sprintf("artifact %s for %s (%s)", a.ID, a.Target.Label, a.Status))
+		st.Message = msg
 		return st
 	}
-
-	if d.ihs.Spec.Destination.ClusterFromTarget {
-		cluster := a.Target.Label
-		if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
-			return fail(fmt.Sprintf("its target's display label %q does not name a cluster: %s", cluster, strings.Join(errs, ", ")), nil)
-		}
-		placement := vidrav1alpha1.Destination{Namespace: d.ihs.Spec.Destination.Namespace, ReconcileOnEvents: d.ihs.Spec.Destination.ReconcileOnEvents}
-		targets = []target{clusterTarget(cluster, placement)}
+	targets, msg := d.targetsOf(a, targets)
+	if msg != "" {
+		return fail(msg, nil)
 	}
 
 	// Build the desired VidraResources; content is filled in below if any needs writing.
@@ -207,6 +197,47 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 		d.r.event(d.ihs, related, corev1.EventTypeNormal, "ArtifactUpdated", fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", a.Name, a.ID, a.Target.Label, a.Checksum, strings.Join(st.VidraResources, ", ")))
 	}
 	return st
+}
+
+// problem records why artifact a could not be delivered, and the first error that may
+// pass with a retry.
+func (d *delivery) problem(a infrahub.Artifact, msg string, err error) {
+	d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", a.ID, a.Target.Label, msg))
+	d.retry(err)
+}
+
+// retry keeps err, when it may pass with a retry and is the first such, to back off on.
+func (d *delivery) retry(err error) {
+	if err != nil && d.transient == nil && isTransient(err) {
+		d.transient = err
+	}
+}
+
+// notReady says why artifact a is not delivered as Infrahub lists it ("" when it is
+// Ready); generating: Infrahub is still at it, which is no error and is looked at soon.
+func (d *delivery) notReady(a infrahub.Artifact) (msg string, generating bool) {
+	switch a.Status {
+	case infrahub.StatusReady:
+		return "", false
+	case infrahub.StatusError:
+		return "Infrahub failed to generate it (status Error); the last delivered content is kept", false
+	}
+	d.pending = append(d.pending, fmt.Sprintf("artifact %s for %s (%s)", a.ID, a.Target.Label, a.Status))
+	return fmt.Sprintf("status %s in Infrahub; the last delivered content is kept until it is Ready", a.Status), true
+}
+
+// targetsOf are artifact a's destinations: dests, or with clusterFromTarget the cluster
+// its target names; msg says why that target names none.
+func (d *delivery) targetsOf(a infrahub.Artifact, dests []target) (targets []target, msg string) {
+	if !d.ihs.Spec.Destination.ClusterFromTarget {
+		return dests, ""
+	}
+	cluster := a.Target.Label
+	if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
+		return nil, fmt.Sprintf("its target's display label %q does not name a cluster: %s", cluster, strings.Join(errs, ", "))
+	}
+	placement := vidrav1alpha1.Destination{Namespace: d.ihs.Spec.Destination.Namespace, ReconcileOnEvents: d.ihs.Spec.Destination.ReconcileOnEvents}
+	return []target{clusterTarget(cluster, placement)}, ""
 }
 
 // resourcesOf are the owned VidraResources that deliver artifact id.

@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -114,17 +113,12 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 		if !ra.included {
 			continue
 		}
-		targets := dests
-		if ihs.Spec.Destination.ClusterFromTarget {
-			cluster := a.Target.Label
-			if errs := validation.IsDNS1123Label(cluster); len(errs) > 0 {
-				ra.included = false
-				ra.status.Message = fmt.Sprintf("its target's display label %q does not name a cluster: %s", cluster, strings.Join(errs, ", "))
-				d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", a.ID, a.Target.Label, ra.status.Message))
-				continue
-			}
-			placement := vidrav1alpha1.Destination{Namespace: ihs.Spec.Destination.Namespace, ReconcileOnEvents: ihs.Spec.Destination.ReconcileOnEvents}
-			targets = []target{clusterTarget(cluster, placement)}
+		targets, msg := d.targetsOf(a, dests)
+		if msg != "" {
+			ra.included = false
+			ra.status.Message = msg
+			d.problem(a, msg, nil)
+			continue
 		}
 		for _, t := range targets {
 			places = append(places, placement{artifact: ra, target: t, cluster: t.segment, name: resourceName(ihs.Name, t.segment, t.key, a.ID)})
@@ -157,9 +151,8 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 		case cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "":
 			v.pinned = true
 		}
-		if ok, _ := healthy(cur); !ok {
-			v.unavailable = true
-		}
+		ok, why := healthy(cur)
+		v.unavailable = v.unavailable || !ok
 		if !d.holds(ctx, cur, p.artifact.status.Checksum) {
 			v.atTarget, v.healthy = false, false
 			continue
@@ -167,7 +160,7 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 		if t := updatedAt(cur); t.After(v.updatedAt) {
 			v.updatedAt = t
 		}
-		if ok, why := healthy(cur); !ok {
+		if !ok {
 			v.healthy = false
 			if v.unhealthy == "" {
 				v.unhealthy = cur.Name + ": " + why
@@ -245,9 +238,7 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 		}
 		if err != nil {
 			d.problems = append(d.problems, err.Error())
-			if d.transient == nil && isTransient(err) {
-				d.transient = err
-			}
+			d.retry(err)
 			if errors.Is(err, content.ErrUnavailable) && digest == st.Digest {
 				lost[p.artifact] = true
 			}
@@ -311,20 +302,15 @@ func (d *delivery) prepare(ctx context.Context, a infrahub.Artifact, prev vidrav
 	}
 	fail := func(msg string, err error) *rolloutArtifact {
 		ra.status.Message = msg
-		d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", a.ID, a.Target.Label, msg))
-		if err != nil && d.transient == nil && isTransient(err) {
-			d.transient = err
-		}
+		d.problem(a, msg, err)
 		ra.included = ra.status.Digest != "" // the newest content known before still rolls out
 		return ra
 	}
-	switch a.Status {
-	case infrahub.StatusReady:
-	case infrahub.StatusError:
-		return fail("Infrahub failed to generate it (status Error); the last delivered content is kept", nil)
-	default:
-		ra.status.Message = fmt.Sprintf("status %s in Infrahub; the last delivered content is kept until it is Ready", a.Status)
-		d.pending = append(d.pending, fmt.Sprintf("artifact %s for %s (%s)", a.ID, a.Target.Label, a.Status))
+	if msg, generating := d.notReady(a); msg != "" {
+		if !generating {
+			return fail(msg, nil)
+		}
+		ra.status.Message = msg
 		ra.included = ra.status.Digest != ""
 		return ra
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/manifest"
-	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // maxPreviewChanges bounds the changes a preview lists: it lives in the status.
@@ -53,17 +52,10 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 	fail := func(msg string) {
 		vr.Status.Preview = &vidrav1alpha1.PreviewStatus{Revision: pending.Revision, ObservedGeneration: vr.Generation, Message: msg}
 	}
-	data := []byte(pending.Manifest)
-	if pending.Content != nil {
-		if r.Content == nil {
-			fail("spec.preview names stored content, and this operator has no content store")
-			return
-		}
-		var err error
-		if data, err = r.Content.Get(ctx, pending.Content.Digest); err != nil {
-			fail("spec.preview: " + err.Error())
-			return
-		}
+	data, err := r.contentOf(ctx, "spec.preview", pending.Manifest, pending.Content)
+	if err != nil {
+		fail(err.Error())
+		return
 	}
 	digest := content.Digest(data)
 	if r.previewFresh(vr, digest) {
@@ -87,10 +79,7 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 	}
 	engine := r.engine(vr, dest)
 	if len(objects) > declared {
-		ns := vr.Spec.Destination.Namespace
-		engine.JoinOnly = func(ref ownership.Ref) bool {
-			return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
-		}
+		joinDestination(engine, vr.Spec.Destination.Namespace)
 	}
 	previous := refsFromStatus(vr.Status.ManagedResources)
 	desired, _ := refsOf(engine, objects)

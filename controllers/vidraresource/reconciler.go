@@ -209,12 +209,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	engine.Latches, engine.Memo = &shared.latches, &shared.memo
 	engine.Current = func(ref ownership.Ref) (string, bool) { return r.Watches.ResourceVersion(ctx, dest, ref) }
 	if len(objects) > declared {
-		// The destination namespace, which the bundle does not declare: its owners join it
-		// and declare none of its fields.
-		ns := vr.Spec.Destination.Namespace
-		engine.JoinOnly = func(ref ownership.Ref) bool {
-			return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
-		}
+		joinDestination(engine, vr.Spec.Destination.Namespace)
 	}
 	// A dry run previews the bundle and applies nothing.
 	if vr.Spec.DryRun {
@@ -304,18 +299,31 @@ const contentRetry = 10 * time.Second
 
 // bundle is the VidraResource's manifest: inline, or read from the content store.
 func (r *Reconciler) bundle(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]byte, error) {
-	ref := vr.Spec.Content
+	return r.contentOf(ctx, "spec.content", vr.Spec.Manifest, vr.Spec.Content)
+}
+
+// contentOf is a bundle given inline (manifest) or by reference to the content store, as
+// field gives it.
+func (r *Reconciler) contentOf(ctx context.Context, field, manifest string, ref *vidrav1alpha1.ContentReference) ([]byte, error) {
 	if ref == nil {
-		return []byte(vr.Spec.Manifest), nil
+		return []byte(manifest), nil
 	}
 	if r.Content == nil {
-		return nil, fmt.Errorf("spec.content names %s, and this operator has no content store: %w", ref.Digest, content.ErrUnavailable)
+		return nil, fmt.Errorf("%s names %s, and this operator has no content store: %w", field, ref.Digest, content.ErrUnavailable)
 	}
 	data, err := r.Content.Get(ctx, ref.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("spec.content: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	return data, nil
+}
+
+// joinDestination makes the engine join the destination namespace that
+// withDestinationNamespace added to the bundle: its owners declare none of its fields.
+func joinDestination(engine *apply.Engine, ns string) {
+	engine.JoinOnly = func(ref ownership.Ref) bool {
+		return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
+	}
 }
 
 // onEvents says whether the VidraResource's drift is repaired as it happens, rather than at
