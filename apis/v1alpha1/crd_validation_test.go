@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,22 @@ func validResource() *vidrav1alpha1.VidraResource {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// progressiveSync is a valid sync that rolls out in two waves.
+func progressiveSync() *vidrav1alpha1.InfrahubSync {
+	s := validSync()
+	s.Spec.Rollout = &vidrav1alpha1.RolloutSpec{
+		Strategy: vidrav1alpha1.RolloutProgressive,
+		Waves: []vidrav1alpha1.RolloutWave{
+			{Name: "canary", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}}, PauseAfter: &metav1.Duration{Duration: 5 * time.Minute}},
+			{Name: "prod", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ring": "prod"}}},
+		},
+		MaxUnavailable: ptr(intstr.FromString("25%")),
+		HealthTimeout:  &metav1.Duration{Duration: 10 * time.Minute},
+		OnFailure:      vidrav1alpha1.RolloutFailureRollback,
+	}
+	return s
+}
 
 // TestInvalidObjectsAreRejectedNamingTheField: whatever can be checked without the
 // operator is checked by the API server, and its error names the offending field.
@@ -161,6 +178,36 @@ func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
 			r.Spec.AdoptExisting = "Sometimes"
 			return r
 		}, "spec.adoptExisting", "Unsupported value"},
+		{"a wave named as the implicit last wave", func() client.Object {
+			s := progressiveSync()
+			s.Spec.Rollout.Waves[1].Name = "remaining"
+			return s
+		}, "spec.rollout.waves", "implicit last wave"},
+		{"rollout maxUnavailable 0", func() client.Object {
+			s := progressiveSync()
+			s.Spec.Rollout.MaxUnavailable = ptr(intstr.FromInt32(0))
+			return s
+		}, "spec.rollout.maxUnavailable", "at least 1"},
+		{"rollout healthTimeout of zero", func() client.Object {
+			s := progressiveSync()
+			s.Spec.Rollout.HealthTimeout = &metav1.Duration{}
+			return s
+		}, "spec.rollout.healthTimeout", "positive duration"},
+		{"unknown rollout onFailure", func() client.Object {
+			s := progressiveSync()
+			s.Spec.Rollout.OnFailure = "Retry"
+			return s
+		}, "spec.rollout.onFailure", "Unsupported value"},
+		{"pending content both inline and stored", func() client.Object {
+			r := validResource()
+			r.Spec.Preview = &vidrav1alpha1.PendingContent{Manifest: r.Spec.Manifest, Content: &vidrav1alpha1.ContentReference{Digest: "sha256:" + strings.Repeat("a", 64)}}
+			return r
+		}, "spec.preview", "not both"},
+		{"historyLimit over 100", func() client.Object {
+			r := validResource()
+			r.Spec.HistoryLimit = ptr[int32](101)
+			return r
+		}, "spec.historyLimit", "less than or equal to 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,6 +281,7 @@ func TestValidObjectsAreAccepted(t *testing.T) {
 			s.Spec.Source.QueryName = "ArtifactIDs"
 			return s
 		}},
+		{"sync rolled out in two waves", func() client.Object { return progressiveSync() }},
 		{"sync fanned out by clusterSelector", func() client.Object {
 			s := validSync()
 			s.Spec.Destination.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"site": "a"}}
