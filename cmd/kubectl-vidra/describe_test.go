@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,9 +127,13 @@ func TestDescribeOfAnUnknownBundleSaysSo(t *testing.T) {
 // containsLine reports whether a line of out holds exactly these fields.
 func containsLine(out string, fields ...string) bool {
 	for line := range strings.SplitSeq(out, "\n") {
-		if strings.Join(strings.Fields(line), " ") == strings.Join(fields, " ") {
+		if slices.EqualFunc(strings.Fields(line), fields, func(got, want string) bool { return want == anyField || got == want }) {
 			return true
 		}
 	}
 	return false
 }
+
+// anyField matches any one field in containsLine: for columns such as an age, which
+// depend on when the test runs.
+const anyField = "*"

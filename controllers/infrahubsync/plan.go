@@ -189,6 +189,15 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		current = 0
 		st.Wave = firstWave(all)
 	}
+	// A cluster that joined a wave the rollout has passed takes that wave back: the
+	// revision reaches it before any later cluster, and completes only once it has.
+	if st.Phase != vidrav1alpha1.RolloutCompleted && st.Phase != vidrav1alpha1.RolloutFailed && st.Phase != vidrav1alpha1.RolloutRolledBack {
+		if earlier := slices.IndexFunc(all[:current], lacksRevision); earlier >= 0 {
+			current = earlier
+			st.Wave = all[earlier].name
+			st.WaveCompletedAt = nil
+		}
+	}
 	for i, w := range all {
 		for _, c := range w.clusters {
 			if !c.present && !c.pinned && in.hasStable && (i != current || st.Phase != vidrav1alpha1.RolloutProgressing) {
@@ -356,6 +365,11 @@ func completedMessage(st *vidrav1alpha1.RolloutStatus, pinned []string) string {
 		msg += "; pinned by a rollback: " + strings.Join(pinned, ", ")
 	}
 	return msg
+}
+
+// lacksRevision says whether a wave has a cluster the rollout still has to update.
+func lacksRevision(w wave) bool {
+	return slices.ContainsFunc(w.clusters, func(c clusterView) bool { return !c.atTarget && !c.pinned })
 }
 
 func firstWave(all []wave) string {

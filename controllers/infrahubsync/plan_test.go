@@ -196,6 +196,38 @@ func TestPlanNewerRevisionStartsOverAndJoinersGetStable(t *testing.T) {
 	}
 }
 
+// A cluster that joins a wave the rollout has passed (its VidraCluster came a moment
+// late) gets the revision before it completes: the first revision of a sync whose canary
+// was not yet known when it started must not complete on prod alone.
+func TestPlanClusterJoiningAPassedWaveTakesItBack(t *testing.T) {
+	prod := clusterView{name: "p1", labels: map[string]string{"ring": "prod"}}
+	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h1", now: t0, clusters: []clusterView{prod}}
+	p := mustPlan(t, in)
+	if p.status.Wave != "prod" || !slices.Equal(moved(p, toNewest), []string{"p1"}) {
+		t.Fatalf("wave %s, moves %v; want p1 in the only wave with clusters", p.status.Wave, p.moves)
+	}
+	apply(in.clusters, p, in.now)
+	in.last = p.status
+
+	// The canary's VidraCluster appears while p1 becomes healthy.
+	in.clusters = append(in.clusters, clusterView{name: "c1", labels: map[string]string{"ring": "canary"}})
+	healthyNow(in.clusters, "p1")
+	p = mustPlan(t, in)
+	if p.completed || p.status.Phase != vidrav1alpha1.RolloutProgressing || p.status.Wave != "canary" {
+		t.Fatalf("phase %s at wave %s (completed %v); want the canary wave back", p.status.Phase, p.status.Wave, p.completed)
+	}
+	if !slices.Equal(moved(p, toNewest), []string{"c1"}) {
+		t.Fatalf("moves %v; want c1 updated", p.moves)
+	}
+	apply(in.clusters, p, in.now)
+	healthyNow(in.clusters, "c1")
+	in.last = p.status
+	p = mustPlan(t, in)
+	if !p.completed || p.status.Updated != 2 {
+		t.Fatalf("phase %s, %d updated; want completed on both", p.status.Phase, p.status.Updated)
+	}
+}
+
 // pauseAfter holds the next wave; a paused rollout moves nothing.
 func TestPlanPauseAfterAndPaused(t *testing.T) {
 	spec := twoWaves(vidrav1alpha1.RolloutFailurePause)
