@@ -107,6 +107,11 @@ const (
 	RequireServiceAccountAnnotation = "vidra.infrahub.operators.com/require-service-account"
 )
 
+// ServiceAccountAnnotation on an enrollment Secret names the member's ServiceAccount
+// (NAMESPACE/NAME) whose token the kubeconfig holds: kubectl vidra enroll created it, and
+// the operator renews the token through the member's TokenRequest API.
+const ServiceAccountAnnotation = "vidra.infrahub.operators.com/service-account"
+
 // ReasonPolicyDenied is the reason of a VidraResource whose bundle breaks its cluster's
 // delivery policy; nothing of it is applied or pruned.
 const ReasonPolicyDenied = "PolicyDenied"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/identity"
 )
 
 // Values of --dry-run, as kubectl spells them.
@@ -41,46 +43,72 @@ type enrollOptions struct {
 	allowExec        bool
 	allowInsecureTLS bool
 	output           *outputFlags
+
+	// The scoped identity (the default) or the user's credentials copied (--copy-credentials).
+	copyCredentials bool
+	serviceAccount  string
+	namespaces      []string
+	clusterKinds    []string
+	tokenTTL        time.Duration
 }
 
 func newEnrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &enrollOptions{hub: genericclioptions.NewConfigFlags(false), output: newOutputFlags(false, "one line saying what was done")}
 	cmd := &cobra.Command{
 		Use:   "enroll NAME --context MEMBER_CONTEXT",
-		Short: "Enroll a cluster: write its kubeconfig Secret on the hub, checked as the operator will check it",
+		Short: "Enroll a cluster: create a scoped, short-lived identity on it and its Secret on the hub",
 		Long: `Enroll the cluster of one of your kubeconfig contexts into the fleet as NAME.
 
 The member is read from your kubeconfig: --context names its context, and --kubeconfig
-the file that holds it (default: $KUBECONFIG, else ~/.kube/config). That context, its
-cluster and its user are taken out alone, with certificate files inlined, and checked
-with the operator's own policy: exec credential plugins and auth-provider plugins (unless
---allow-exec), insecure-skip-tls-verify and plain http servers (unless
---allow-insecure-tls), and any file reference left (such as a tokenFile) are refused,
-with the rule named, before anything is written.
+the file that holds it (default: $KUBECONFIG, else ~/.kube/config). Your credentials are
+used on the member only, and never leave this machine. With them, enroll creates on the
+member:
 
-The result is written on the hub as the Secret NAME in --secret-namespace, labeled
-vidra.infrahub.operators.com/cluster=NAME plus --labels, with the kubeconfig under the
-key "kubeconfig". The operator engages the cluster and shows it as VidraCluster NAME.
-The Secret's other labels become the VidraCluster's labels, for clusterSelector.
+  - the ServiceAccount --service-account (default vidra-system/vidra), and its namespace
+    if missing;
+  - RBAC that lets it manage any object (as Argo CD's argocd-manager may), or with
+    --namespaces only objects in those namespaces (which are created if missing), plus
+    the cluster-scoped kinds of --cluster-kinds;
+  - a Role that lets it request tokens for itself and nothing else of the kind;
+
+then requests a token for it that expires after --token-ttl (TokenRequest API), and
+writes on the hub the Secret NAME in --secret-namespace: a kubeconfig with that token and
+the member's CA, labeled vidra.infrahub.operators.com/cluster=NAME plus --labels. With
+--namespaces the Secret's delivery policy (allowed-namespaces, allowed-cluster-kinds)
+says the same, so the hub refuses what the member would. The operator renews the token
+well before it expires. The Secret's other labels become the VidraCluster's labels, for
+clusterSelector.
+
+Enrolling again is idempotent: the identity's RBAC is brought in line with the flags
+(bindings in namespaces no longer listed are removed) and the token is replaced.
+kubectl vidra unenroll removes both sides.
+
+--copy-credentials is the original way: your context itself (with certificate files
+inlined) is copied into the Secret and never expires. It is checked with the operator's
+policy first: exec and auth-provider plugins (unless --allow-exec), insecure-skip-tls-
+verify and plain http servers (unless --allow-insecure-tls), and any file reference
+left are refused, with the rule named, before anything is written. An existing Secret
+NAME is then left alone unless --overwrite is given.
 
 The hub is reached with --hub-kubeconfig and --hub-context (kubectl's --kubeconfig and
 --context under other names, since those two name the member here). By default the hub
-is the current context of the same kubeconfig as the member.
-
-An existing Secret NAME is left alone unless --overwrite is given; then its kubeconfig
-and labels are replaced, which rotates the cluster's credentials.`,
+is the current context of the same kubeconfig as the member.`,
 		Example: `  # Enroll context "edge-1-admin" of your kubeconfig as cluster edge-1; the hub is your current context.
   kubectl vidra enroll edge-1 --context edge-1-admin --labels site=paris,tier=edge
 
-  # The member's context is in another file, the hub is context "hub" of ~/.kube/config.
-  kubectl vidra enroll edge-2 --kubeconfig edge-2.kubeconfig --context admin \
-    --hub-kubeconfig ~/.kube/config --hub-context hub
+  # The hub may deliver to namespaces web and db only, and create Namespaces and CRDs.
+  kubectl vidra enroll edge-2 --context edge-2-admin --namespaces web,db \
+    --cluster-kinds Namespace,CustomResourceDefinition.apiextensions.k8s.io
 
-  # Look at the Secret without writing it (it holds credentials: mind where it goes).
+  # Look at everything enroll would create, without creating anything.
   kubectl vidra enroll edge-1 --context edge-1-admin --dry-run=client -o yaml
 
-  # Rotate the credentials of an enrolled cluster.
-  kubectl vidra enroll edge-1 --context edge-1-new-token --overwrite`,
+  # The member's context is in another file, the hub is context "hub" of ~/.kube/config.
+  kubectl vidra enroll edge-3 --kubeconfig edge-3.kubeconfig --context admin \
+    --hub-kubeconfig ~/.kube/config --hub-context hub
+
+  # The original way: copy the context's own credentials into the Secret.
+  kubectl vidra enroll edge-4 --context edge-4-robot --copy-credentials`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args[0], streams.Out, streams.ErrOut)
@@ -95,8 +123,13 @@ and labels are replaced, which rotates the cluster's credentials.`,
 	flags.Lookup("labels").DefValue = "" // "(default [])" would say nothing
 	flags.StringVar(&o.secretNamespace, "secret-namespace", "vidra-system", "The namespace the operator reads enrollment Secrets from (its --cluster-secret-namespace).")
 	flags.StringVar(&o.dryRun, "dry-run", dryRunNone, `"client" prints the Secret without contacting the hub; "server" has the hub validate it without storing it.`)
-	flags.BoolVar(&o.overwrite, "overwrite", false, "Replace the kubeconfig and labels of an existing Secret NAME (rotates the cluster's credentials).")
-	flags.BoolVar(&o.allowExec, "allow-exec", false, "Accept a context whose user runs an exec or auth-provider plugin; the operator must run with --allow-kubeconfig-exec and allow the command.")
+	flags.BoolVar(&o.overwrite, "overwrite", false, "Replace the kubeconfig and labels of an existing Secret NAME that holds other credentials.")
+	flags.StringVar(&o.serviceAccount, "service-account", identity.DefaultServiceAccount.String(), "The member's ServiceAccount (NAMESPACE/NAME) the hub acts as; created with its RBAC.")
+	flags.StringSliceVar(&o.namespaces, "namespaces", nil, "Narrow the identity to these namespaces (created if missing); without it, it may manage any object.")
+	flags.StringSliceVar(&o.clusterKinds, "cluster-kinds", nil, "With --namespaces: the cluster-scoped kinds (Kind.group, Namespace for the core group) it may manage too.")
+	flags.DurationVar(&o.tokenTTL, "token-ttl", time.Hour, "The lifetime of the identity's tokens (at least 10m); the operator renews them before they expire.")
+	flags.BoolVar(&o.copyCredentials, "copy-credentials", false, "Copy the context's own credentials into the Secret instead of creating an identity (the original way; they never expire).")
+	flags.BoolVar(&o.allowExec, "allow-exec", false, "With --copy-credentials: accept a context whose user runs an exec or auth-provider plugin; the operator must run with --allow-kubeconfig-exec and allow the command.")
 	flags.BoolVar(&o.allowInsecureTLS, "allow-insecure-tls", false, "Accept insecure-skip-tls-verify and plain http servers; the operator must run with --allow-insecure-tls.")
 	o.output.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("context")
@@ -117,6 +150,12 @@ func (o *enrollOptions) run(ctx context.Context, name string, out, errOut io.Wri
 	if err := o.output.validate(); err != nil {
 		return err
 	}
+	if !o.copyCredentials {
+		return o.runIdentity(ctx, name, labels, out, errOut)
+	}
+	if o.namespaces != nil || o.clusterKinds != nil {
+		return fmt.Errorf("--namespaces and --cluster-kinds narrow the identity enroll creates; with --copy-credentials the context's own access applies (narrow delivery with the Secret's allowed-namespaces annotation)")
+	}
 
 	member, err := buildMemberConfig(o.memberKubeconfig, o.memberContext, o.allowExec, o.allowInsecureTLS)
 	if err != nil {
@@ -136,19 +175,7 @@ func (o *enrollOptions) run(ctx context.Context, name string, out, errOut io.Wri
 		return o.report(out, scheme, secret, "created (dry run)")
 	}
 
-	if *o.hub.KubeConfig == "" {
-		*o.hub.KubeConfig = o.memberKubeconfig
-	}
-	hubConfig, err := o.hub.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("hub connection: %w", err)
-	}
-	// Writing a member's Secret on the member itself is the usual slip when the current
-	// context is the member's: the operator would never see it.
-	if hubServer, err := kubeconfig.NormalizeServer(hubConfig.Host); err == nil && hubServer == member.Server {
-		return fmt.Errorf("the hub and context %q are the same API server (%s): point --hub-context (or your current context) at the hub", o.memberContext, member.Server)
-	}
-	hub, err := hubClientFor(hubConfig, scheme, errOut)
+	hub, err := o.hubClient(scheme, member.Server, errOut)
 	if err != nil {
 		return err
 	}
@@ -224,6 +251,17 @@ func (o *enrollOptions) write(ctx context.Context, hub client.Client, secret *co
 	// The resourceVersion just read makes the update fail rather than undo a concurrent one.
 	existing.Labels = secret.Labels
 	existing.Data = secret.Data
+	if secret.Annotations != nil {
+		if existing.Annotations == nil {
+			existing.Annotations = map[string]string{}
+		}
+		maps.Copy(existing.Annotations, secret.Annotations)
+		if _, scoped := secret.Annotations[vidrav1alpha1.AllowedNamespacesAnnotation]; !scoped {
+			// A wider identity than before: the narrower policy goes with the narrower RBAC.
+			delete(existing.Annotations, vidrav1alpha1.AllowedNamespacesAnnotation)
+			delete(existing.Annotations, vidrav1alpha1.AllowedClusterKindsAnnotation)
+		}
+	}
 	if err := hub.Update(ctx, &existing, updateOpts...); err != nil {
 		return "", fmt.Errorf("update secret %s/%s on the hub: %w", ns, name, err)
 	}

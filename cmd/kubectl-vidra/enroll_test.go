@@ -115,7 +115,7 @@ func deleteSecretAtEnd(t *testing.T, name string) {
 func TestEnrollWritesASingleContextKubeconfigThatReachesTheMember(t *testing.T) {
 	enrollmentNamespace(t)
 	deleteSecretAtEnd(t, "edge-1")
-	out, stderr, err := runPlugin(t, "enroll", "edge-1", "--kubeconfig", userKubeconfig(t), "--context", "member", "--labels", "site=paris,tier=edge")
+	out, stderr, err := runPlugin(t, "enroll", "--copy-credentials", "edge-1", "--kubeconfig", userKubeconfig(t), "--context", "member", "--labels", "site=paris,tier=edge")
 	if err != nil {
 		t.Fatalf("enroll: %v\n%s", err, stderr)
 	}
@@ -185,7 +185,7 @@ func TestEnrollRefusesWhatTheOperatorWouldRefuseAndWritesNothing(t *testing.T) {
 		{"no-such-context", []string{`context "no-such-context" is not in kubeconfig`, "exec-member, hub, insecure-member, member, token-file-member"}},
 	} {
 		t.Run(tc.context, func(t *testing.T) {
-			out, _, err := runPlugin(t, "enroll", "edge-refused", "--kubeconfig", kubeconfigFile, "--context", tc.context)
+			out, _, err := runPlugin(t, "enroll", "--copy-credentials", "edge-refused", "--kubeconfig", kubeconfigFile, "--context", tc.context)
 			if err == nil {
 				t.Fatalf("enroll of %s succeeded: %s", tc.context, out)
 			}
@@ -203,7 +203,7 @@ func TestEnrollRefusesWhatTheOperatorWouldRefuseAndWritesNothing(t *testing.T) {
 
 func TestEnrollDryRunPrintsTheSecretAndContactsNoHub(t *testing.T) {
 	// The hub's kubeconfig does not exist: a dry run that touched the hub would fail.
-	out, stderr, err := runPlugin(t, "enroll", "edge-dry", "--kubeconfig", userKubeconfig(t), "--context", "member",
+	out, stderr, err := runPlugin(t, "enroll", "--copy-credentials", "edge-dry", "--kubeconfig", userKubeconfig(t), "--context", "member",
 		"--hub-kubeconfig", "/nonexistent/kubeconfig", "--labels", "site=oslo", "--dry-run=client", "-o", "yaml")
 	if err != nil {
 		t.Fatalf("enroll --dry-run=client: %v\n%s", err, stderr)
@@ -224,14 +224,14 @@ func TestEnrollDryRunPrintsTheSecretAndContactsNoHub(t *testing.T) {
 	}
 
 	// --allow-exec lets an exec context through, and says what the operator then needs.
-	out, stderr, err = runPlugin(t, "enroll", "edge-dry", "--kubeconfig", userKubeconfig(t), "--context", "exec-member",
+	out, stderr, err = runPlugin(t, "enroll", "--copy-credentials", "edge-dry", "--kubeconfig", userKubeconfig(t), "--context", "exec-member",
 		"--hub-kubeconfig", "/nonexistent/kubeconfig", "--dry-run=client", "--allow-exec")
 	if err != nil || out != "secret/edge-dry created (dry run)\n" || !strings.Contains(stderr, "--allow-kubeconfig-exec") {
 		t.Errorf("enroll --allow-exec --dry-run=client: err %v, stdout %q, stderr %q", err, out, stderr)
 	}
 
 	// So does --allow-insecure-tls for a context that does not check the certificate.
-	out, stderr, err = runPlugin(t, "enroll", "edge-dry", "--kubeconfig", userKubeconfig(t), "--context", "insecure-member",
+	out, stderr, err = runPlugin(t, "enroll", "--copy-credentials", "edge-dry", "--kubeconfig", userKubeconfig(t), "--context", "insecure-member",
 		"--hub-kubeconfig", "/nonexistent/kubeconfig", "--dry-run=client", "--allow-insecure-tls")
 	if err != nil || out != "secret/edge-dry created (dry run)\n" || !strings.Contains(stderr, "--allow-insecure-tls") {
 		t.Errorf("enroll --allow-insecure-tls --dry-run=client: err %v, stdout %q, stderr %q", err, out, stderr)
@@ -250,7 +250,7 @@ func TestEnrollLeavesAnExistingSecretAloneUnlessOverwrite(t *testing.T) {
 	}
 	kubeconfigFile := userKubeconfig(t)
 
-	_, _, err := runPlugin(t, "enroll", "edge-2", "--kubeconfig", kubeconfigFile, "--context", "member", "--labels", "site=new")
+	_, _, err := runPlugin(t, "enroll", "--copy-credentials", "edge-2", "--kubeconfig", kubeconfigFile, "--context", "member", "--labels", "site=new")
 	if err == nil || !strings.Contains(err.Error(), "already exists") || !strings.Contains(err.Error(), "--overwrite") {
 		t.Fatalf("got %v, want a refusal that names --overwrite", err)
 	}
@@ -258,7 +258,7 @@ func TestEnrollLeavesAnExistingSecretAloneUnlessOverwrite(t *testing.T) {
 		t.Errorf("the existing Secret was changed without --overwrite")
 	}
 
-	out, stderr, err := runPlugin(t, "enroll", "edge-2", "--kubeconfig", kubeconfigFile, "--context", "member", "--labels", "site=new", "--overwrite")
+	out, stderr, err := runPlugin(t, "enroll", "--copy-credentials", "edge-2", "--kubeconfig", kubeconfigFile, "--context", "member", "--labels", "site=new", "--overwrite")
 	if err != nil {
 		t.Fatalf("enroll --overwrite: %v\n%s", err, stderr)
 	}

@@ -1,0 +1,197 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// MinTokenTTL is the shortest token lifetime the API server grants.
+const MinTokenTTL = 10 * time.Minute
+
+// Apply creates or updates the identity on the member with c (the enrolling user's
+// credentials): namespaces that do not exist are created and marked, the objects are
+// server-side applied, and objects of the same identity that the spec no longer lists
+// (a namespace dropped from --namespaces) are deleted. dryRun has the member validate
+// everything without storing it. It returns what it did, one line per object.
+func Apply(ctx context.Context, c client.Client, s Spec, dryRun bool) ([]string, error) {
+	var done []string
+	var createOpts []client.CreateOption
+	var patchOpts []client.PatchOption
+	var deleteOpts []client.DeleteOption
+	suffix := ""
+	if dryRun {
+		createOpts, patchOpts, deleteOpts, suffix = []client.CreateOption{client.DryRunAll}, []client.PatchOption{client.DryRunAll}, []client.DeleteOption{client.DryRunAll}, " (server dry run)"
+	}
+	for _, ns := range s.NeededNamespaces() {
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{CreatedNamespaceAnnotation: labelValue(s.ServiceAccount)}}}
+		err := c.Create(ctx, obj, createOpts...)
+		switch {
+		case err == nil:
+			done = append(done, "namespace/"+ns+" created"+suffix)
+		case apierrors.IsAlreadyExists(err):
+		default:
+			return done, fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+	keep := map[string]bool{}
+	for _, obj := range s.Objects() {
+		ref := describe(obj)
+		keep[ref] = true
+		if err := c.Patch(ctx, obj, client.Apply, append([]client.PatchOption{client.FieldOwner(FieldOwner), client.ForceOwnership}, patchOpts...)...); err != nil {
+			if dryRun && apierrors.IsNotFound(err) {
+				// A namespace created only in a dry run does not exist for the next request.
+				done = append(done, ref+" configured"+suffix)
+				continue
+			}
+			return done, fmt.Errorf("apply %s: %w", ref, err)
+		}
+		done = append(done, ref+" configured"+suffix)
+	}
+	stale, err := listOwned(ctx, c, s.ServiceAccount)
+	if err != nil {
+		return done, err
+	}
+	for _, obj := range stale {
+		if ref := describe(obj); !keep[ref] {
+			if err := client.IgnoreNotFound(c.Delete(ctx, obj, deleteOpts...)); err != nil {
+				return done, fmt.Errorf("delete %s: %w", ref, err)
+			}
+			done = append(done, ref+" deleted"+suffix)
+		}
+	}
+	return done, nil
+}
+
+// Remove deletes every object of the identity of sa from the member, and its namespace
+// if enrollment created it. Objects already gone are fine; it returns what it deleted.
+func Remove(ctx context.Context, c client.Client, sa types.NamespacedName, dryRun bool) ([]string, error) {
+	var opts []client.DeleteOption
+	suffix := ""
+	if dryRun {
+		opts, suffix = []client.DeleteOption{client.DryRunAll}, " (server dry run)"
+	}
+	objs, err := listOwned(ctx, c, sa)
+	if err != nil {
+		return nil, err
+	}
+	// The ServiceAccount first: its tokens stop working the moment it is gone.
+	objs = append([]client.Object{&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Namespace: sa.Namespace, Name: sa.Name}}},
+		slices.DeleteFunc(objs, func(o client.Object) bool { _, ok := o.(*corev1.ServiceAccount); return ok })...)
+	var done []string
+	for _, obj := range objs {
+		err := c.Delete(ctx, obj, opts...)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return done, fmt.Errorf("delete %s: %w", describe(obj), err)
+		default:
+			done = append(done, describe(obj)+" deleted"+suffix)
+		}
+	}
+	ns := &corev1.Namespace{}
+	err = c.Get(ctx, client.ObjectKey{Name: sa.Namespace}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return done, fmt.Errorf("read namespace %s: %w", sa.Namespace, err)
+	case ns.Annotations[CreatedNamespaceAnnotation] == labelValue(sa) && ns.DeletionTimestamp.IsZero():
+		if err := client.IgnoreNotFound(c.Delete(ctx, ns, opts...)); err != nil {
+			return done, fmt.Errorf("delete namespace %s: %w", sa.Namespace, err)
+		}
+		done = append(done, "namespace/"+sa.Namespace+" deleted"+suffix)
+	}
+	return done, nil
+}
+
+// listOwned lists the identity's RBAC objects and ServiceAccount by its label.
+func listOwned(ctx context.Context, c client.Client, sa types.NamespacedName) ([]client.Object, error) {
+	sel := client.MatchingLabels{Label: labelValue(sa)}
+	var out []client.Object
+	lists := []struct {
+		kind string
+		list client.ObjectList
+	}{
+		{"ClusterRoleBinding", &rbacv1.ClusterRoleBindingList{}},
+		{"ClusterRole", &rbacv1.ClusterRoleList{}},
+		{"RoleBinding", &rbacv1.RoleBindingList{}},
+		{"Role", &rbacv1.RoleList{}},
+		{"ServiceAccount", &corev1.ServiceAccountList{}},
+	}
+	for _, l := range lists {
+		if err := c.List(ctx, l.list, sel); err != nil {
+			return nil, fmt.Errorf("list %ss of identity %s: %w", l.kind, sa, err)
+		}
+		switch list := l.list.(type) {
+		case *rbacv1.ClusterRoleBindingList:
+			for i := range list.Items {
+				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
+				out = append(out, &list.Items[i])
+			}
+		case *rbacv1.ClusterRoleList:
+			for i := range list.Items {
+				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
+				out = append(out, &list.Items[i])
+			}
+		case *rbacv1.RoleBindingList:
+			for i := range list.Items {
+				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
+				out = append(out, &list.Items[i])
+			}
+		case *rbacv1.RoleList:
+			for i := range list.Items {
+				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
+				out = append(out, &list.Items[i])
+			}
+		case *corev1.ServiceAccountList:
+			for i := range list.Items {
+				list.Items[i].TypeMeta = typeMeta("v1", l.kind)
+				out = append(out, &list.Items[i])
+			}
+		}
+	}
+	return out, nil
+}
+
+// describe names an object as kubectl prints it: kind/name, with its namespace.
+func describe(obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if obj.GetNamespace() == "" {
+		return fmt.Sprintf("%s/%s", kind, obj.GetName())
+	}
+	return fmt.Sprintf("%s/%s -n %s", kind, obj.GetName(), obj.GetNamespace())
+}
+
+// Token is a token of the identity and when it stops working.
+type Token struct {
+	Value     string
+	ExpiresAt time.Time
+}
+
+// RequestToken asks the member for a token of sa that lives ttl, through the TokenRequest
+// API. c may be the user's credentials (at enrollment) or the identity's own (renewal).
+func RequestToken(ctx context.Context, c client.Client, sa types.NamespacedName, ttl time.Duration) (Token, error) {
+	if ttl < MinTokenTTL {
+		return Token{}, fmt.Errorf("token lifetime %s is shorter than the API server's minimum, %s", ttl, MinTokenTTL)
+	}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: sa.Namespace, Name: sa.Name}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl / time.Second))}}
+	if err := c.SubResource("token").Create(ctx, account, req); err != nil {
+		return Token{}, fmt.Errorf("request a token for service account %s: %w", sa, err)
+	}
+	if req.Status.Token == "" {
+		return Token{}, errors.New("request a token for service account " + sa.String() + ": the API server returned none")
+	}
+	return Token{Value: req.Status.Token, ExpiresAt: req.Status.ExpirationTimestamp.Time}, nil
+}
