@@ -57,6 +57,38 @@ type VidraClusterStatus struct {
 	// absent when it allows everything.
 	// +optional
 	DeliveryPolicy *DeliveryPolicy `json:"deliveryPolicy,omitempty"`
+
+	// Identity is how the hub authenticates to the cluster.
+	// +optional
+	Identity *ClusterIdentity `json:"identity,omitempty"`
+}
+
+// Types of identity the hub uses on a cluster.
+const (
+	// IdentityServiceAccount: the kubeconfig holds a token of the ServiceAccount that
+	// kubectl vidra enroll created, which the operator renews before it expires.
+	IdentityServiceAccount = "ServiceAccount"
+	// IdentityKubeconfig: the kubeconfig holds credentials supplied as they are.
+	IdentityKubeconfig = "Kubeconfig"
+)
+
+// ClusterIdentity is the identity the hub uses on a cluster, and how long it lasts.
+type ClusterIdentity struct {
+	// Type is ServiceAccount or Kubeconfig.
+	// +kubebuilder:validation:Enum=ServiceAccount;Kubeconfig
+	Type string `json:"type"`
+	// ServiceAccount is the cluster's ServiceAccount (NAMESPACE/NAME) whose token is used.
+	// +optional
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// ExpiresAt is when the current token expires.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+	// RenewAt is when the operator renews it.
+	// +optional
+	RenewAt *metav1.Time `json:"renewAt,omitempty"`
+	// Message says why the token cannot be renewed, and the time left.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // DeliveryPolicy is a cluster's delivery policy, as its enrollment Secret's annotations
@@ -85,6 +117,8 @@ type DeliveryPolicy struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Identity",type=string,JSONPath=`.status.identity.type`,priority=1
+// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.identity.expiresAt`,priority=1
 type VidraCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

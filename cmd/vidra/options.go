@@ -39,6 +39,7 @@ type options struct {
 	clusterBurst           int
 	clusterSyncTimeout     time.Duration
 	clusterProbeInterval   time.Duration
+	tokenRenewalPoint      float64
 	clusterProbeTimeout    time.Duration
 
 	// Delivery: how VidraResources are reconciled.
@@ -119,6 +120,8 @@ func parseOptions(args []string) (options, error) {
 		"How long to wait for an engaged cluster's cache to sync.")
 	fs.DurationVar(&o.clusterProbeInterval, "cluster-probe-interval", 30*time.Second,
 		"How often each engaged cluster's API server is probed.")
+	fs.Float64Var(&o.tokenRenewalPoint, "token-renewal-point", 2.0/3,
+		"The fraction of its lifetime after which the token of an identity kubectl vidra enroll created is renewed (between 0 and 1); checked at every probe.")
 	fs.DurationVar(&o.clusterProbeTimeout, "cluster-probe-timeout", 5*time.Second,
 		"Timeout of one probe (and of reaching a cluster when it is enrolled).")
 	fs.StringVar(&o.hubID, "hub-id", "",

@@ -13,6 +13,16 @@ type PolicySource interface {
 	Policy(name multicluster.ClusterName) (pol policy.Policy, engaged bool, err error)
 }
 
+// namespacesNarrowed says whether the cluster's delivery policy narrows it to namespaces:
+// its identity may then not list or watch what lies outside them.
+func (r *Reconciler) namespacesNarrowed(dest *target) bool {
+	if r.Policies == nil {
+		return false
+	}
+	pol, engaged, err := r.Policies.Policy(dest.name)
+	return engaged && err == nil && len(pol.AllowedNamespaces) > 0
+}
+
 // policyDenies says why the cluster's delivery policy refuses the bundle ("" when it
 // does not). Objects are placed as the apply would place them (namespaces defaulted,
 // cluster-scoped ones without); an object whose kind the cluster does not map cannot be

@@ -625,13 +625,14 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 	// costs the apply a retry, never a wrong write (every write has a precondition).
 	// Absent from a synced cache, it is missing or not Vidra's: the apply creates it, or
 	// finds it is not Vidra's and uses it as it is (remembered, so it is read next time).
-	// A service account may not be allowed to create it: then it is read first.
+	// A service account may not be allowed to create it, nor an identity narrowed to
+	// namespaces to watch them all: then it is read first.
 	var err error
 	cached, inCache := r.Watches.Cached(ctx, dest, ref)
 	switch {
 	case inCache:
 		existing = cached
-	case vr.Spec.ServiceAccountName == "" && !r.sharedApplyOf(dest.name).isUnmanaged(ns) && r.Watches.Synced(ctx, dest, vr.Name, ref.GVK):
+	case vr.Spec.ServiceAccountName == "" && !r.namespacesNarrowed(dest) && !r.sharedApplyOf(dest.name).isUnmanaged(ns) && r.Watches.Synced(ctx, dest, vr.Name, ref.GVK):
 		return append([]*unstructured.Unstructured{n}, objects...), nil, nil
 	default:
 		err = dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)

@@ -111,7 +111,14 @@ func (s Spec) Objects() []client.Object {
 
 	// One ClusterRole of everything, bound in each namespace only: a RoleBinding grants a
 	// ClusterRole's rules inside its own namespace (the namespace object included).
-	objs = append(objs, &rbacv1.ClusterRole{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"), ObjectMeta: meta("", roleName(sa, "namespace")), Rules: everything})
+	// Reading namespaces, names and labels only, lets the operator watch the Namespace
+	// objects a bundle carries.
+	objs = append(objs,
+		&rbacv1.ClusterRole{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"), ObjectMeta: meta("", roleName(sa, "namespace")), Rules: everything},
+		&rbacv1.ClusterRole{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"), ObjectMeta: meta("", roleName(sa, "read-namespaces")),
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}}},
+		&rbacv1.ClusterRoleBinding{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"), ObjectMeta: meta("", roleName(sa, "read-namespaces")),
+			RoleRef: ref("ClusterRole", roleName(sa, "read-namespaces")), Subjects: subject})
 	for _, ns := range s.Namespaces {
 		objs = append(objs, &rbacv1.RoleBinding{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "RoleBinding"), ObjectMeta: meta(ns, roleName(sa, "namespace")),
 			RoleRef: ref("ClusterRole", roleName(sa, "namespace")), Subjects: subject})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -24,6 +25,8 @@ type engagedCluster struct {
 	name   multicluster.ClusterName
 	secret types.NamespacedName
 	hash   string // of the kubeconfig it was built from
+	// namespaces are the only namespaces its cache watches; nil: all of them.
+	namespaces []string
 	server string // normalised
 
 	cluster cluster.Cluster
@@ -47,6 +50,8 @@ type engagedCluster struct {
 	// policy is the delivery policy of its Secret; policyErr why it does not parse.
 	policy    policy.Policy
 	policyErr string
+	// creds is the identity the cluster is reached with, and its expiry.
+	creds credentials
 }
 
 // stop cancels the cluster's context and waits for its goroutines, then drops its idle
@@ -60,7 +65,7 @@ func (ec *engagedCluster) stop() {
 // connect builds a cluster from an accepted kubeconfig, starts its cache and checks that
 // its API server answers. The cluster is not engaged yet: the caller engages it, or stops
 // it when connect fails. ctx bounds only the checks; the cluster lives until stop.
-func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, secret types.NamespacedName, hash string, cfg *kubeconfig.Config) (*engagedCluster, error) {
+func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, secret types.NamespacedName, hash string, cfg *kubeconfig.Config, namespaces []string) (*engagedCluster, error) {
 	restCfg := rest.CopyConfig(cfg.REST)
 	restCfg.QPS, restCfg.Burst = p.opts.QPS, p.opts.Burst
 	restCfg.UserAgent = "vidra/" + string(name)
@@ -89,10 +94,19 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 		return nil, fmt.Errorf("probe API server %s: %w", cfg.Server, err)
 	}
 
+	cacheOpts := p.opts.Cache
+	if len(namespaces) > 0 {
+		// Nothing is delivered outside the policy's namespaces, so nothing is watched
+		// there either: an identity narrowed to them may not list the others.
+		cacheOpts.DefaultNamespaces = make(map[string]cache.Config, len(namespaces))
+		for _, ns := range namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	cl, err := cluster.New(restCfg, func(o *cluster.Options) {
 		o.Scheme = p.opts.Scheme
 		o.HTTPClient = httpClient
-		o.Cache = p.opts.Cache
+		o.Cache = cacheOpts
 		o.Logger = p.log.WithValues("cluster", name)
 	})
 	if err != nil {
@@ -111,7 +125,7 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 
 	clusterCtx, cancel := context.WithCancel(context.Background())
 	ec := &engagedCluster{
-		name: name, secret: secret, hash: hash, server: cfg.Server,
+		name: name, secret: secret, hash: hash, server: cfg.Server, namespaces: namespaces,
 		cluster: cl, conns: conns, probe: probe,
 		ctx: clusterCtx, cancel: cancel, stopped: make(chan struct{}),
 		phase: vidrav1alpha1.ClusterEngaged, version: version.GitVersion, lastProbe: metav1.Now(),

@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/identity"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
 
@@ -32,6 +34,10 @@ type enrollment struct {
 	// policy is the delivery policy its annotations set; policyErr why they do not parse.
 	policy    policy.Policy
 	policyErr string
+	// serviceAccount is the member's ServiceAccount whose token the kubeconfig holds, when
+	// enroll created it; saErr says why the annotation naming it does not parse.
+	serviceAccount *types.NamespacedName
+	saErr          string
 }
 
 // readEnrollment reads the cluster name, the labels to copy and the kubeconfig from a
@@ -52,11 +58,18 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 			labels[k] = v
 		}
 	}
-	sum := sha256.Sum256(data)
-	enr := enrollment{name: name, labels: labels, kubeconfig: data, hash: hex.EncodeToString(sum[:])}
+	enr := enrollment{name: name, labels: labels, kubeconfig: data, hash: kubeconfigHash(data)}
 	var err error
 	if enr.policy, err = policy.Parse(s.Annotations); err != nil {
 		enr.policyErr = err.Error()
+	}
+	if v, ok := s.Annotations[vidrav1alpha1.ServiceAccountAnnotation]; ok {
+		sa, err := identity.ParseServiceAccount(v)
+		if err != nil {
+			enr.saErr = fmt.Sprintf("%s: %v", vidrav1alpha1.ServiceAccountAnnotation, err)
+		} else {
+			enr.serviceAccount = &sa
+		}
 	}
 	return enr, "", ""
 }
@@ -94,4 +107,13 @@ func legacyName(host string) string {
 		name = strings.TrimRight(name[:54], "-") + "-" + hex.EncodeToString(sum[:])[:8]
 	}
 	return name
+}
+
+// cacheNamespaces are the namespaces an enrolled cluster's cache watches: those of its
+// delivery policy, or all (nil).
+func cacheNamespaces(enr enrollment) []string {
+	if len(enr.policy.AllowedNamespaces) == 0 {
+		return nil
+	}
+	return enr.policy.AllowedNamespaces
 }

@@ -22,10 +22,12 @@ func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
 			return
 		case <-ticker.C:
 		}
+		p.renewIfDue(ctx, ec)
 		version, err := ec.probe.ServerVersion()
 		if ctx.Err() != nil {
 			return
 		}
+		now := p.opts.Clock.Now()
 		ec.mu.Lock()
 		before := ec.phase
 		ec.lastProbe = metav1.Now()
@@ -38,6 +40,14 @@ func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
 			if ec.failures >= p.opts.UnreachableAfter {
 				ec.phase = vidrav1alpha1.ClusterUnreachable
 			}
+		}
+		// The probe needs no credentials (version is public), so an expired token is
+		// found by its expiry.
+		if ec.creds.expired(now) {
+			ec.phase = vidrav1alpha1.ClusterUnreachable
+		}
+		if expires := ec.creds.lifetime.ExpiresAt; !expires.IsZero() {
+			p.metrics.credentialExpiry.WithLabelValues(string(ec.name)).Set(expires.Sub(now).Seconds())
 		}
 		after := ec.phase
 		ec.mu.Unlock()

@@ -34,6 +34,8 @@ var (
 	fleet    *testfleet.Fleet
 	provider *secret.Provider
 	metrics  *prometheus.Registry
+	// clock is the provider's clock: tests move it ahead to see credentials expire.
+	clock = &offsetClock{}
 	// seen records the requests a multicluster controller got, per cluster: proof that an
 	// engaged cluster reaches Vidra's controllers.
 	seen = &requestLog{byCluster: map[multicluster.ClusterName][]types.NamespacedName{}}
@@ -87,6 +89,9 @@ func startOperator(ctx context.Context) (<-chan struct{}, error) {
 		UnreachableAfter: 2,
 		SyncTimeout:      10 * time.Second,
 		Metrics:          metrics,
+		// A 10-minute token is renewed after 6 s.
+		TokenRenewalPoint: 0.01,
+		Clock:             clock,
 		Cache: cache.Options{DefaultLabelSelector: labels.SelectorFromSet(labels.Set{
 			vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue,
 		})},
@@ -146,4 +151,30 @@ func (l *requestLog) has(cluster multicluster.ClusterName, key types.NamespacedN
 		}
 	}
 	return false
+}
+
+// offsetClock is the real time moved ahead by an offset a test sets.
+type offsetClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// advance moves the clock ahead by d until the test ends.
+func (c *offsetClock) advance(t *testing.T, d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+	t.Cleanup(func() {
+		c.mu.Lock()
+		c.offset -= d
+		c.mu.Unlock()
+	})
 }

@@ -11,6 +11,8 @@ type metrics struct {
 	ready    *prometheus.GaugeVec
 	engaged  prometheus.Counter
 	rejected *prometheus.CounterVec
+	// credentialExpiry is the time left on a cluster's token, where it has an expiry.
+	credentialExpiry *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -27,8 +29,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "vidra_cluster_rejected_total",
 			Help: "Enrollment Secrets rejected, by reason.",
 		}, []string{"reason"}),
+		credentialExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vidra_cluster_credential_expiry_seconds",
+			Help: "Seconds until the token the hub uses on the cluster expires (negative once expired); absent for credentials without an expiry.",
+		}, []string{"cluster"}),
 	}
-	for _, c := range []prometheus.Collector{m.ready, m.engaged, m.rejected} {
+	for _, c := range []prometheus.Collector{m.ready, m.engaged, m.rejected, m.credentialExpiry} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register cluster provider metrics: %w", err)
 		}

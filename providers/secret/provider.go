@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
@@ -56,6 +57,11 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Metrics registers the provider's metrics (controller-runtime's registry).
 	Metrics prometheus.Registerer
+	// TokenRenewalPoint is the fraction of a token's lifetime after which the operator
+	// renews the token of an identity enroll created (2/3).
+	TokenRenewalPoint float64
+	// Clock tells the time credentials are judged by (the real clock).
+	Clock clock.PassiveClock
 	// Shard, when several replicas split the fleet, says which clusters' VidraClusters
 	// this replica writes: every replica engages every cluster, but only a cluster's owner
 	// shows it. Nil: this replica writes all of them.
@@ -81,6 +87,13 @@ func (o *Options) defaults() error {
 	setDefault(&o.ProbeTimeout, 5*time.Second)
 	setDefault(&o.UnreachableAfter, 3)
 	setDefault(&o.MaxConcurrentReconciles, 4)
+	setDefault(&o.TokenRenewalPoint, 2.0/3)
+	if o.TokenRenewalPoint <= 0 || o.TokenRenewalPoint >= 1 {
+		return fmt.Errorf("cluster provider: token renewal point %v is not between 0 and 1", o.TokenRenewalPoint)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	if o.Metrics == nil {
 		o.Metrics = crmetrics.Registry
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,10 +72,16 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		}
 		return reconcile.Result{}, p.reject(ctx, secret, enr, string(rejected.Reason), rejected.Message, true)
 	}
-	if current != nil && current.hash == enr.hash {
+	if current != nil && current.hash == enr.hash && slices.Equal(current.namespaces, cacheNamespaces(enr)) {
 		current.mu.Lock()
 		current.rotationError = ""
 		current.policy, current.policyErr = enr.policy, enr.policyErr
+		// The same kubeconfig holds the same token: a renewal problem found since stays.
+		creds := credentialsOf(enr)
+		if creds.problem == "" {
+			creds.problem = current.creds.problem
+		}
+		current.creds = creds
 		current.mu.Unlock()
 		return reconcile.Result{}, p.writeEngagedStatus(ctx, current, enr.labels, "")
 	}
@@ -93,7 +100,18 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 	name := multicluster.ClusterName(enr.name)
 	log := p.log.WithValues("cluster", name, "secret", key)
 
-	next, err := p.connect(ctx, name, key, enr.hash, cfg)
+	creds := credentialsOf(enr)
+	if creds.expired(p.opts.Clock.Now()) {
+		// Nothing would work with it, and waiting does not help: a person re-enrolls.
+		msg := creds.expiredMessage(enr.name)
+		if current != nil {
+			return p.rotationFailed(ctx, secret, current, enr, msg)
+		}
+		log.Info("cluster not engaged: its credentials expired", "expiredAt", creds.lifetime.ExpiresAt)
+		p.warn(secret, reasonCredentialsExpired, "cluster "+enr.name+": "+msg)
+		return p.writeNotEngagedStatus(ctx, enr.name, key, enr.labels, vidrav1alpha1.ClusterUnreachable, reasonCredentialsExpired, msg)
+	}
+	next, err := p.connect(ctx, name, key, enr.hash, cfg, cacheNamespaces(enr))
 	if err == nil {
 		if err = p.aware.Engage(next.ctx, name, next.cluster); err != nil {
 			next.stop()
@@ -112,6 +130,7 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 
 	next.mu.Lock()
 	next.policy, next.policyErr = enr.policy, enr.policyErr
+	next.creds = creds
 	next.mu.Unlock()
 	p.mu.Lock()
 	p.clusters[name] = next
@@ -180,6 +199,7 @@ func (p *Provider) stopOwned(key types.NamespacedName, name string) {
 	p.mu.Unlock()
 	ec.stop()
 	p.metrics.ready.DeleteLabelValues(name)
+	p.metrics.credentialExpiry.DeleteLabelValues(name)
 }
 
 func (p *Provider) engaged(name multicluster.ClusterName) *engagedCluster {

@@ -45,7 +45,12 @@ func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, l
 		s.LastProbeTime = &ec.lastProbe
 		ready := metav1.Condition{Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: reasonEngaged,
 			Message: "engaged; the API server answers its probes"}
-		if ec.phase == vidrav1alpha1.ClusterUnreachable {
+		now := p.opts.Clock.Now()
+		switch {
+		case ec.creds.expired(now):
+			ready.Status, ready.Reason = metav1.ConditionFalse, reasonCredentialsExpired
+			ready.Message = ec.creds.expiredMessage(string(ec.name))
+		case ec.phase == vidrav1alpha1.ClusterUnreachable:
 			ready.Status, ready.Reason = metav1.ConditionFalse, reasonUnreachable
 			ready.Message = fmt.Sprintf("engaged, but %d probes in a row failed; last: %s", ec.failures, probeError)
 		}
@@ -60,6 +65,7 @@ func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, l
 		}
 		meta.SetStatusCondition(&s.Conditions, current)
 		s.DeliveryPolicy = policyStatus(ec.policy, ec.policyErr)
+		s.Identity = ec.creds.status(now, p.opts.TokenRenewalPoint)
 	})
 }
 
