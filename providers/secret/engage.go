@@ -27,7 +27,7 @@ type engagedCluster struct {
 	hash   string // of the kubeconfig it was built from
 	// namespaces are the only namespaces its cache watches; nil: all of them.
 	namespaces []string
-	server string // normalised
+	server     string // normalised
 
 	cluster cluster.Cluster
 	conns   *connTracker
