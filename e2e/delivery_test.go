@@ -21,15 +21,21 @@ import (
 // hub as its admin.
 func plugin(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
-	binary, err := fleetenv.PluginBinary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubeconfig, err := fleetenv.Fleet(ctx).Hub.WriteKubeconfig(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(ctx, binary, append(args, "--kubeconfig="+kubeconfig)...).CombinedOutput()
+	return pluginWith(ctx, t, append(args, "--kubeconfig="+kubeconfig)...)
+}
+
+// pluginWith runs "kubectl vidra ARGS..." with the connection flags args give.
+func pluginWith(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	binary, err := fleetenv.PluginBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, binary, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl vidra %v: %v\n%s", args, err, out)
 	}

@@ -109,6 +109,45 @@ func (w *DriftWatches) watchLocked(dest *target, cw *clusterWatches, vr string, 
 	return kw, nil
 }
 
+// Engage requeues the VidraResources that watched the cluster when it is engaged again
+// with another cluster object (its kubeconfig rotated, or its token was renewed): their
+// watches died with the old one, and a reconcile sets them up on the new one.
+func (w *DriftWatches) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	w.mu.Lock()
+	var users []string
+	if cw := w.clusters[name]; cw != nil && cw.cluster != cl {
+		for _, kw := range cw.kinds {
+			for vr := range kw.users {
+				if !slices.Contains(users, vr) {
+					users = append(users, vr)
+				}
+			}
+		}
+	}
+	w.mu.Unlock()
+	if len(users) > 0 {
+		// Not while the manager engages the cluster: the queue may be full.
+		go func() {
+			for _, name := range users {
+				vr := &vidrav1alpha1.VidraResource{}
+				vr.Name = name
+				select {
+				case w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: vr}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// Start makes the watches a runnable of the manager, so that it engages them.
+func (w *DriftWatches) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
 // Forget stops every watch on the cluster: another replica reconciles it now.
 func (w *DriftWatches) Forget(name multicluster.ClusterName) {
 	w.mu.Lock()

@@ -48,6 +48,9 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 	if err != nil {
 		return fmt.Errorf("set up VidraResource controller: %w", err)
 	}
+	if err := r.Manager.Add(r.Watches); err != nil {
+		return fmt.Errorf("set up drift watches: %w", err)
+	}
 	return nil
 }
 

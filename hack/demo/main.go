@@ -26,8 +26,6 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
@@ -156,23 +154,14 @@ func (s *sandbox) startFleet(ctx context.Context, log logr.Logger) error {
 // writeKubeconfigs writes one kubeconfig per cluster and a user's kubeconfig holding all
 // three as contexts hub, member-1 and member-2.
 func (s *sandbox) writeKubeconfigs() error {
-	merged := clientcmdapi.NewConfig()
 	for _, c := range s.fleet.Clusters() {
 		if _, err := c.WriteKubeconfig(s.dir); err != nil {
 			return err
 		}
-		cfg, err := clientcmd.Load(c.Kubeconfig)
-		if err != nil {
-			return err
-		}
-		current := cfg.Contexts[cfg.CurrentContext]
-		merged.Clusters[c.Name] = cfg.Clusters[current.Cluster]
-		merged.AuthInfos[c.Name] = cfg.AuthInfos[current.AuthInfo]
-		merged.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
 	}
-	merged.CurrentContext = "hub"
-	s.userKube = filepath.Join(s.dir, "kubeconfig")
-	return clientcmd.WriteToFile(*merged, s.userKube)
+	var err error
+	s.userKube, err = s.fleet.WriteUserKubeconfig(s.dir)
+	return err
 }
 
 const (

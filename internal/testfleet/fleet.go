@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -133,4 +136,26 @@ func Main(m interface{ Run() int }, opts Options, keep func(*Fleet)) int {
 	}()
 	keep(fleet)
 	return m.Run()
+}
+
+// WriteUserKubeconfig writes into dir the kubeconfig a fleet admin has: one context per
+// cluster, named after it (hub, member-1, …), the hub current. It returns its path.
+func (f *Fleet) WriteUserKubeconfig(dir string) (string, error) {
+	merged := clientcmdapi.NewConfig()
+	for _, c := range f.Clusters() {
+		cfg, err := clientcmd.Load(c.Kubeconfig)
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig of %s: %w", c.Name, err)
+		}
+		current := cfg.Contexts[cfg.CurrentContext]
+		merged.Clusters[c.Name] = cfg.Clusters[current.Cluster]
+		merged.AuthInfos[c.Name] = cfg.AuthInfos[current.AuthInfo]
+		merged.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
+	}
+	merged.CurrentContext = f.Hub.Name
+	path := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*merged, path); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
 }

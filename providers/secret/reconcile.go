@@ -113,7 +113,23 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 	}
 	next, err := p.connect(ctx, name, key, enr.hash, cfg, cacheNamespaces(enr))
 	if err == nil {
+		next.mu.Lock()
+		next.policy, next.policyErr = enr.policy, enr.policyErr
+		next.creds = creds
+		next.mu.Unlock()
+		// Published before the controllers are engaged with it, so that what they do on
+		// engagement (a re-engaged cluster's drift watches are set up again) finds it.
+		p.mu.Lock()
+		p.clusters[name] = next
+		p.mu.Unlock()
 		if err = p.aware.Engage(next.ctx, name, next.cluster); err != nil {
+			p.mu.Lock()
+			if current != nil {
+				p.clusters[name] = current
+			} else {
+				delete(p.clusters, name)
+			}
+			p.mu.Unlock()
 			next.stop()
 			err = fmt.Errorf("engage controllers: %w", err)
 		}
@@ -128,13 +144,6 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 			reasonUnreachable, "not engaged yet, retrying: "+err.Error()), err)
 	}
 
-	next.mu.Lock()
-	next.policy, next.policyErr = enr.policy, enr.policyErr
-	next.creds = creds
-	next.mu.Unlock()
-	p.mu.Lock()
-	p.clusters[name] = next
-	p.mu.Unlock()
 	if current != nil {
 		current.stop() // after the new one is engaged: make before break
 	}
