@@ -143,8 +143,10 @@ func (p *Provider) writeStatus(ctx context.Context, name string, secret types.Na
 
 // deleteStatus deletes the VidraClusters that show the Secret's cluster.
 func (p *Provider) deleteStatus(ctx context.Context, secret types.NamespacedName) error {
+	// Read from the API server: a VidraCluster this provider created a moment ago may not
+	// be in the cache yet, and would outlive its Secret.
 	var list vidrav1alpha1.VidraClusterList
-	if err := p.hub.List(ctx, &list); err != nil {
+	if err := p.hubReader.List(ctx, &list); err != nil {
 		return fmt.Errorf("list VidraClusters: %w", err)
 	}
 	for i := range list.Items {
