@@ -12,6 +12,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,11 +30,11 @@ const MinTokenTTL = 10 * time.Minute
 func Apply(ctx context.Context, c client.Client, s Spec, dryRun bool) ([]string, error) {
 	var done []string
 	var createOpts []client.CreateOption
-	var patchOpts []client.PatchOption
+	var applyOpts []client.ApplyOption
 	var deleteOpts []client.DeleteOption
 	suffix := ""
 	if dryRun {
-		createOpts, patchOpts, deleteOpts, suffix = []client.CreateOption{client.DryRunAll}, []client.PatchOption{client.DryRunAll}, []client.DeleteOption{client.DryRunAll}, " (server dry run)"
+		createOpts, applyOpts, deleteOpts, suffix = []client.CreateOption{client.DryRunAll}, []client.ApplyOption{client.DryRunAll}, []client.DeleteOption{client.DryRunAll}, " (server dry run)"
 	}
 	for _, ns := range s.NeededNamespaces() {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{CreatedNamespaceAnnotation: labelValue(s.ServiceAccount)}}}
@@ -49,7 +51,12 @@ func Apply(ctx context.Context, c client.Client, s Spec, dryRun bool) ([]string,
 	for _, obj := range s.Objects() {
 		ref := describe(obj)
 		keep[ref] = true
-		if err := c.Patch(ctx, obj, client.Apply, append([]client.PatchOption{client.FieldOwner(FieldOwner), client.ForceOwnership}, patchOpts...)...); err != nil {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return done, fmt.Errorf("apply %s: %w", ref, err)
+		}
+		applied := &unstructured.Unstructured{Object: content}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), append([]client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}, applyOpts...)...); err != nil {
 			if dryRun && apierrors.IsNotFound(err) {
 				// A namespace created only in a dry run does not exist for the next request.
 				done = append(done, ref+" configured"+suffix)
