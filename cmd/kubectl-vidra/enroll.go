@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,14 +29,8 @@ const (
 )
 
 type enrollOptions struct {
-	// hub is reached with kubectl's connection flags under other names (--hub-kubeconfig,
-	// --hub-context): --kubeconfig and --context name the member here.
-	hub *genericclioptions.ConfigFlags
-
-	memberKubeconfig string
-	memberContext    string
+	clusterFlags
 	labels           map[string]string
-	secretNamespace  string
 	dryRun           string
 	overwrite        bool
 	allowExec        bool
@@ -53,7 +46,7 @@ type enrollOptions struct {
 }
 
 func newEnrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &enrollOptions{hub: genericclioptions.NewConfigFlags(false), output: newOutputFlags(false, "one line saying what was done")}
+	o := &enrollOptions{clusterFlags: newClusterFlags(), output: newOutputFlags(false, "one line saying what was done")}
 	cmd := &cobra.Command{
 		Use:   "enroll NAME --context MEMBER_CONTEXT",
 		Short: "Enroll a cluster: create a scoped, short-lived identity on it and its Secret on the hub",
@@ -115,13 +108,9 @@ is the current context of the same kubeconfig as the member.`,
 		},
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&o.memberContext, "context", "", "The kubeconfig context of the cluster to enroll (required).")
-	flags.StringVar(&o.memberKubeconfig, "kubeconfig", "", "The kubeconfig file that holds --context (default: $KUBECONFIG, else ~/.kube/config).")
-	flags.StringVar(o.hub.KubeConfig, "hub-kubeconfig", "", "The kubeconfig file of the hub (default: the --kubeconfig file, else $KUBECONFIG, else ~/.kube/config).")
-	flags.StringVar(o.hub.Context, "hub-context", "", "The kubeconfig context of the hub (default: the current context of the hub's kubeconfig).")
+	o.addClusterFlags(flags, "The kubeconfig context of the cluster to enroll (required).")
 	flags.StringToStringVar(&o.labels, "labels", nil, "More labels of the Secret, as `key=value,...`; they become the VidraCluster's labels, for clusterSelector.")
 	flags.Lookup("labels").DefValue = "" // "(default [])" would say nothing
-	flags.StringVar(&o.secretNamespace, "secret-namespace", "vidra-system", "The namespace the operator reads enrollment Secrets from (its --cluster-secret-namespace).")
 	flags.StringVar(&o.dryRun, "dry-run", dryRunNone, `"client" prints the Secret without contacting the hub; "server" has the hub validate it without storing it.`)
 	flags.BoolVar(&o.overwrite, "overwrite", false, "Replace the kubeconfig and labels of an existing Secret NAME that holds other credentials.")
 	flags.StringVar(&o.serviceAccount, "service-account", identity.DefaultServiceAccount.String(), "The member's ServiceAccount (NAMESPACE/NAME) the hub acts as; created with its RBAC.")

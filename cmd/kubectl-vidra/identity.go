@@ -10,12 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -241,14 +243,47 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 	return o.reportIdentity(out, scheme, spec, secret, done, action)
 }
 
-// hubClient connects to the hub, refusing the member's own API server.
-func (o *enrollOptions) hubClient(scheme *runtime.Scheme, memberServer string, errOut io.Writer) (client.Client, error) {
-	if *o.hub.KubeConfig == "" {
-		*o.hub.KubeConfig = o.memberKubeconfig
+// clusterFlags name the member (a context of the user's kubeconfig) and the hub, for
+// enroll and unenroll.
+type clusterFlags struct {
+	// hub is reached with kubectl's connection flags under other names (--hub-kubeconfig,
+	// --hub-context): --kubeconfig and --context name the member here.
+	hub              *genericclioptions.ConfigFlags
+	memberKubeconfig string
+	memberContext    string
+	secretNamespace  string
+}
+
+func newClusterFlags() clusterFlags {
+	return clusterFlags{hub: genericclioptions.NewConfigFlags(false)}
+}
+
+func (f *clusterFlags) addClusterFlags(flags *pflag.FlagSet, contextUsage string) {
+	flags.StringVar(&f.memberContext, "context", "", contextUsage)
+	flags.StringVar(&f.memberKubeconfig, "kubeconfig", "", "The kubeconfig file that holds --context (default: $KUBECONFIG, else ~/.kube/config).")
+	flags.StringVar(f.hub.KubeConfig, "hub-kubeconfig", "", "The kubeconfig file of the hub (default: the --kubeconfig file, else $KUBECONFIG, else ~/.kube/config).")
+	flags.StringVar(f.hub.Context, "hub-context", "", "The kubeconfig context of the hub (default: the current context of the hub's kubeconfig).")
+	flags.StringVar(&f.secretNamespace, "secret-namespace", "vidra-system", "The namespace the operator reads enrollment Secrets from (its --cluster-secret-namespace).")
+}
+
+// hubRESTConfig connects to the hub: by default the current context of the member's
+// kubeconfig file.
+func (f *clusterFlags) hubRESTConfig() (*rest.Config, error) {
+	if *f.hub.KubeConfig == "" {
+		*f.hub.KubeConfig = f.memberKubeconfig
 	}
-	hubConfig, err := o.hub.ToRESTConfig()
+	cfg, err := f.hub.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("hub connection: %w", err)
+	}
+	return cfg, nil
+}
+
+// hubClient connects to the hub, refusing the member's own API server.
+func (o *enrollOptions) hubClient(scheme *runtime.Scheme, memberServer string, errOut io.Writer) (client.Client, error) {
+	hubConfig, err := o.hubRESTConfig()
+	if err != nil {
+		return nil, err
 	}
 	// Writing a member's Secret on the member itself is the usual slip when the current
 	// context is the member's: the operator would never see it.

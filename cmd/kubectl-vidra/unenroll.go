@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,16 +17,13 @@ import (
 )
 
 type unenrollOptions struct {
-	hub              *genericclioptions.ConfigFlags
-	memberKubeconfig string
-	memberContext    string
-	secretNamespace  string
-	serviceAccount   string
-	dryRun           string
+	clusterFlags
+	serviceAccount string
+	dryRun         string
 }
 
 func newUnenrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &unenrollOptions{hub: genericclioptions.NewConfigFlags(false)}
+	o := &unenrollOptions{clusterFlags: newClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "unenroll NAME --context MEMBER_CONTEXT",
 		Short: "Unenroll a cluster: remove its identity on the member, then its Secret on the hub",
@@ -50,11 +46,7 @@ Unenrolling what is already gone succeeds, so it can be run again after a failur
 		},
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&o.memberContext, "context", "", "The kubeconfig context of the cluster; needed to remove an identity.")
-	flags.StringVar(&o.memberKubeconfig, "kubeconfig", "", "The kubeconfig file that holds --context (default: $KUBECONFIG, else ~/.kube/config).")
-	flags.StringVar(o.hub.KubeConfig, "hub-kubeconfig", "", "The kubeconfig file of the hub (default: the --kubeconfig file, else $KUBECONFIG, else ~/.kube/config).")
-	flags.StringVar(o.hub.Context, "hub-context", "", "The kubeconfig context of the hub (default: the current context of the hub's kubeconfig).")
-	flags.StringVar(&o.secretNamespace, "secret-namespace", "vidra-system", "The namespace the operator reads enrollment Secrets from (its --cluster-secret-namespace).")
+	o.addClusterFlags(flags, "The kubeconfig context of the cluster; needed to remove an identity.")
 	flags.StringVar(&o.serviceAccount, "service-account", "", "The identity to remove when the Secret is gone already (default: the one the Secret names, else vidra-system/vidra).")
 	flags.StringVar(&o.dryRun, "dry-run", dryRunNone, `"server" has both API servers check the deletions without making them.`)
 	return cmd
@@ -68,12 +60,9 @@ func (o *unenrollOptions) run(ctx context.Context, name string, out, errOut io.W
 	if err != nil {
 		return err
 	}
-	if *o.hub.KubeConfig == "" {
-		*o.hub.KubeConfig = o.memberKubeconfig
-	}
-	hubConfig, err := o.hub.ToRESTConfig()
+	hubConfig, err := o.hubRESTConfig()
 	if err != nil {
-		return fmt.Errorf("hub connection: %w", err)
+		return err
 	}
 	hub, err := hubClientFor(hubConfig, scheme, errOut)
 	if err != nil {

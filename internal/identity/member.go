@@ -5,18 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // MinTokenTTL is the shortest token lifetime the API server grants.
@@ -124,48 +127,27 @@ func Remove(ctx context.Context, c client.Client, sa types.NamespacedName, dryRu
 
 // listOwned lists the identity's RBAC objects and ServiceAccount by its label.
 func listOwned(ctx context.Context, c client.Client, sa types.NamespacedName) ([]client.Object, error) {
-	sel := client.MatchingLabels{Label: labelValue(sa)}
-	var out []client.Object
-	lists := []struct {
-		kind string
-		list client.ObjectList
-	}{
-		{"ClusterRoleBinding", &rbacv1.ClusterRoleBindingList{}},
-		{"ClusterRole", &rbacv1.ClusterRoleList{}},
-		{"RoleBinding", &rbacv1.RoleBindingList{}},
-		{"Role", &rbacv1.RoleList{}},
-		{"ServiceAccount", &corev1.ServiceAccountList{}},
+	lists := []client.ObjectList{
+		&rbacv1.ClusterRoleBindingList{}, &rbacv1.ClusterRoleList{}, &rbacv1.RoleBindingList{}, &rbacv1.RoleList{}, &corev1.ServiceAccountList{},
 	}
-	for _, l := range lists {
-		if err := c.List(ctx, l.list, sel); err != nil {
-			return nil, fmt.Errorf("list %ss of identity %s: %w", l.kind, sa, err)
+	var out []client.Object
+	for _, list := range lists {
+		gvk, err := apiutil.GVKForObject(list, c.Scheme())
+		if err != nil {
+			return nil, err
 		}
-		switch list := l.list.(type) {
-		case *rbacv1.ClusterRoleBindingList:
-			for i := range list.Items {
-				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
-				out = append(out, &list.Items[i])
-			}
-		case *rbacv1.ClusterRoleList:
-			for i := range list.Items {
-				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
-				out = append(out, &list.Items[i])
-			}
-		case *rbacv1.RoleBindingList:
-			for i := range list.Items {
-				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
-				out = append(out, &list.Items[i])
-			}
-		case *rbacv1.RoleList:
-			for i := range list.Items {
-				list.Items[i].TypeMeta = typeMeta(rbacv1.SchemeGroupVersion.String(), l.kind)
-				out = append(out, &list.Items[i])
-			}
-		case *corev1.ServiceAccountList:
-			for i := range list.Items {
-				list.Items[i].TypeMeta = typeMeta("v1", l.kind)
-				out = append(out, &list.Items[i])
-			}
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+		if err := c.List(ctx, list, client.MatchingLabels{Label: labelValue(sa)}); err != nil {
+			return nil, fmt.Errorf("list %ss of identity %s: %w", gvk.Kind, sa, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, fmt.Errorf("list %ss of identity %s: %w", gvk.Kind, sa, err)
+		}
+		for _, item := range items {
+			obj := item.(client.Object)
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			out = append(out, obj)
 		}
 	}
 	return out, nil
