@@ -240,22 +240,34 @@ func (o *enrollOptions) write(ctx context.Context, hub client.Client, secret *co
 	// The resourceVersion just read makes the update fail rather than undo a concurrent one.
 	existing.Labels = secret.Labels
 	existing.Data = secret.Data
-	if secret.Annotations != nil {
-		if existing.Annotations == nil {
-			existing.Annotations = map[string]string{}
-		}
-		maps.Copy(existing.Annotations, secret.Annotations)
-		if _, scoped := secret.Annotations[vidrav1alpha1.AllowedNamespacesAnnotation]; !scoped {
-			// A wider identity than before: the narrower policy goes with the narrower RBAC.
-			delete(existing.Annotations, vidrav1alpha1.AllowedNamespacesAnnotation)
-			delete(existing.Annotations, vidrav1alpha1.AllowedClusterKindsAnnotation)
-		}
-	}
+	existing.Annotations = mergeAnnotations(existing.Annotations, secret.Annotations)
 	if err := hub.Update(ctx, &existing, updateOpts...); err != nil {
 		return "", fmt.Errorf("update secret %s/%s on the hub: %w", ns, name, err)
 	}
 	existing.DeepCopyInto(secret)
 	return "configured" + suffix, nil
+}
+
+// mergeAnnotations are an existing Secret's annotations once enroll has written wanted:
+// the ServiceAccount annotation goes with credentials that are not an identity's, and a
+// delivery policy enroll set for a narrowed identity goes with that identity. A policy a
+// person set stays, and so does any policy when credentials are copied (the safer side).
+func mergeAnnotations(existing, wanted map[string]string) map[string]string {
+	out := maps.Clone(existing)
+	if out == nil {
+		out = map[string]string{}
+	}
+	_, isIdentity := wanted[vidrav1alpha1.ServiceAccountAnnotation]
+	if !isIdentity {
+		delete(out, vidrav1alpha1.ServiceAccountAnnotation)
+	}
+	if isIdentity && out[policyFromEnrollAnnotation] != "" {
+		delete(out, vidrav1alpha1.AllowedNamespacesAnnotation)
+		delete(out, vidrav1alpha1.AllowedClusterKindsAnnotation)
+		delete(out, policyFromEnrollAnnotation)
+	}
+	maps.Copy(out, wanted)
+	return out
 }
 
 // refuseSecondEnrollment refuses a Secret for a cluster that another Secret enrolls

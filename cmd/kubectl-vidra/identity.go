@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -30,8 +31,13 @@ import (
 	"github.com/vidra-operator/vidra/internal/policy"
 )
 
-// tokenPlaceholder stands for the token in what a client dry run prints.
+// tokenPlaceholder stands for the token in what a client dry run prints, and what -o
+// prints of a real enrollment: the token itself goes to the hub only.
 const tokenPlaceholder = "<requested from the member's TokenRequest API at enrollment>"
+
+// policyFromEnrollAnnotation marks a delivery policy that enroll set to match a narrowed
+// identity, so that enrolling again with a wider one removes it, and only it.
+const policyFromEnrollAnnotation = "vidra.infrahub.operators.com/policy-from-enroll"
 
 // memberAccess is the enrolling user's own access to the member: it creates the identity
 // and is never written anywhere.
@@ -150,6 +156,7 @@ func identitySecret(name, namespace string, labels map[string]string, spec ident
 			kinds = append(kinds, kindName(k.Kind))
 		}
 		annotations[vidrav1alpha1.AllowedClusterKindsAnnotation] = strings.Join(kinds, ",")
+		annotations[policyFromEnrollAnnotation] = "true"
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: annotations},
@@ -177,6 +184,9 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 	}
 	spec := identity.Spec{ServiceAccount: sa}
 	if o.namespaces != nil {
+		if len(o.namespaces) == 0 {
+			return errors.New("--namespaces needs at least one namespace; leave it out for an identity that may manage any object")
+		}
 		p, err := policy.Parse(map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: strings.Join(o.namespaces, ",")})
 		if err != nil {
 			return fmt.Errorf("--namespaces: %w", err)
@@ -203,7 +213,7 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 		return policyError(o.memberContext, err)
 	}
 	if o.dryRun == dryRunClient {
-		return o.reportIdentity(out, scheme, spec, check, nil, "created (dry run)")
+		return o.reportIdentity(out, scheme, spec, member.cluster, check, nil, "created (dry run)")
 	}
 
 	hub, err := o.hubClient(scheme, member.server, errOut)
@@ -213,7 +223,7 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 	if err := refuseSecondEnrollment(ctx, hub, check); err != nil {
 		return err
 	}
-	if err := o.checkReenrollment(ctx, hub, check); err != nil {
+	if err := o.checkReenrollment(ctx, hub, check, member.server, errOut); err != nil {
 		return err
 	}
 	memberClient, err := member.client(scheme, errOut)
@@ -240,7 +250,7 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 	if err != nil {
 		return err
 	}
-	return o.reportIdentity(out, scheme, spec, secret, done, action)
+	return o.reportIdentity(out, scheme, spec, member.cluster, secret, done, action)
 }
 
 // clusterFlags name the member (a context of the user's kubeconfig) and the hub, for
@@ -293,9 +303,10 @@ func (o *enrollOptions) hubClient(scheme *runtime.Scheme, memberServer string, e
 	return hubClientFor(hubConfig, scheme, errOut)
 }
 
-// checkReenrollment lets enrolling again with the same identity replace the Secret (so
-// that enroll is idempotent); any other existing Secret NAME needs --overwrite.
-func (o *enrollOptions) checkReenrollment(ctx context.Context, hub client.Client, secret *corev1.Secret) error {
+// checkReenrollment lets enrolling the same cluster again with the same identity replace
+// the Secret (so that enroll is idempotent); any other existing Secret NAME — another
+// identity, copied credentials, or another member's server — needs --overwrite.
+func (o *enrollOptions) checkReenrollment(ctx context.Context, hub client.Client, secret *corev1.Secret, server string, errOut io.Writer) error {
 	var existing corev1.Secret
 	err := hub.Get(ctx, client.ObjectKeyFromObject(secret), &existing)
 	switch {
@@ -303,16 +314,31 @@ func (o *enrollOptions) checkReenrollment(ctx context.Context, hub client.Client
 		return nil
 	case err != nil:
 		return fmt.Errorf("read secret %s/%s on the hub: %w", secret.Namespace, secret.Name, err)
-	case o.overwrite || existing.Annotations[vidrav1alpha1.ServiceAccountAnnotation] == secret.Annotations[vidrav1alpha1.ServiceAccountAnnotation]:
-		return nil
 	}
-	return fmt.Errorf("secret %s/%s already exists on the hub with other credentials; pass --overwrite to replace them with the identity's", secret.Namespace, secret.Name)
+	before := existing.Annotations[vidrav1alpha1.ServiceAccountAnnotation]
+	sameServer := false
+	if cfg, err := kubeconfig.Load(existing.Data[vidrav1alpha1.KubeconfigKey], kubeconfig.Policy{AllowExec: true, AllowInsecureTLS: true}); err == nil {
+		sameServer = cfg.Server == server
+	}
+	if !o.overwrite && (!sameServer || before != secret.Annotations[vidrav1alpha1.ServiceAccountAnnotation]) {
+		return fmt.Errorf("secret %s/%s already exists on the hub with other credentials or for another server; pass --overwrite to replace them with the identity's", secret.Namespace, secret.Name)
+	}
+	if before != "" && before != secret.Annotations[vidrav1alpha1.ServiceAccountAnnotation] {
+		fmt.Fprintf(errOut, "Warning: the identity %s the Secret named before stays on its member; remove it with: kubectl vidra unenroll %s --context CONTEXT --service-account %s (after this enrollment, the Secret names the new one)\n",
+			before, secret.Name, before)
+	}
+	return nil
 }
 
 // reportIdentity prints what was created, or with -o the objects: the identity's and the
 // Secret (whose token a client dry run leaves out).
-func (o *enrollOptions) reportIdentity(out io.Writer, scheme *runtime.Scheme, spec identity.Spec, secret *corev1.Secret, done []string, action string) error {
+func (o *enrollOptions) reportIdentity(out io.Writer, scheme *runtime.Scheme, spec identity.Spec, cluster *clientcmdapi.Cluster, secret *corev1.Secret, done []string, action string) error {
 	if !o.output.table() {
+		// The token goes to the hub only, never to stdout.
+		if shown, err := identitySecret(secret.Name, secret.Namespace, secret.Labels, spec, cluster, tokenPlaceholder); err == nil {
+			shown.Annotations = secret.Annotations
+			secret = shown
+		}
 		objs := make([]runtime.Object, 0, 8)
 		for _, ns := range spec.NeededNamespaces() {
 			objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

@@ -121,6 +121,10 @@ func TestEnrollCreatesAScopedIdentityAndUnenrollRemovesIt(t *testing.T) {
 	if _, err := cs.CoreV1().ServiceAccounts("vidra-system").CreateToken(ctx, "other", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the identity requests a token for another ServiceAccount: %v, want Forbidden", err)
 	}
+	// (Another ServiceAccount in its namespace would keep the namespace on unenroll.)
+	if err := member.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "vidra-system", Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Enrolling again is idempotent, and narrows: web-b's binding goes.
 	out, stderr, err = runPlugin(t, "enroll", "edge-scoped", "--kubeconfig", kc, "--context", "member", "--namespaces", "web-a", "--token-ttl", "10m")
@@ -204,5 +208,44 @@ func TestEnrollDryRunShowsTheIdentityAndCreatesNothing(t *testing.T) {
 	if _, _, err := runPlugin(t, "enroll", "edge-preview", "--kubeconfig", userKubeconfig(t), "--context", "member", "--namespaces", "apps", "--cluster-kinds", "ConfigMap", "--dry-run=client"); err == nil ||
 		!strings.Contains(err.Error(), "the kind is namespaced") {
 		t.Errorf("a namespaced kind in --cluster-kinds: %v", err)
+	}
+}
+
+// A ServiceAccount of that name that enroll did not create (an operator's own on the
+// member) is neither taken over by enroll nor deleted by unenroll; a --context that is the
+// hub is refused.
+func TestEnrollLeavesAServiceAccountItDidNotCreate(t *testing.T) {
+	ctx := context.Background()
+	enrollmentNamespace(t)
+	kc := userKubeconfig(t)
+	member := fleet.Members[0].Client
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ops"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "operator"}},
+	} {
+		if err := member.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := runPlugin(t, "enroll", "edge-foreign", "--kubeconfig", kc, "--context", "member", "--service-account", "ops/operator")
+	if err == nil || !strings.Contains(err.Error(), "was not created by kubectl vidra enroll") {
+		t.Errorf("enroll over a foreign ServiceAccount: %v", err)
+	}
+	if _, ok := enrollmentSecret(t, "edge-foreign"); ok {
+		t.Error("the refused enrollment wrote a Secret")
+	}
+	if out, stderr, err := runPlugin(t, "unenroll", "edge-foreign", "--kubeconfig", kc, "--context", "member", "--service-account", "ops/operator"); err != nil {
+		t.Errorf("unenroll: %v\n%s%s", err, out, stderr)
+	}
+	if err := member.Get(ctx, client.ObjectKey{Namespace: "ops", Name: "operator"}, &corev1.ServiceAccount{}); err != nil {
+		t.Errorf("unenroll deleted a ServiceAccount enroll did not create: %v", err)
+	}
+	if _, _, err := runPlugin(t, "unenroll", "edge-foreign", "--kubeconfig", kc, "--context", "hub", "--service-account", "ops/operator"); err == nil ||
+		!strings.Contains(err.Error(), "the hub and context \"hub\" are the same API server") {
+		t.Errorf("unenroll with the hub as --context: %v", err)
+	}
+	if _, _, err := runPlugin(t, "enroll", "edge-foreign", "--kubeconfig", kc, "--context", "member", "--namespaces="); err == nil ||
+		!strings.Contains(err.Error(), "--namespaces needs at least one namespace") {
+		t.Errorf("enroll --namespaces= : %v", err)
 	}
 }

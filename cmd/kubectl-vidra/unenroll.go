@@ -14,6 +14,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/identity"
+	"github.com/vidra-operator/vidra/internal/kubeconfig"
 )
 
 type unenrollOptions struct {
@@ -86,6 +87,7 @@ func (o *unenrollOptions) run(ctx context.Context, name string, out, errOut io.W
 		}
 	} else if o.memberContext != "" && saName == "" {
 		saName = identity.DefaultServiceAccount.String()
+		fmt.Fprintf(errOut, "secret %s is not on the hub; removing the identity %s from the member (--service-account names another)\n", key, saName)
 	}
 
 	dry := o.dryRun == dryRunServer
@@ -100,6 +102,10 @@ func (o *unenrollOptions) run(ctx context.Context, name string, out, errOut io.W
 		member, err := loadMemberAccess(o.memberKubeconfig, o.memberContext)
 		if err != nil {
 			return err
+		}
+		// A --context that is the hub would remove an identity of that name from the hub.
+		if hubServer, err := kubeconfig.NormalizeServer(hubConfig.Host); err == nil && hubServer == member.server {
+			return fmt.Errorf("the hub and context %q are the same API server (%s): point --context at the member", o.memberContext, member.server)
 		}
 		memberClient, err := member.client(scheme, errOut)
 		if err != nil {

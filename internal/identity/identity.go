@@ -67,7 +67,11 @@ func ParseServiceAccount(v string) (types.NamespacedName, error) {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return types.NamespacedName{}, fmt.Errorf("service account %q: name: %s", v, strings.Join(errs, "; "))
 	}
-	return types.NamespacedName{Namespace: ns, Name: name}, nil
+	sa := types.NamespacedName{Namespace: ns, Name: name}
+	if errs := validation.IsValidLabelValue(labelValue(sa)); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("service account %q: namespace and name together must fit a label value (%s)", v, strings.Join(errs, "; "))
+	}
+	return sa, nil
 }
 
 // labelValue names the identity in Label: a label value cannot hold '/'.

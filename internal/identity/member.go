@@ -39,8 +39,16 @@ func Apply(ctx context.Context, c client.Client, s Spec, dryRun bool) ([]string,
 	if dryRun {
 		createOpts, applyOpts, deleteOpts, suffix = []client.CreateOption{client.DryRunAll}, []client.ApplyOption{client.DryRunAll}, []client.DeleteOption{client.DryRunAll}, " (server dry run)"
 	}
+	if err := refuseForeignServiceAccount(ctx, c, s.ServiceAccount); err != nil {
+		return nil, err
+	}
 	for _, ns := range s.NeededNamespaces() {
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{CreatedNamespaceAnnotation: labelValue(s.ServiceAccount)}}}
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		// Only the identity's own namespace goes with it on unenroll: a namespace it may
+		// deliver to holds what was delivered, which stays.
+		if ns == s.ServiceAccount.Namespace && !slices.Contains(s.Namespaces, ns) {
+			obj.Annotations = map[string]string{CreatedNamespaceAnnotation: labelValue(s.ServiceAccount)}
+		}
 		err := c.Create(ctx, obj, createOpts...)
 		switch {
 		case err == nil:
@@ -92,13 +100,24 @@ func Remove(ctx context.Context, c client.Client, sa types.NamespacedName, dryRu
 	if dryRun {
 		opts, suffix = []client.DeleteOption{client.DryRunAll}, " (server dry run)"
 	}
+	// Only objects with the identity's label: a ServiceAccount of the same name that
+	// enroll did not create (an operator's own) is never touched.
 	objs, err := listOwned(ctx, c, sa)
 	if err != nil {
 		return nil, err
 	}
 	// The ServiceAccount first: its tokens stop working the moment it is gone.
-	objs = append([]client.Object{&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Namespace: sa.Namespace, Name: sa.Name}}},
-		slices.DeleteFunc(objs, func(o client.Object) bool { _, ok := o.(*corev1.ServiceAccount); return ok })...)
+	slices.SortStableFunc(objs, func(a, b client.Object) int {
+		_, aSA := a.(*corev1.ServiceAccount)
+		_, bSA := b.(*corev1.ServiceAccount)
+		switch {
+		case aSA && !bSA:
+			return -1
+		case bSA && !aSA:
+			return 1
+		}
+		return 0
+	})
 	var done []string
 	for _, obj := range objs {
 		err := c.Delete(ctx, obj, opts...)
@@ -117,12 +136,38 @@ func Remove(ctx context.Context, c client.Client, sa types.NamespacedName, dryRu
 	case err != nil:
 		return done, fmt.Errorf("read namespace %s: %w", sa.Namespace, err)
 	case ns.Annotations[CreatedNamespaceAnnotation] == labelValue(sa) && ns.DeletionTimestamp.IsZero():
+		// Another identity (or anything else with a ServiceAccount) living there keeps it.
+		var others corev1.ServiceAccountList
+		if err := c.List(ctx, &others, client.InNamespace(sa.Namespace)); err != nil {
+			return done, fmt.Errorf("list service accounts in %s: %w", sa.Namespace, err)
+		}
+		for _, o := range others.Items {
+			if o.Name != "default" && o.Name != sa.Name {
+				return done, nil
+			}
+		}
 		if err := client.IgnoreNotFound(c.Delete(ctx, ns, opts...)); err != nil {
 			return done, fmt.Errorf("delete namespace %s: %w", sa.Namespace, err)
 		}
 		done = append(done, "namespace/"+sa.Namespace+" deleted"+suffix)
 	}
 	return done, nil
+}
+
+// refuseForeignServiceAccount refuses to take over a ServiceAccount of that name that
+// enroll did not create: it belongs to someone else (an operator running on the member).
+func refuseForeignServiceAccount(ctx context.Context, c client.Client, sa types.NamespacedName) error {
+	existing := &corev1.ServiceAccount{}
+	err := c.Get(ctx, sa, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read service account %s: %w", sa, err)
+	case existing.Labels[Label] != labelValue(sa):
+		return fmt.Errorf("service account %s exists on the member and was not created by kubectl vidra enroll; name another with --service-account", sa)
+	}
+	return nil
 }
 
 // listOwned lists the identity's RBAC objects and ServiceAccount by its label.

@@ -35,7 +35,17 @@ type credentials struct {
 	lifetime identity.Lifetime
 	// problem says why the token is not renewed.
 	problem string
+	// failures in a row, and when renewal is tried next after one.
+	failures int
+	nextTry  time.Time
 }
+
+// errRotationPending: the Secret holds another kubeconfig than the engaged one, which is
+// being engaged (or failed to be, as KubeconfigCurrent says). It is no renewal failure.
+var errRotationPending = errors.New("the Secret's kubeconfig is not the engaged one (see the KubeconfigCurrent condition), so the engaged token is not renewed")
+
+// maxRenewalBackoff bounds the wait between failed renewals.
+const maxRenewalBackoff = 5 * time.Minute
 
 // credentialsOf reads an enrollment's identity. The expiry of any token is read, so that
 // a token supplied by hand that expires is shown (and its expiry acted on) too.
@@ -95,27 +105,45 @@ func (c credentials) status(now time.Time, renewalPoint float64) *vidrav1alpha1.
 // Secret. The Secret's change engages the new token the way any rotation does, keeping
 // the current one until the new one works. Only the cluster's owner renews.
 func (p *Provider) renewIfDue(ctx context.Context, ec *engagedCluster) {
+	now := p.opts.Clock.Now()
 	ec.mu.Lock()
 	c := ec.creds
 	ec.mu.Unlock()
-	if c.serviceAccount == nil || c.lifetime.ExpiresAt.IsZero() || p.opts.Clock.Now().Before(c.lifetime.RenewAt(p.opts.TokenRenewalPoint)) {
+	if c.serviceAccount == nil || c.lifetime.ExpiresAt.IsZero() || now.Before(c.lifetime.RenewAt(p.opts.TokenRenewalPoint)) || now.Before(c.nextTry) {
 		return
 	}
 	if p.opts.Shard != nil && !p.opts.Shard.Owns(ctx, ec.name) {
 		return
 	}
-	secret, err := p.renew(ctx, ec, *c.serviceAccount, c.lifetime.TTL())
+	// A member that does not answer holds up neither the probes nor the status.
+	renewCtx, cancel := context.WithTimeout(ctx, 2*p.opts.ProbeTimeout)
+	secret, err := p.renew(renewCtx, ec, *c.serviceAccount, c.lifetime.TTL())
+	cancel()
 	ec.mu.Lock()
 	before := ec.creds.problem
 	ec.creds.problem = ""
-	if err != nil {
+	switch {
+	case errors.Is(err, errRotationPending):
+		ec.creds.problem = err.Error()
+	case err != nil:
 		ec.creds.problem = "renewal failed: " + err.Error()
+		ec.creds.failures++
+		backoff := min(p.opts.ProbeInterval<<min(ec.creds.failures-1, 10), maxRenewalBackoff)
+		ec.creds.nextTry = now.Add(backoff)
+	default:
+		ec.creds.failures, ec.creds.nextTry = 0, time.Time{}
 	}
+	failures := ec.creds.failures
 	ec.mu.Unlock()
-	if err == nil || ctx.Err() != nil {
+	if err == nil || errors.Is(err, errRotationPending) || ctx.Err() != nil {
 		return
 	}
-	p.log.Info("cluster credentials not renewed", "cluster", ec.name, "secret", ec.secret, "expiresAt", c.lifetime.ExpiresAt, "error", err.Error())
+	log := p.log.WithValues("cluster", ec.name, "secret", ec.secret, "expiresAt", c.lifetime.ExpiresAt, "failures", failures, "error", err.Error())
+	if failures == 1 {
+		log.Info("cluster credentials not renewed")
+	} else {
+		log.V(1).Info("cluster credentials not renewed")
+	}
 	if before == "" && secret != nil {
 		p.warn(secret, reasonCredentialsRenewFailed, fmt.Sprintf("cluster %s: the token of %s was not renewed, it expires at %s: %v",
 			ec.name, c.serviceAccount, c.lifetime.ExpiresAt.UTC().Format(time.RFC3339), err))
@@ -134,7 +162,7 @@ func (p *Provider) renew(ctx context.Context, ec *engagedCluster, sa types.Names
 	}
 	data := secret.Data[vidrav1alpha1.KubeconfigKey]
 	if kubeconfigHash(data) != ec.hash {
-		return secret, nil // the Secret changed since: that rotation comes first
+		return secret, errRotationPending
 	}
 	token, err := identity.RequestToken(ctx, ec.cluster.GetClient(), sa, ttl)
 	if err != nil {

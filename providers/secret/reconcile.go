@@ -108,6 +108,7 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 			return p.rotationFailed(ctx, secret, current, enr, msg)
 		}
 		log.Info("cluster not engaged: its credentials expired", "expiredAt", creds.lifetime.ExpiresAt)
+		p.metrics.credentialExpiry.WithLabelValues(enr.name).Set(creds.lifetime.ExpiresAt.Sub(p.opts.Clock.Now()).Seconds())
 		p.warn(secret, reasonCredentialsExpired, "cluster "+enr.name+": "+msg)
 		return p.writeNotEngagedStatus(ctx, enr.name, key, enr.labels, vidrav1alpha1.ClusterUnreachable, reasonCredentialsExpired, msg)
 	}
@@ -132,6 +133,13 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 			p.mu.Unlock()
 			next.stop()
 			err = fmt.Errorf("engage controllers: %w", err)
+			// Controllers that got as far as the new cluster let go of the old one: they
+			// are engaged with it again.
+			if current != nil {
+				if reErr := p.aware.Engage(current.ctx, name, current.cluster); reErr != nil {
+					err = errors.Join(err, fmt.Errorf("engage controllers with the previous kubeconfig again: %w", reErr))
+				}
+			}
 		}
 	}
 	if err != nil {
@@ -190,6 +198,7 @@ func (p *Provider) retire(ctx context.Context, key types.NamespacedName) error {
 	p.mu.Unlock()
 	if known {
 		p.stopOwned(key, old.name)
+		p.metrics.credentialExpiry.DeleteLabelValues(old.name)
 		p.wakeConflicts(ctx, key, old)
 		p.log.Info("cluster retired", "cluster", old.name, "secret", key)
 	}
