@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -315,6 +316,28 @@ func TestHelmChart(t *testing.T) {
 				if !inRole {
 					t.Errorf("localApply=%s: no Role of %s grants Secrets in hub mode", localApply, chartNamespace)
 				}
+			}
+			return ctx
+		}).
+		Assess("the Grafana dashboard and the alerts render behind their values", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			for _, o := range renderChart(ctx, t) {
+				if o.GetKind() == "PrometheusRule" || (o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard")) {
+					t.Errorf("%s %s rendered by default", o.GetKind(), o.GetName())
+				}
+			}
+			objs := renderChart(ctx, t, "grafanaDashboard.enabled=true", "prometheusRule.enabled=true", "prometheusRule.labels.release=prom")
+			dashboard := findObject(t, objs, "ConfigMap")
+			if dashboard.GetLabels()["grafana_dashboard"] != "1" {
+				t.Errorf("dashboard labels %v: the Grafana sidecar selects grafana_dashboard=1", dashboard.GetLabels())
+			}
+			data, _, _ := unstructured.NestedString(dashboard.Object, "data", "vidra-fleet.json")
+			if !json.Valid([]byte(data)) || !strings.Contains(data, "vidra_resource_ready") {
+				t.Errorf("the dashboard ConfigMap does not hold the dashboard JSON:\n%.300s", data)
+			}
+			rule := findObject(t, objs, "PrometheusRule")
+			groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+			if len(groups) != 1 || rule.GetLabels()["release"] != "prom" {
+				t.Errorf("PrometheusRule groups %d, labels %v", len(groups), rule.GetLabels())
 			}
 			return ctx
 		}).

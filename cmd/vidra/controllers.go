@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
@@ -24,7 +23,7 @@ import (
 )
 
 // setupControllers registers Vidra's controllers with the manager.
-func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manager, provider clusterProvider, shard *sharding.Coordinator, opts options) error {
+func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manager, provider clusterProvider, shard *sharding.Coordinator, metrics operatorMetrics, opts options) error {
 	hubID, err := resolveHubID(ctx, mgr, opts.hubID)
 	if err != nil {
 		return err
@@ -33,17 +32,13 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 	if provider != nil {
 		resolver.Fleet = provider
 	}
-	metrics, err := vidraresource.NewMetrics(crmetrics.Registry)
-	if err != nil {
-		return err
-	}
 	store, err := setupContentStore(log, mgr.GetLocalManager(), opts)
 	if err != nil {
 		return err
 	}
 	r := &vidraresource.Reconciler{
 		Content:           store,
-		Metrics:           metrics,
+		Metrics:           metrics.resources,
 		Hub:               mgr.GetLocalManager().GetClient(),
 		HubReader:         mgr.GetLocalManager().GetAPIReader(),
 		Manager:           mgr,
@@ -76,10 +71,10 @@ func setupControllers(ctx context.Context, log logr.Logger, mgr mcmanager.Manage
 	if err := r.SetupWithManager(opts.maxConcurrentReconciles); err != nil {
 		return err
 	}
-	if err := setupVMRollout(mgr, hubID, shard, opts); err != nil {
+	if err := setupVMRollout(mgr, hubID, shard, metrics.vms, opts); err != nil {
 		return err
 	}
-	return setupInfrahubSync(log, mgr.GetLocalManager(), store, opts)
+	return setupInfrahubSync(log, mgr.GetLocalManager(), store, metrics.syncs, opts)
 }
 
 // setupContentStore returns the store of large bundles and runs its collector on the
@@ -106,11 +101,7 @@ func setupContentStore(log logr.Logger, mgr ctrl.Manager, opts options) (*conten
 
 // setupInfrahubSync registers the InfrahubSync controller and, when a key is configured,
 // the receiver of Infrahub's webhooks.
-func setupInfrahubSync(log logr.Logger, mgr ctrl.Manager, store *content.Store, opts options) error {
-	metrics, err := infrahubsync.NewMetrics(crmetrics.Registry)
-	if err != nil {
-		return err
-	}
+func setupInfrahubSync(log logr.Logger, mgr ctrl.Manager, store *content.Store, metrics *infrahubsync.Metrics, opts options) error {
 	r := &infrahubsync.Reconciler{
 		Hub:         mgr.GetClient(),
 		HubReader:   mgr.GetAPIReader(),
@@ -155,11 +146,7 @@ func resolveHubID(ctx context.Context, mgr mcmanager.Manager, flag string) (stri
 }
 
 // setupVMRollout registers the VirtualMachine rollout controller.
-func setupVMRollout(mgr mcmanager.Manager, hubID string, shard *sharding.Coordinator, opts options) error {
-	metrics, err := vmrollout.NewMetrics(crmetrics.Registry)
-	if err != nil {
-		return err
-	}
+func setupVMRollout(mgr mcmanager.Manager, hubID string, shard *sharding.Coordinator, metrics *vmrollout.Metrics, opts options) error {
 	r := &vmrollout.Reconciler{
 		Hub:                 mgr.GetLocalManager().GetClient(),
 		Manager:             mgr,

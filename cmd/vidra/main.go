@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -111,7 +112,11 @@ func start(ctx context.Context, log logr.Logger, opts options) error {
 			return err
 		}
 	}
-	if err := setupControllers(ctx, log, mgr, provider, shard, opts); err != nil {
+	metrics, err := registerMetrics(crmetrics.Registry, local.GetClient(), log.WithName("fleet-metrics"))
+	if err != nil {
+		return err
+	}
+	if err := setupControllers(ctx, log, mgr, provider, shard, metrics, opts); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/controllers/vmrollout"
+	"github.com/vidra-operator/vidra/internal/fleetmetrics"
+)
+
+// operatorMetrics are the controllers' metrics. They are registered in one place, so that
+// what the operator exports (and what the chart's dashboard and alerts may use) is known.
+// The cluster provider registers its own (providers/secret).
+type operatorMetrics struct {
+	resources *vidraresource.Metrics
+	syncs     *infrahubsync.Metrics
+	vms       *vmrollout.Metrics
+}
+
+// registerMetrics registers the controllers' metrics and the fleet's state, read from
+// the hub through hub, with reg.
+func registerMetrics(reg prometheus.Registerer, hub client.Reader, log logr.Logger) (operatorMetrics, error) {
+	var m operatorMetrics
+	var err error
+	if m.resources, err = vidraresource.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if m.syncs, err = infrahubsync.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if m.vms, err = vmrollout.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if err := reg.Register(fleetmetrics.New(hub, log)); err != nil {
+		return m, fmt.Errorf("register fleet metrics: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,92 @@
+package fleetmetrics_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fleetmetrics"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+)
+
+var fleet *testfleet.Fleet
+
+func TestMain(m *testing.M) {
+	os.Exit(testfleet.Main(m, testfleet.Options{}, func(f *testfleet.Fleet) { fleet = f }))
+}
+
+func ready(status metav1.ConditionStatus, generation int64) []metav1.Condition {
+	return []metav1.Condition{{Type: vidrav1alpha1.ConditionReady, Status: status, Reason: "Test", ObservedGeneration: generation, LastTransitionTime: metav1.Now()}}
+}
+
+// The collector shows the hub's objects as the API server has them: a Ready VidraResource,
+// one Ready for an older generation only, a sync that is not Ready and whose rollout
+// failed; and a deleted object's series go with it.
+func TestCollectorShowsTheFleetAsTheHubHasIt(t *testing.T) {
+	ctx := context.Background()
+	hub := fleet.Hub.Client
+	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+	for _, name := range []string{"web", "db"} {
+		vr := &vidrav1alpha1.VidraResource{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{vidrav1alpha1.InfrahubSyncLabel: "site"}},
+			Spec:       vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "edge-1"}, Manifest: manifest},
+		}
+		if err := hub.Create(ctx, vr); err != nil {
+			t.Fatal(err)
+		}
+		vr.Status.Cluster = "edge-1"
+		vr.Status.Conditions = ready(metav1.ConditionTrue, vr.Generation)
+		if name == "db" {
+			vr.Status.Conditions = ready(metav1.ConditionTrue, vr.Generation-1) // not for this generation
+		}
+		if err := hub.Status().Update(ctx, vr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ihs := &vidrav1alpha1.InfrahubSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "site"},
+		Spec: vidrav1alpha1.InfrahubSyncSpec{
+			Source:   vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: "https://infrahub.example.com", ArtefactName: "web"},
+			Interval: &metav1.Duration{Duration: time.Hour},
+		},
+	}
+	if err := hub.Create(ctx, ihs); err != nil {
+		t.Fatal(err)
+	}
+	ihs.Status.Conditions = ready(metav1.ConditionFalse, ihs.Generation)
+	ihs.Status.Rollout = &vidrav1alpha1.RolloutStatus{Revision: 3, Phase: vidrav1alpha1.RolloutFailed}
+	if err := hub.Status().Update(ctx, ihs); err != nil {
+		t.Fatal(err)
+	}
+
+	c := fleetmetrics.New(hub, logr.Discard())
+	want := `
+# HELP vidra_resource_ready 1 when the VidraResource is Ready for its current generation, else 0.
+# TYPE vidra_resource_ready gauge
+vidra_resource_ready{cluster="edge-1",infrahubsync="site",vidraresource="db"} 0
+vidra_resource_ready{cluster="edge-1",infrahubsync="site",vidraresource="web"} 1
+# HELP vidra_rollout_failed 1 while the InfrahubSync's progressive rollout is Failed or RolledBack, else 0; absent for syncs without a rollout.
+# TYPE vidra_rollout_failed gauge
+vidra_rollout_failed{infrahubsync="site"} 1
+# HELP vidra_sync_ready 1 when the InfrahubSync is Ready for its current generation, else 0.
+# TYPE vidra_sync_ready gauge
+vidra_sync_ready{infrahubsync="site"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+
+	if err := hub.Delete(ctx, ihs); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c, "vidra_sync_ready", "vidra_rollout_failed"); n != 0 {
+		t.Errorf("%d series of a deleted InfrahubSync", n)
+	}
+}
