@@ -18,6 +18,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/tracing/otlptest"
 )
 
 type infrahubKey struct{}
@@ -65,6 +66,9 @@ func TestOriginalInfrahubSyncManifestWorksEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Traces go to a real OTLP/HTTP receiver.
+	traces := otlptest.New()
+	t.Cleanup(traces.Close)
 	feature := features.New("an InfrahubSync written for the original Vidra delivers its artifacts").
 		Setup(createOperatorNamespace).
 		Setup(startInfrahub).
@@ -77,7 +81,7 @@ func TestOriginalInfrahubSyncManifestWorksEndToEnd(t *testing.T) {
 			return ctx
 		}).
 		Setup(startOperator("infrahub", "--cluster-provider=none", "--hub-id=e2e",
-			"--webhook-bind-address="+webhookAddr, "--infrahub-webhook-secret=infrahub-webhook")).
+			"--webhook-bind-address="+webhookAddr, "--infrahub-webhook-secret=infrahub-webhook", "--otlp-endpoint="+traces.URL())).
 		Assess("kubectl apply of the original manifest delivers the artifact to the local cluster", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			s := infrahubFrom(ctx)
 			kubectl(ctx, t, originalSync(t, s.URL()), "apply", "-f", "-")
@@ -121,24 +125,8 @@ spec:
 				ID: "18a6d5a2-0000-0000-0000-000000000001", Name: "Webserver_Manifest", TargetLabel: "web-01", DefinitionName: "webserver",
 				Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: webserver-config\ndata:\n  version: \"2\"\n",
 			})
-			body := []byte(`{"data":{"node_id":"18a6d5a2-0000-0000-0000-000000000001","artifact_definition_id":"d","artifact_definition_name":"webserver","target_id":"t","target_kind":"InfraServer","checksum":"c","checksum_previous":null,"storage_id":"s","storage_id_previous":null},"id":"e2e-event-1","branch":"main","account_id":"a","occured_at":"2026-01-01 00:00:00.000000+00:00","event":"infrahub.artifact.updated"}`)
-			now := time.Now().Unix()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+webhookAddr+"/hooks/infrahub", bytes.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set(infrahub.HeaderWebhookID, "msg_e2e")
-			req.Header.Set(infrahub.HeaderWebhookTimestamp, fmt.Sprint(now))
-			req.Header.Set(infrahub.HeaderWebhookSignature, infrahub.SignWebhook([]byte("e2e-webhook-key"), "msg_e2e", now, body))
 			start := time.Now()
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusAccepted {
-				t.Fatalf("webhook: HTTP %d, want 202", resp.StatusCode)
-			}
+			sendWebhook(ctx, t, webhookAddr, "e2e-event-1")
 			testfleet.Poll(t, 10*time.Millisecond, 30*time.Second, "ConfigMap updated", func() (bool, error) {
 				out, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, nil, "get", "configmap", "-n", "kube-public", "webserver-config", "-o", "jsonpath={.data.version}")
 				return err == nil && out == "2", nil
@@ -148,6 +136,40 @@ spec:
 			out, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, nil, "get", "configmap", "-n", "default", "webserver-config", "-o", "jsonpath={.data.version}")
 			if err != nil || out != "1" {
 				t.Errorf("the sync pinned to 2025-01-01 now delivers version %q (%v)", out, err)
+			}
+			return ctx
+		}).
+		Assess("one trace follows a webhook to the apply", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			// Once the sync is idle (the VidraResource's Ready requeues it once more), a
+			// new version and its webhook: the reconcile the webhook asks for does the work.
+			testfleet.Eventually(t, 30*time.Second, "webserver-live Succeeded", func() (bool, error) {
+				return strings.Contains(kubectl(ctx, t, nil, "get", "infrahubsync", "webserver-live"), "Succeeded"), nil
+			})
+			time.Sleep(2 * time.Second)
+			infrahubFrom(ctx).Put("main", infrahubtest.Artifact{
+				ID: "18a6d5a2-0000-0000-0000-000000000001", Name: "Webserver_Manifest", TargetLabel: "web-01", DefinitionName: "webserver",
+				Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: webserver-config\ndata:\n  version: \"3\"\n",
+			})
+			sendWebhook(ctx, t, webhookAddr, "e2e-event-2")
+			// The operator exports in batches, every 5 s.
+			var chain []otlptest.Span
+			t.Cleanup(func() {
+				if chain == nil {
+					for _, s := range traces.Spans() {
+						t.Logf("received %s trace %s span %s parent %s %v", s.Name, s.TraceID, s.SpanID, s.ParentSpanID, s.Attributes)
+					}
+				}
+			})
+			testfleet.Eventually(t, 30*time.Second, "the webhook's trace through the sync to the apply", func() (bool, error) {
+				chain = webhookTrace(traces.Spans(), "e2e-event-2", "webserver-live")
+				return chain != nil, nil
+			})
+			for _, s := range chain {
+				t.Logf("span %-24s trace %s span %s parent %s %v", s.Name, s.TraceID[:8], s.SpanID[:8], s.ParentSpanID, s.Attributes)
+			}
+			apply := chain[len(chain)-1]
+			if apply.Attributes["vidra.objects.updated"] != "1" || apply.Service != "vidra" {
+				t.Errorf("the apply's span: service %q, attributes %v; want one object updated", apply.Service, apply.Attributes)
 			}
 			return ctx
 		}).
@@ -162,4 +184,68 @@ spec:
 		Teardown(stopOperator("infrahub")).
 		Feature()
 	testenv.Test(t, feature)
+}
+
+// webhookTrace finds, in one trace, the spans of a webhook delivery (event id), the
+// InfrahubSync reconcile it asked for (sync), that reconcile's listing and download, its
+// write of a VidraResource, and that VidraResource's reconcile, each the child of the one
+// before (listing and download of the reconcile). It returns them in that order, the
+// VidraResource's reconcile last; nil until all are there.
+func webhookTrace(spans []otlptest.Span, eventID, sync string) []otlptest.Span {
+	find := func(name, parent string, match func(otlptest.Span) bool) *otlptest.Span {
+		for i := range spans {
+			s := &spans[i]
+			if s.Name == name && (parent == "" || s.ParentSpanID == parent) && (match == nil || match(*s)) {
+				return s
+			}
+		}
+		return nil
+	}
+	webhook := find("infrahub.webhook", "", func(s otlptest.Span) bool { return s.Attributes["infrahub.event_id"] == eventID })
+	if webhook == nil {
+		return nil
+	}
+	reconcile := find("infrahubsync.reconcile", webhook.SpanID, func(s otlptest.Span) bool { return s.Attributes["vidra.infrahubsync"] == sync })
+	if reconcile == nil {
+		return nil
+	}
+	list := find("infrahub.list", reconcile.SpanID, nil)
+	download := find("infrahub.download", reconcile.SpanID, nil)
+	write := find("vidraresource.write", reconcile.SpanID, nil)
+	if list == nil || download == nil || write == nil {
+		return nil
+	}
+	apply := find("vidraresource.reconcile", write.SpanID, nil)
+	if apply == nil {
+		return nil
+	}
+	for _, s := range []*otlptest.Span{reconcile, list, download, write, apply} {
+		if s.TraceID != webhook.TraceID {
+			return nil
+		}
+	}
+	return []otlptest.Span{*webhook, *reconcile, *list, *download, *write, *apply}
+}
+
+// sendWebhook delivers Infrahub's signed artifact.updated event eventID to the operator.
+func sendWebhook(ctx context.Context, t *testing.T, addr, eventID string) {
+	t.Helper()
+	body := fmt.Appendf(nil, `{"data":{"node_id":"18a6d5a2-0000-0000-0000-000000000001","artifact_definition_id":"d","artifact_definition_name":"webserver","target_id":"t","target_kind":"InfraServer","checksum":"c","checksum_previous":null,"storage_id":"s","storage_id_previous":null},"id":%q,"branch":"main","account_id":"a","occured_at":"2026-01-01 00:00:00.000000+00:00","event":"infrahub.artifact.updated"}`, eventID)
+	now := time.Now().Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/hooks/infrahub", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgID := "msg_" + eventID
+	req.Header.Set(infrahub.HeaderWebhookID, msgID)
+	req.Header.Set(infrahub.HeaderWebhookTimestamp, fmt.Sprint(now))
+	req.Header.Set(infrahub.HeaderWebhookSignature, infrahub.SignWebhook([]byte("e2e-webhook-key"), msgID, now, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook %s: HTTP %d, want 202", eventID, resp.StatusCode)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -35,6 +36,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 	"github.com/vidra-operator/vidra/internal/sharding"
+	"github.com/vidra-operator/vidra/internal/tracing"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
 
@@ -66,7 +68,19 @@ func run(ctx context.Context, args []string) int {
 	return 0
 }
 
-func start(ctx context.Context, log logr.Logger, opts options) error {
+func start(ctx context.Context, log logr.Logger, opts options) (retErr error) {
+	stopTracing, err := tracing.Setup(ctx, tracing.Options{Endpoint: opts.otlpEndpoint})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Spans still buffered go out before the process ends.
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			log.Error(err, "flush traces")
+		}
+	}()
 	cfg, err := restConfig(opts.kubeconfig)
 	if err != nil {
 		return err

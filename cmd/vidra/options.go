@@ -40,6 +40,7 @@ type options struct {
 	clusterSyncTimeout     time.Duration
 	clusterProbeInterval   time.Duration
 	tokenRenewalPoint      float64
+	otlpEndpoint           string
 	clusterProbeTimeout    time.Duration
 
 	// Delivery: how VidraResources are reconciled.
@@ -120,6 +121,8 @@ func parseOptions(args []string) (options, error) {
 		"How long to wait for an engaged cluster's cache to sync.")
 	fs.DurationVar(&o.clusterProbeInterval, "cluster-probe-interval", 30*time.Second,
 		"How often each engaged cluster's API server is probed.")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "",
+		"OTLP/HTTP endpoint URL to send traces to (such as http://otel-collector:4318). Empty: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; with neither set, tracing is off. The other OTEL_EXPORTER_OTLP_* variables apply.")
 	fs.Float64Var(&o.tokenRenewalPoint, "token-renewal-point", 2.0/3,
 		"The fraction of its lifetime after which the token of an identity kubectl vidra enroll created is renewed (between 0 and 1); checked at every probe.")
 	fs.DurationVar(&o.clusterProbeTimeout, "cluster-probe-timeout", 5*time.Second,

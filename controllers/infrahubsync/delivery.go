@@ -1,6 +1,7 @@
 package infrahubsync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +25,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/manifest"
+	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 // target is one destination of an artifact's VidraResource.
@@ -273,7 +278,14 @@ func (d *delivery) content(ctx context.Context, a infrahub.Artifact, existing []
 	if !stale {
 		return nil, nil // nothing will be written
 	}
-	data, err := d.client.Download(ctx, d.snap, a)
+	downloadCtx, span := tracing.Tracer().Start(ctx, "infrahub.download", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("infrahub.artifact_id", a.ID), attribute.String("infrahub.checksum", a.Checksum)))
+	data, err := d.client.Download(downloadCtx, d.snap, a)
+	span.SetAttributes(attribute.Int("infrahub.bytes", len(data)))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 	d.r.Metrics.observeDownload(err)
 	var mismatch *infrahub.ChecksumMismatchError
 	switch {
@@ -373,9 +385,25 @@ func applyTemplate(spec *vidrav1alpha1.VidraResourceSpec, tpl *vidrav1alpha1.Vid
 
 // write creates vr or brings the sync's existing one to it. A VidraResource of that name
 // that is not this sync's is never touched.
-func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) error {
+func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (retErr error) {
+	// Only a write gets a span, and carries its trace context to the VidraResource's
+	// reconcile: an unchanged VidraResource is left as it is, annotations included.
+	traced := func(action string) (context.Context, func()) {
+		wctx, span := tracing.Tracer().Start(ctx, "vidraresource.write", trace.WithAttributes(
+			attribute.String("vidra.vidraresource", vr.Name), attribute.String("vidra.cluster", cmp.Or(vr.Spec.Destination.Cluster, vr.Spec.Destination.Server, "local")),
+			attribute.String("vidra.action", action), attribute.String("vidra.checksum", vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation])))
+		return wctx, func() {
+			if retErr != nil {
+				span.SetStatus(codes.Error, retErr.Error())
+			}
+			span.End()
+		}
+	}
 	cur := d.owned[vr.Name]
 	if cur == nil {
+		wctx, end := traced("create")
+		defer end()
+		tracing.Inject(wctx, vr)
 		err := d.r.Hub.Create(ctx, vr)
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
@@ -421,6 +449,9 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	if apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) && apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec) {
 		return nil
 	}
+	wctx, end := traced("update")
+	defer end()
+	tracing.Inject(wctx, updated)
 	// A merge patch of what changed: the VidraResource controller writes its status and
 	// finalizer meanwhile, which must not make this write conflict.
 	if err := d.r.Hub.Patch(ctx, updated, client.MergeFrom(cur)); err != nil {

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +31,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 // Reconciler reconciles InfrahubSyncs on the hub.
@@ -59,6 +63,9 @@ type Reconciler struct {
 	// written holds, per InfrahubSync, the resourceVersion of this process's last status
 	// write: a rollout decides from its status, which a lagging cache must not roll back.
 	written sync.Map
+	// traced holds, per InfrahubSync, the last trace context taken from its annotations,
+	// so that only the reconcile a webhook asked for joins that webhook's trace.
+	traced sync.Map
 }
 
 // DefaultInlineLimit is the largest artifact a VidraResource holds inline: well under the
@@ -113,6 +120,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
+	// One span per reconcile: a child of the webhook that asked for it, else a new trace.
+	ctx, span := r.startSpan(ctx, ihs)
+	defer func() {
+		span.SetAttributes(attribute.Int("vidra.artifacts", len(ihs.Status.Artifacts)))
+		if ihs.Status.Rollout != nil {
+			span.SetAttributes(attribute.Int64("vidra.revision", ihs.Status.Rollout.Revision))
+		}
+		if retErr != nil {
+			span.SetStatus(codes.Error, retErr.Error())
+		}
+		span.End()
+	}()
+
 	// Status is written once, at the end, whatever path is taken.
 	before := ihs.DeepCopy()
 	defer func() {
@@ -136,6 +156,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return result, err
 }
 
+// startSpan starts the reconcile's span, as a child of the trace context a webhook left on
+// the InfrahubSync when this process has not joined it yet.
+func (r *Reconciler) startSpan(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) (context.Context, trace.Span) {
+	parent := ihs.Annotations[tracing.TraceparentAnnotation]
+	if last, _ := r.traced.Load(ihs.Name); parent != "" && last != parent {
+		r.traced.Store(ihs.Name, parent)
+		ctx = tracing.Extract(ctx, ihs)
+	} else {
+		ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{}) // a trace of its own
+	}
+	return tracing.Tracer().Start(ctx, "infrahubsync.reconcile", trace.WithAttributes(
+		attribute.String("vidra.infrahubsync", ihs.Name), attribute.Int64("vidra.generation", ihs.Generation)))
+}
+
 // sync lists the artifacts, delivers each to its destinations and removes what is gone.
 func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) (ctrl.Result, error) {
 	interval := defaultInterval
@@ -156,7 +190,14 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	snap := infrahub.Snapshot{Branch: branchOf(ihs), At: at}
 
 	// List the artifacts. A failed listing changes nothing.
-	artifacts, err := r.list(ctx, c, snap, ihs)
+	listCtx, listSpan := tracing.Tracer().Start(ctx, "infrahub.list", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("infrahub.branch", snap.Branch)))
+	artifacts, err := r.list(listCtx, c, snap, ihs)
+	listSpan.SetAttributes(attribute.Int("infrahub.artifacts", len(artifacts)))
+	if err != nil {
+		listSpan.SetStatus(codes.Error, err.Error())
+	}
+	listSpan.End()
 	if err != nil {
 		reason := vidrav1alpha1.ReasonListFailed
 		if infrahub.IsAuthError(err) {

@@ -14,12 +14,18 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 // WebhookPath is where Infrahub's webhooks are received.
@@ -148,7 +154,17 @@ func (w *Receiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		w.answer(rw, http.StatusOK, "ignored", "event "+ev.Event+" is not an artifact event")
 		return
 	}
-	triggered, err := w.trigger(req.Context(), ev, req.URL.Query().Get("infrahub"))
+	// The trace of this change starts here; each sync it requests carries it on.
+	ctx, span := tracing.Tracer().Start(otel.GetTextMapPropagator().Extract(req.Context(), propagation.HeaderCarrier(req.Header)), "infrahub.webhook",
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+			attribute.String("infrahub.event", ev.Event), attribute.String("infrahub.event_id", ev.ID),
+			attribute.String("infrahub.branch", ev.Branch), attribute.String("infrahub.artifact_id", ev.Data.NodeID)))
+	triggered, err := w.trigger(ctx, ev, req.URL.Query().Get("infrahub"))
+	span.SetAttributes(attribute.StringSlice("vidra.infrahubsyncs", triggered))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 	if err != nil {
 		// Not remembered: Infrahub retries, and the retry may succeed.
 		log.Error(err, "webhook: could not request syncs")
@@ -182,9 +198,17 @@ func (w *Receiver) trigger(ctx context.Context, ev infrahub.WebhookEvent, source
 		if !concerns(ihs, ev, source) {
 			continue
 		}
-		patch := client.RawPatch(types.MergePatchType,
-			fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, stamp))
-		if err := w.Hub.Patch(ctx, ihs, patch); client.IgnoreNotFound(err) != nil {
+		annotations := map[string]any{vidrav1alpha1.RequestedAtAnnotation: stamp}
+		carried := &vidrav1alpha1.InfrahubSync{}
+		tracing.Inject(ctx, carried)
+		for k, v := range carried.Annotations {
+			annotations[k] = v
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+		if err != nil {
+			return nil, fmt.Errorf("request a sync of %s: %w", ihs.Name, err)
+		}
+		if err := w.Hub.Patch(ctx, ihs, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("request a sync of %s: %w", ihs.Name, err))
 			continue
 		}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -104,6 +106,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !r.owned(ctx, vr) {
 		return ctrl.Result{}, nil
 	}
+
+	ctx, span := startSpan(ctx, vr)
+	defer func() {
+		span.SetAttributes(attribute.Int64("vidra.revision", vr.Status.Revision))
+		if retErr != nil {
+			span.SetStatus(codes.Error, retErr.Error())
+		}
+		span.End()
+	}()
 
 	// Status is written once, at the end, whatever path is taken.
 	before := vr.DeepCopy()
@@ -240,10 +251,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// Release what left the bundle (Namespaces and CRDs last).
 	stale := difference(previous, desired)
 	var pruneErr error
+	var released []apply.Result
 	failedRelease := map[ownership.Ref]bool{}
 	if len(stale) > 0 && applyErr == nil && len(mapErrs) == 0 {
-		released, err := engine.Release(ctx, stale, prunes(vr))
-		pruneErr = err
+		released, pruneErr = engine.Release(ctx, stale, prunes(vr))
 		for _, res := range released {
 			if res.Err != nil {
 				failedRelease[res.Ref] = true
@@ -270,6 +281,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		}
 	}
 	setInventory(vr, kept)
+	traceResults(ctx, results, released)
 	r.eventResults(vr, results)
 	r.Metrics.observeApply(vr.Status.Cluster, results)
 	r.Metrics.setManaged(vr.Status.Cluster, vr.Name, len(kept))

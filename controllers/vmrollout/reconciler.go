@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +35,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 // Reconciler rolls out the VirtualMachines of one VidraResource on one cluster; requests
@@ -185,7 +189,16 @@ func (r *Reconciler) act(ctx context.Context, cl cluster.Cluster, vr *vidrav1alp
 				return err
 			}
 		}
-		via, err := restart(ctx, cl, vm, string(record.fromVMI))
+		// The restart belongs to the change that brought the VM's new spec: the trace
+		// carried on the VidraResource.
+		rctx, span := tracing.Tracer().Start(tracing.Extract(ctx, vr), "vm.restart", trace.WithAttributes(
+			attribute.String("vidra.vidraresource", vr.Name), attribute.String("vidra.cluster", cluster), attribute.String("vidra.vm", name)))
+		via, err := restart(rctx, cl, vm, string(record.fromVMI))
+		span.SetAttributes(attribute.String("vidra.restart_via", via))
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
 		if err != nil {
 			// Not made: the record goes, so the VM is pending again.
 			if clearErr := writeRecord(ctx, c, vm, nil); clearErr != nil {

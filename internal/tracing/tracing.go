@@ -1,0 +1,122 @@
+// Package tracing is Vidra's OpenTelemetry tracing: one trace follows one change from an
+// Infrahub webhook or listing, through the InfrahubSync's reconcile and each VidraResource
+// it writes, to the apply on each cluster and the VM restarts it causes. The trace
+// context goes from the sync to its VidraResources on the objects themselves (an
+// annotation), so spans join across reconciles and replicas.
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TraceparentAnnotation carries the W3C trace context of the change that wrote an object
+// (traceparent; tracestate in TracestateAnnotation).
+const (
+	TraceparentAnnotation = "vidra.infrahub.operators.com/traceparent"
+	TracestateAnnotation  = "vidra.infrahub.operators.com/tracestate"
+)
+
+// Tracer is Vidra's tracer. Until Setup installs a provider it is a no-op, as it stays
+// when tracing is off.
+func Tracer() trace.Tracer {
+	return otel.Tracer("github.com/vidra-operator/vidra")
+}
+
+// Options say where spans go.
+type Options struct {
+	// Endpoint is an OTLP/HTTP endpoint URL (such as http://collector:4318); empty: the
+	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT environment
+	// variable, and when neither is set, tracing is off.
+	Endpoint string
+	// Version is the operator's version, a resource attribute.
+	Version string
+}
+
+// Enabled says whether Setup would export spans.
+func (o Options) Enabled() bool {
+	return o.Endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// Setup installs an OTLP/HTTP exporter as the global tracer provider when tracing is
+// enabled (the other OTEL_EXPORTER_OTLP_* variables — headers, timeout, certificates,
+// protocol options — and OTEL_SERVICE_NAME apply as the OpenTelemetry SDK reads them). It
+// returns the function that flushes and stops it; when tracing is off, a no-op.
+func Setup(ctx context.Context, opts Options) (func(context.Context) error, error) {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	if !opts.Enabled() {
+		return func(context.Context) error { return nil }, nil
+	}
+	var exporterOpts []otlptracehttp.Option
+	if opts.Endpoint != "" {
+		exporterOpts = append(exporterOpts, otlptracehttp.WithEndpointURL(opts.Endpoint))
+	}
+	exporter, err := otlptracehttp.New(ctx, exporterOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+		semconv.ServiceName("vidra"), semconv.ServiceVersion(opts.Version)))
+	if err != nil {
+		return nil, fmt.Errorf("trace resource: %w", err)
+	}
+	// OTEL_SERVICE_NAME, when set, names the service instead.
+	if fromEnv, err := resource.New(ctx, resource.WithFromEnv()); err == nil {
+		if merged, err := resource.Merge(res, fromEnv); err == nil {
+			res = merged
+		}
+	}
+	provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	otel.SetTracerProvider(provider)
+	return provider.Shutdown, nil
+}
+
+// annotationCarrier reads and writes the trace context in an object's annotations.
+type annotationCarrier map[string]string
+
+var carrierKeys = map[string]string{"traceparent": TraceparentAnnotation, "tracestate": TracestateAnnotation}
+
+func (c annotationCarrier) Get(key string) string { return c[carrierKeys[key]] }
+
+func (c annotationCarrier) Set(key, value string) {
+	if a, ok := carrierKeys[key]; ok {
+		c[a] = value
+	}
+}
+
+func (c annotationCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }
+
+// Inject writes the trace context of ctx into the object's annotations; without a
+// sampled span in ctx it writes nothing.
+func Inject(ctx context.Context, obj client.Object) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	delete(annotations, TracestateAnnotation)
+	otel.GetTextMapPropagator().Inject(ctx, annotationCarrier(annotations))
+	obj.SetAnnotations(annotations)
+}
+
+// Extract returns ctx with the trace context of the object's annotations as the remote
+// parent, when it has one.
+func Extract(ctx context.Context, obj client.Object) context.Context {
+	annotations := obj.GetAnnotations()
+	if annotations[TraceparentAnnotation] == "" {
+		return ctx
+	}
+	return otel.GetTextMapPropagator().Extract(ctx, annotationCarrier(annotations))
+}
