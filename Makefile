@@ -44,8 +44,12 @@ verify: $(CONTROLLER_GEN) ## Fail when generated files, formatting or go.mod are
 control-plane: ## Build kube-apiserver, etcd, kube-controller-manager and kubectl into bin/k8s (once).
 	hack/build-control-plane.sh $(K8S_ASSETS)
 
+.PHONY: browser
+browser: ## Install Debian's chromium for the UI's browser test (once; as root).
+	hack/install-browser.sh
+
 .PHONY: test
-test: control-plane build verify vet $(HELM) ## Run unit, envtest and e2e tests on real control planes.
+test: control-plane build verify vet $(HELM) browser ## Run unit, envtest, browser and e2e tests on real control planes.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) VIDRA_BINARY=$(BIN)/vidra KUBECTL_VIDRA=$(BIN)/kubectl-vidra HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 	DEMO_EXIT=1 $(MAKE) --no-print-directory demo

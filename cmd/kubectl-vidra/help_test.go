@@ -23,7 +23,10 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 			"kubectl vidra enroll NAME", "vidra.infrahub.operators.com/cluster=NAME",
 			"--context", "--kubeconfig", "--hub-kubeconfig", "--hub-context", "--labels", "--secret-namespace",
 			"--dry-run", "--overwrite", "--allow-exec", "--allow-insecure-tls", "--output",
+			"--namespaces", "--cluster-kinds", "--token-ttl", "--service-account", "--copy-credentials",
 		}},
+		{[]string{"unenroll", "--help"}, []string{"kubectl vidra unenroll NAME", "ServiceAccount first", "--context", "--service-account", "--hub-kubeconfig"}},
+		{[]string{"ui", "--help"}, []string{"kubectl vidra ui", "127.0.0.1", "your RBAC", "--port", "--kubeconfig"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			out, _, err := runPlugin(t, tc.args...)

@@ -1,0 +1,255 @@
+// Package ui is the web UI of kubectl vidra ui: server-rendered pages of the fleet as the
+// hub shows it to the caller, with the caller's own credentials (so every view honours
+// the caller's RBAC), kept live by watches on the hub pushed to the page as server-sent
+// events. Every asset is embedded: it works without any network but the hub's.
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Options configure a Server.
+type Options struct {
+	// Config reaches the hub as the caller.
+	Config *rest.Config
+	Scheme *runtime.Scheme
+	Log    logr.Logger
+	// OperatorNamespace holds the revision history (ControllerRevisions).
+	OperatorNamespace string
+}
+
+// kind is one kind the UI reads, and whether the caller may.
+type kind struct {
+	resource, group, namespace string
+	obj                        client.Object
+	allowed                    bool
+	why                        string
+}
+
+// Server serves the UI.
+type Server struct {
+	opts   Options
+	client client.Client // uncached: Events, revisions, actions
+	cache  cache.Cache   // the kinds the caller may list and watch
+	kinds  map[string]*kind
+	pages  *template.Template
+	token  string // guards the actions against other sites' forms
+
+	mu          sync.Mutex
+	subscribers map[chan struct{}]bool
+}
+
+// New checks what the caller may read, starts watches on it and returns the server. The
+// watches run until ctx ends.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	c, err := client.New(opts.Config, client.Options{Scheme: opts.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	token := make([]byte, 16)
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("action token: %w", err)
+	}
+	pages, err := template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	s := &Server{opts: opts, client: c, pages: pages, token: hex.EncodeToString(token), subscribers: map[chan struct{}]bool{}}
+	s.kinds = map[string]*kind{
+		"vidraclusters":       {resource: "vidraclusters", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraCluster{}},
+		"vidraresources":      {resource: "vidraresources", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraResource{}},
+		"infrahubsyncs":       {resource: "infrahubsyncs", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.InfrahubSync{}},
+		"events":              {resource: "events", group: "events.k8s.io"},
+		"controllerrevisions": {resource: "controllerrevisions", group: "apps", namespace: opts.OperatorNamespace},
+	}
+	for _, k := range s.kinds {
+		k.allowed, k.why, err = s.mayRead(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+	}
+	s.cache, err = cache.New(opts.Config, cache.Options{Scheme: opts.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("hub cache: %w", err)
+	}
+	for _, k := range s.kinds {
+		if k.obj == nil || !k.allowed {
+			continue
+		}
+		informer, err := s.cache.GetInformer(ctx, k.obj)
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: %w", k.resource, err)
+		}
+		notify := func(any) { s.broadcast() }
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: notify, DeleteFunc: notify, UpdateFunc: func(_, o any) { notify(o) },
+		}); err != nil {
+			return nil, fmt.Errorf("watch %s: %w", k.resource, err)
+		}
+	}
+	go func() {
+		if err := s.cache.Start(ctx); err != nil {
+			opts.Log.Error(err, "hub watches stopped")
+		}
+	}()
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !s.cache.WaitForCacheSync(syncCtx) {
+		return nil, fmt.Errorf("the hub's objects were not read within 30s")
+	}
+	return s, nil
+}
+
+// mayRead asks the hub whether the caller may list and watch the kind.
+func (s *Server) mayRead(ctx context.Context, k *kind) (bool, string, error) {
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: k.group, Resource: k.resource, Namespace: k.namespace},
+		}}
+		if err := s.client.Create(ctx, review); err != nil {
+			return false, "", fmt.Errorf("ask the hub what you may read: %w", err)
+		}
+		if !review.Status.Allowed {
+			where := "on the hub"
+			if k.namespace != "" {
+				where = "in namespace " + k.namespace
+			}
+			return false, fmt.Sprintf("you may not %s %s.%s %s", verb, k.resource, k.group, where), nil
+		}
+	}
+	return true, "", nil
+}
+
+// Handler serves the pages, the live events, the actions and the assets.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFiles, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", s.page("fleet", s.fleetView))
+	mux.HandleFunc("GET /syncs", s.page("syncs", s.syncsView))
+	mux.HandleFunc("GET /bundles/{name}", s.page("bundle", s.bundleView))
+	mux.HandleFunc("GET /graph", s.page("graph", s.graphView))
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("POST /syncs/{name}/sync", s.syncNow)
+	return mux
+}
+
+// page renders a view: the whole page, or with ?fragment=1 only its content, which the
+// page's script swaps in when the hub changes.
+func (s *Server) page(name string, view func(*http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		data, err := view(req)
+		if err != nil {
+			s.opts.Log.Error(err, "render", "page", name)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		tpl := "layout"
+		if req.URL.Query().Get("fragment") == "1" {
+			tpl = name
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
+		if err := s.pages.ExecuteTemplate(w, tpl, page{Name: name, Token: s.token, Data: data}); err != nil {
+			s.opts.Log.Error(err, "render", "page", name)
+		}
+	}
+}
+
+type page struct {
+	Name, Token string
+	Data        any
+}
+
+// events streams "change" to the page whenever a watched object changes.
+func (s *Server) events(w http.ResponseWriter, req *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.subscribers[ch] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.subscribers, ch)
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fmt.Fprint(w, "retry: 1000\n\n")
+	flusher.Flush()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-req.Context().Done():
+			return
+		case <-ch:
+			fmt.Fprint(w, "event: change\ndata: {}\n\n")
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+		}
+		flusher.Flush()
+	}
+}
+
+// broadcast tells every open page that something changed; a page already told once and
+// not yet refreshed is not told twice.
+func (s *Server) broadcast() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.subscribers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// syncNow asks for a sync of an InfrahubSync, as kubectl annotate would, with the caller's
+// credentials.
+func (s *Server) syncNow(w http.ResponseWriter, req *http.Request) {
+	if subtle.ConstantTimeCompare([]byte(req.FormValue("token")), []byte(s.token)) != 1 {
+		http.Error(w, "this action comes from another page", http.StatusForbidden)
+		return
+	}
+	name := req.PathValue("name")
+	ihs := &vidrav1alpha1.InfrahubSync{}
+	ihs.Name = name
+	patch := client.RawPatch("application/merge-patch+json",
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano)))
+	if err := s.client.Patch(req.Context(), ihs, patch); err != nil {
+		http.Error(w, fmt.Sprintf("request a sync of %s: %v", name, err), http.StatusForbidden)
+		return
+	}
+	http.Redirect(w, req, "/syncs", http.StatusSeeOther)
+}

@@ -1,0 +1,308 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/testoperator"
+	"github.com/vidra-operator/vidra/internal/ui"
+)
+
+var fleet *testfleet.Fleet
+
+// One member, left for the test to enroll, so that the page sees it arrive.
+func TestMain(m *testing.M) {
+	os.Exit(testoperator.Main(m, testfleet.Options{Members: 1}, testoperator.Options{Unenrolled: 1},
+		func(f *testfleet.Fleet, _ *testoperator.Operator) { fleet = f }))
+}
+
+// serve runs the UI with a kubeconfig's credentials on 127.0.0.1 and returns its URL.
+func serve(t *testing.T, kubeconfig []byte) string {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := testfleet.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s, err := ui.New(ctx, ui.Options{Config: cfg, Scheme: scheme, Log: logr.Discard(), OperatorNamespace: testoperator.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(listener) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + listener.Addr().String()
+}
+
+// browser starts headless Chromium from Debian's package (make browser installs it).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		var err error
+		if path, err = exec.LookPath("chromium"); err != nil {
+			t.Fatal("no chromium on PATH: run make browser (it installs Debian's chromium package), or set CHROMIUM")
+		}
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// screenshots go to bin/ui-screenshots, kept as the test's output.
+func screenshot(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := filepath.Join("..", "..", "bin", "ui-screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", filepath.Join(dir, name))
+}
+
+// text waits until the element selector holds want, as a person would see it.
+func text(ctx context.Context, t *testing.T, what, selector, want string, timeout time.Duration) {
+	t.Helper()
+	var got string
+	testfleet.Eventually(t, timeout, what, func() (bool, error) {
+		var nodes int
+		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`document.querySelectorAll(%q).length`, selector), &nodes)); err != nil || nodes == 0 {
+			return false, err
+		}
+		if err := chromedp.Run(ctx, chromedp.Text(selector, &got, chromedp.ByQuery)); err != nil {
+			return false, err
+		}
+		return strings.Contains(got, want), nil
+	})
+}
+
+// What a person sees in a real browser: a cluster enrolled while the page is open
+// appears without a reload; a bundle's page lists its objects; a cluster whose API
+// server stops answering turns Unreachable by itself, and Engaged again; the graph links
+// the bundle to its cluster and objects.
+func TestTheFleetIsLiveInABrowser(t *testing.T) {
+	ctx := browser(t)
+	url := serve(t, fleet.Hub.Kubeconfig)
+	member := fleet.Members[0]
+
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	text(ctx, t, "the live indicator", "#live", "live", 10*time.Second)
+	text(ctx, t, "an empty fleet", "main", "No clusters are enrolled", 10*time.Second)
+
+	// Enrolled while the page is open: it appears, Engaged, without a reload.
+	if err := testoperator.Enroll(context.Background(), fleet.Hub, member); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf(`tr[data-cluster=%q]`, member.Name)
+	text(ctx, t, "the member Engaged on the page", row+" [data-phase]", "Engaged", 5*time.Second)
+	text(ctx, t, "its version", row, "v1.36.0", 5*time.Second)
+	screenshot(ctx, t, "fleet.png")
+
+	// A bundle and its objects.
+	vr := &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: vidrav1alpha1.VidraResourceSpec{
+			Destination: vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "web"},
+			Manifest:    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: live}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n",
+		},
+	}
+	if err := fleet.Hub.Client.Create(context.Background(), vr); err != nil {
+		t.Fatal(err)
+	}
+	text(ctx, t, "the bundle counted on its cluster", row, "1 / 1", 30*time.Second)
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/bundles/web")); err != nil {
+		t.Fatal(err)
+	}
+	text(ctx, t, "the bundle Ready", "[data-ready]", "True", 30*time.Second)
+	text(ctx, t, "its ConfigMap", `tr[data-object="ConfigMap/settings"]`, "Current", 10*time.Second)
+	text(ctx, t, "its Service", `tr[data-object="Service/web"]`, "Current", 10*time.Second)
+	screenshot(ctx, t, "bundle.png")
+
+	// The member's API server stops answering: the page says so by itself.
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	text(ctx, t, "the member Engaged", row+" [data-phase]", "Engaged", 5*time.Second)
+	member.PauseInTest(t)
+	text(ctx, t, "the member Unreachable on the page", row+" [data-phase]", "Unreachable", 60*time.Second)
+	screenshot(ctx, t, "unreachable.png")
+	if err := member.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	text(ctx, t, "the member Engaged again", row+" [data-phase]", "Engaged", 60*time.Second)
+
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/graph")); err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"vr/web", "vc/" + member.Name, "obj/web/ConfigMap web/settings", "obj/web/Service web/web"} {
+		testfleet.Eventually(t, 10*time.Second, "graph node "+node, func() (bool, error) {
+			var n int
+			err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`document.querySelectorAll(%q).length`, fmt.Sprintf(`[data-node=%q]`, node)), &n))
+			return n == 1, err
+		})
+	}
+	var edges, objects int
+	if err := chromedp.Run(ctx,
+		chromedp.Evaluate(`document.querySelectorAll("svg line.edge").length`, &edges),
+		chromedp.Evaluate(`document.querySelectorAll('[data-node^="obj/web/"]').length`, &objects)); err != nil {
+		t.Fatal(err)
+	}
+	if objects < 2 || edges != 1+objects {
+		t.Errorf("%d edges and %d objects in the graph; want the bundle to its cluster, and the cluster to each object", edges, objects)
+	}
+	screenshot(ctx, t, "graph.png")
+}
+
+// A user who may not read InfrahubSyncs or Events is told so on the page, and sees what
+// they may read.
+func TestAViewTheCallerMayNotReadSaysSo(t *testing.T) {
+	kubeconfig, err := fleet.Hub.AddUser("fleet-viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac := `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: vidra-fleet-viewer}
+rules:
+- apiGroups: [infrahub.operators.com]
+  resources: [vidraclusters, vidraresources]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vidra-fleet-viewer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: vidra-fleet-viewer}
+subjects: [{kind: User, name: fleet-viewer, apiGroup: rbac.authorization.k8s.io}]
+`
+	if _, err := fleet.Hub.Kubectl(context.Background(), []byte(rbac), "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, kubeconfig)
+	get := func(path string) string {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: HTTP %d\n%s", path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	if page := get("/syncs"); !strings.Contains(page, "you may not list infrahubsyncs.infrahub.operators.com on the hub") {
+		t.Errorf("the syncs page does not say the user may not read them:\n%s", page)
+	}
+	if page := get("/"); strings.Contains(page, "data-denied") {
+		t.Errorf("the fleet page denies what the user may read:\n%s", page)
+	}
+	// An action from another page (no token) is refused.
+	resp, err := http.PostForm(url+"/syncs/any/sync", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("an action without the page's token: HTTP %d, want 403", resp.StatusCode)
+	}
+}
+
+// The syncs page shows a sync's artifacts and rollout, and its "Sync now" button asks for
+// a sync with the caller's credentials.
+func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
+	ctx := context.Background()
+	ihs := &vidrav1alpha1.InfrahubSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "site"},
+		Spec: vidrav1alpha1.InfrahubSyncSpec{
+			Source: vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: "https://infrahub.example.com", ArtefactName: "web", TargetBranch: "main"},
+		},
+	}
+	if err := fleet.Hub.Client.Create(ctx, ihs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fleet.Hub.Client.Delete(context.Background(), ihs) })
+	ihs.Status.Artifacts = []vidrav1alpha1.ArtifactStatus{{ID: "a1", Name: "web-config", Target: "paris", Checksum: "0123456789abcdef0123"}}
+	ihs.Status.Rollout = &vidrav1alpha1.RolloutStatus{Revision: 2, Phase: vidrav1alpha1.RolloutProgressing, Wave: "canary", Updated: 1, Total: 3}
+	if err := fleet.Hub.Client.Status().Update(ctx, ihs); err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, fleet.Hub.Kubeconfig)
+	var page string
+	testfleet.Eventually(t, 10*time.Second, "the sync on the page", func() (bool, error) {
+		resp, err := http.Get(url + "/syncs")
+		if err != nil {
+			return false, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		page = string(body)
+		return resp.StatusCode == http.StatusOK && strings.Contains(page, "web-config"), err
+	})
+	for _, want := range []string{"branch main", "paris", "0123456789ab", "revision 2", "at wave canary, 1 of 3 clusters updated", "Sync now"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the syncs page does not show %q:\n%s", want, page)
+		}
+	}
+	token := page[strings.Index(page, `name="token" value="`)+len(`name="token" value="`):]
+	token = token[:strings.Index(token, `"`)]
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(url+"/syncs/site/sync", map[string][]string{"token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("Sync now: HTTP %d", resp.StatusCode)
+	}
+	got := &vidrav1alpha1.InfrahubSync{}
+	if err := fleet.Hub.Client.Get(ctx, ctrlclient.ObjectKey{Name: "site"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[vidrav1alpha1.RequestedAtAnnotation] == "" {
+		t.Error("Sync now did not request a sync")
+	}
+}
