@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -287,8 +288,11 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 			t.Errorf("the syncs page does not show %q:\n%s", want, page)
 		}
 	}
-	token := page[strings.Index(page, `name="token" value="`)+len(`name="token" value="`):]
-	token = token[:strings.Index(token, `"`)]
+	m := regexp.MustCompile(`name="token" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no action token on the page:\n%s", page)
+	}
+	token := m[1]
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.PostForm(url+"/syncs/site/sync", map[string][]string{"token": {token}})
 	if err != nil {
