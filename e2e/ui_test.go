@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -18,8 +19,8 @@ import (
 )
 
 // TestPluginServesTheUI: kubectl vidra ui, run as a user would, prints a URL on 127.0.0.1
-// whose fleet page answers; it stops on a signal. (The pages themselves are tested in a
-// browser in internal/ui.)
+// with its access key; the page answers that URL, and nothing answers without the key.
+// (The pages themselves are tested in a browser in internal/ui.)
 func TestPluginServesTheUI(t *testing.T) {
 	feature := features.New("kubectl vidra ui serves the fleet on 127.0.0.1").
 		Assess("the printed URL serves the fleet page and its assets", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -51,12 +52,26 @@ func TestPluginServesTheUI(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("kubectl vidra ui printed no URL within 30s")
 			}
-			url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
-			if url == "" {
-				t.Fatalf("kubectl vidra ui printed %q, no URL on 127.0.0.1", line)
+			m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)\?key=[0-9a-f]+`).FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("kubectl vidra ui printed %q, no URL on 127.0.0.1 with its key", line)
 			}
+			url := m[1]
+			if resp, err := http.Get(url); err != nil || resp.StatusCode != http.StatusForbidden {
+				t.Errorf("GET %s without the key: %v, %v; want 403", url, resp, err)
+			}
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			browser := &http.Client{Jar: jar}
+			resp, err := browser.Get(m[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
 			for path, want := range map[string]string{"": "<h1>Fleet</h1>", "static/live.js": "EventSource", "graph": "Dependencies"} {
-				resp, err := http.Get(url + path)
+				resp, err := browser.Get(url + path)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -78,7 +78,8 @@ func (o *uiOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		return fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
 	srv := &http.Server{Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(out, "Vidra UI of %s on http://%s/ (Ctrl-C to stop)\n", cfg.Host, listener.Addr())
+	// The key in the URL is what lets this browser in; the page keeps it as a cookie.
+	fmt.Fprintf(out, "Vidra UI of %s on http://%s/?key=%s (Ctrl-C to stop)\n", cfg.Host, listener.Addr(), server.Key())
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)

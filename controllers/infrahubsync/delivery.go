@@ -403,8 +403,9 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 	if cur == nil {
 		wctx, end := traced("create")
 		defer end()
-		tracing.Inject(wctx, vr)
-		err := d.r.Hub.Create(ctx, vr)
+		created := vr.DeepCopy() // the trace context is for the create only
+		tracing.Inject(wctx, created)
+		err := d.r.Hub.Create(ctx, created)
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return fmt.Errorf("create VidraResource %s: %w", vr.Name, err)

@@ -109,6 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if apierrors.IsNotFound(err) {
 			r.sources().forget(req.Name)
 			r.written.Delete(req.Name)
+			r.traced.Delete(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -159,8 +160,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // startSpan starts the reconcile's span, as a child of the trace context a webhook left on
 // the InfrahubSync when this process has not joined it yet.
 func (r *Reconciler) startSpan(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) (context.Context, trace.Span) {
+	// Joined once, and only while the request is newer than the last listing: after a
+	// restart, an old webhook's trace is not joined again.
 	parent := ihs.Annotations[tracing.TraceparentAnnotation]
-	if last, _ := r.traced.Load(ihs.Name); parent != "" && last != parent {
+	requested, err := time.Parse(time.RFC3339Nano, ihs.Annotations[vidrav1alpha1.RequestedAtAnnotation])
+	pending := err == nil && (ihs.Status.LastSyncTime == nil || requested.After(ihs.Status.LastSyncTime.Time))
+	if last, _ := r.traced.Load(ihs.Name); parent != "" && pending && last != parent {
 		r.traced.Store(ihs.Name, parent)
 		ctx = tracing.Extract(ctx, ihs)
 	} else {

@@ -198,7 +198,8 @@ func (w *Receiver) trigger(ctx context.Context, ev infrahub.WebhookEvent, source
 		if !concerns(ihs, ev, source) {
 			continue
 		}
-		annotations := map[string]any{vidrav1alpha1.RequestedAtAnnotation: stamp}
+		// A trace context of an earlier request goes, so that none is joined by mistake.
+		annotations := map[string]any{vidrav1alpha1.RequestedAtAnnotation: stamp, tracing.TraceparentAnnotation: nil, tracing.TracestateAnnotation: nil}
 		carried := &vidrav1alpha1.InfrahubSync{}
 		tracing.Inject(ctx, carried)
 		for k, v := range carried.Annotations {

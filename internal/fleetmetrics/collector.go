@@ -25,9 +25,13 @@ type Collector struct {
 	reader client.Reader
 	log    logr.Logger
 
-	resourceReady *prometheus.Desc
-	syncReady     *prometheus.Desc
-	rolloutFailed *prometheus.Desc
+	resourceReady  *prometheus.Desc
+	syncReady      *prometheus.Desc
+	rolloutFailed  *prometheus.Desc
+	clusterPhase   *prometheus.Desc
+	renewalOverdue *prometheus.Desc
+	listFailed     *prometheus.Desc
+	now            func() time.Time
 }
 
 // New returns a collector reading VidraResources and InfrahubSyncs through reader.
@@ -44,6 +48,16 @@ func New(reader client.Reader, log logr.Logger) *Collector {
 		rolloutFailed: prometheus.NewDesc("vidra_rollout_failed",
 			"1 while the InfrahubSync's progressive rollout is Failed or RolledBack, else 0; absent for syncs without a rollout.",
 			[]string{"infrahubsync"}, nil),
+		clusterPhase: prometheus.NewDesc("vidra_cluster_phase",
+			"1 for the phase the enrolled cluster's VidraCluster shows (Engaged, Unreachable, Rejected), whether or not it was ever engaged.",
+			[]string{"cluster", "phase"}, nil),
+		renewalOverdue: prometheus.NewDesc("vidra_cluster_credential_renewal_overdue_seconds",
+			"Seconds since the token of the cluster's identity was due for renewal (negative until then); only for identities the operator renews.",
+			[]string{"cluster"}, nil),
+		listFailed: prometheus.NewDesc("vidra_fleet_metrics_list_failed",
+			"1 when the last scrape could not read a kind from the cache (its series are missing then), by kind.",
+			[]string{"kind"}, nil),
+		now: time.Now,
 	}
 }
 
@@ -52,27 +66,41 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.resourceReady
 	ch <- c.syncReady
 	ch <- c.rolloutFailed
+	ch <- c.clusterPhase
+	ch <- c.renewalOverdue
+	ch <- c.listFailed
 }
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	var resources vidrav1alpha1.VidraResourceList
-	if err := c.reader.List(ctx, &resources); err != nil {
-		c.log.Error(err, "list VidraResources for metrics")
+	// Read-only: the cache's objects are not copied (bundles can be large).
+	list := func(kind string, l client.ObjectList) {
+		failed := 0.0
+		if err := c.reader.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+			c.log.Error(err, "list for metrics", "kind", kind)
+			failed = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.listFailed, prometheus.GaugeValue, failed, kind)
 	}
+	var resources vidrav1alpha1.VidraResourceList
+	list("VidraResource", &resources)
 	for i := range resources.Items {
 		vr := &resources.Items[i]
+		if vr.Spec.Suspend {
+			continue // suspended on purpose: neither Ready nor failing
+		}
 		ch <- prometheus.MustNewConstMetric(c.resourceReady, prometheus.GaugeValue, ready(vr.Status.Conditions, vr.Generation),
 			vr.Name, vr.Status.Cluster, vr.Labels[vidrav1alpha1.InfrahubSyncLabel])
 	}
 	var syncs vidrav1alpha1.InfrahubSyncList
-	if err := c.reader.List(ctx, &syncs); err != nil {
-		c.log.Error(err, "list InfrahubSyncs for metrics")
-	}
+	list("InfrahubSync", &syncs)
 	for i := range syncs.Items {
 		ihs := &syncs.Items[i]
+		if ihs.Spec.Suspend {
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(c.syncReady, prometheus.GaugeValue, ready(ihs.Status.Conditions, ihs.Generation), ihs.Name)
 		if r := ihs.Status.Rollout; r != nil {
 			failed := 0.0
@@ -80,6 +108,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				failed = 1
 			}
 			ch <- prometheus.MustNewConstMetric(c.rolloutFailed, prometheus.GaugeValue, failed, ihs.Name)
+		}
+	}
+	var clusters vidrav1alpha1.VidraClusterList
+	list("VidraCluster", &clusters)
+	for i := range clusters.Items {
+		vc := &clusters.Items[i]
+		if vc.Status.Phase != "" {
+			ch <- prometheus.MustNewConstMetric(c.clusterPhase, prometheus.GaugeValue, 1, vc.Name, string(vc.Status.Phase))
+		}
+		if id := vc.Status.Identity; id != nil && id.RenewAt != nil {
+			ch <- prometheus.MustNewConstMetric(c.renewalOverdue, prometheus.GaugeValue, c.now().Sub(id.RenewAt.Time).Seconds(), vc.Name)
 		}
 	}
 }

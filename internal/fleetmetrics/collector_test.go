@@ -66,6 +66,30 @@ func TestCollectorShowsTheFleetAsTheHubHasIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A suspended VidraResource is neither Ready nor failing: no series.
+	suspended := &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "paused"},
+		Spec:       vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "edge-1"}, Manifest: manifest, Suspend: true},
+	}
+	if err := hub.Create(ctx, suspended); err != nil {
+		t.Fatal(err)
+	}
+	// A cluster never engaged shows its phase; one whose renewal is due, how late it is.
+	for _, vc := range []*vidrav1alpha1.VidraCluster{
+		{ObjectMeta: metav1.ObjectMeta{Name: "edge-1"}, Status: vidrav1alpha1.VidraClusterStatus{Phase: vidrav1alpha1.ClusterEngaged,
+			Identity: &vidrav1alpha1.ClusterIdentity{Type: vidrav1alpha1.IdentityServiceAccount, RenewAt: &metav1.Time{Time: time.Now().Add(-time.Hour)}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "edge-2"}, Status: vidrav1alpha1.VidraClusterStatus{Phase: vidrav1alpha1.ClusterUnreachable}},
+	} {
+		status := vc.Status
+		if err := hub.Create(ctx, vc); err != nil {
+			t.Fatal(err)
+		}
+		vc.Status = status
+		if err := hub.Status().Update(ctx, vc); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	c := fleetmetrics.New(hub, logr.Discard())
 	want := `
 # HELP vidra_resource_ready 1 when the VidraResource is Ready for its current generation, else 0.
@@ -78,9 +102,21 @@ vidra_rollout_failed{infrahubsync="site"} 1
 # HELP vidra_sync_ready 1 when the InfrahubSync is Ready for its current generation, else 0.
 # TYPE vidra_sync_ready gauge
 vidra_sync_ready{infrahubsync="site"} 0
+# HELP vidra_cluster_phase 1 for the phase the enrolled cluster's VidraCluster shows (Engaged, Unreachable, Rejected), whether or not it was ever engaged.
+# TYPE vidra_cluster_phase gauge
+vidra_cluster_phase{cluster="edge-1",phase="Engaged"} 1
+vidra_cluster_phase{cluster="edge-2",phase="Unreachable"} 1
+# HELP vidra_fleet_metrics_list_failed 1 when the last scrape could not read a kind from the cache (its series are missing then), by kind.
+# TYPE vidra_fleet_metrics_list_failed gauge
+vidra_fleet_metrics_list_failed{kind="InfrahubSync"} 0
+vidra_fleet_metrics_list_failed{kind="VidraCluster"} 0
+vidra_fleet_metrics_list_failed{kind="VidraResource"} 0
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "vidra_resource_ready", "vidra_rollout_failed", "vidra_sync_ready", "vidra_cluster_phase", "vidra_fleet_metrics_list_failed"); err != nil {
 		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(c, "vidra_cluster_credential_renewal_overdue_seconds"); n != 1 {
+		t.Errorf("%d renewal series, want one, for edge-1", n)
 	}
 
 	if err := hub.Delete(ctx, ihs); err != nil {

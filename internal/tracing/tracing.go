@@ -8,7 +8,9 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -39,8 +41,6 @@ type Options struct {
 	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT environment
 	// variable, and when neither is set, tracing is off.
 	Endpoint string
-	// Version is the operator's version, a resource attribute.
-	Version string
 }
 
 // Enabled says whether Setup would export spans.
@@ -59,14 +59,17 @@ func Setup(ctx context.Context, opts Options) (func(context.Context) error, erro
 	}
 	var exporterOpts []otlptracehttp.Option
 	if opts.Endpoint != "" {
-		exporterOpts = append(exporterOpts, otlptracehttp.WithEndpointURL(opts.Endpoint))
+		endpoint, err := tracesURL(opts.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		exporterOpts = append(exporterOpts, otlptracehttp.WithEndpointURL(endpoint))
 	}
 	exporter, err := otlptracehttp.New(ctx, exporterOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		semconv.ServiceName("vidra"), semconv.ServiceVersion(opts.Version)))
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName("vidra")))
 	if err != nil {
 		return nil, fmt.Errorf("trace resource: %w", err)
 	}
@@ -79,6 +82,19 @@ func Setup(ctx context.Context, opts Options) (func(context.Context) error, erro
 	provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	otel.SetTracerProvider(provider)
 	return provider.Shutdown, nil
+}
+
+// tracesURL is the traces URL of an OTLP/HTTP base endpoint, as the SDK makes it of
+// OTEL_EXPORTER_OTLP_ENDPOINT: /v1/traces appended to its path.
+func tracesURL(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("--otlp-endpoint %q is not a URL such as http://otel-collector:4318", endpoint)
+	}
+	if !strings.HasSuffix(u.Path, "/v1/traces") {
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
+	}
+	return u.String(), nil
 }
 
 // annotationCarrier reads and writes the trace context in an object's annotations.
@@ -96,10 +112,11 @@ func (c annotationCarrier) Set(key, value string) {
 
 func (c annotationCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }
 
-// Inject writes the trace context of ctx into the object's annotations; without a
-// sampled span in ctx it writes nothing.
+// Inject writes the trace context of ctx into the object's annotations. Without a span
+// being recorded in ctx (tracing off, or not sampled) it writes nothing, so that objects
+// get no annotation, and no write, for traces nobody keeps.
 func Inject(ctx context.Context, obj client.Object) {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	if !trace.SpanFromContext(ctx).IsRecording() {
 		return
 	}
 	annotations := obj.GetAnnotations()

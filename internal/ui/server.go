@@ -11,14 +11,17 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"errors"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -48,6 +51,7 @@ type Options struct {
 type kind struct {
 	resource, group, namespace string
 	obj                        client.Object
+	listOnly                   bool // read when a page is shown, not watched
 	allowed                    bool
 	why                        string
 }
@@ -60,6 +64,9 @@ type Server struct {
 	kinds  map[string]*kind
 	pages  *template.Template
 	token  string // guards the actions against other sites' forms
+	// key is in the URL the command prints; the page keeps it as a cookie. Without it
+	// nothing is served, so another local user or a page of another site reads nothing.
+	key string
 
 	mu          sync.Mutex
 	subscribers map[chan struct{}]bool
@@ -72,21 +79,24 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
-	token := make([]byte, 16)
+	token, key := make([]byte, 16), make([]byte, 16)
 	if _, err := rand.Read(token); err != nil {
 		return nil, fmt.Errorf("action token: %w", err)
+	}
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("access key: %w", err)
 	}
 	pages, err := template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
-	s := &Server{opts: opts, client: c, pages: pages, token: hex.EncodeToString(token), subscribers: map[chan struct{}]bool{}}
+	s := &Server{opts: opts, client: c, pages: pages, token: hex.EncodeToString(token), key: hex.EncodeToString(key), subscribers: map[chan struct{}]bool{}}
 	s.kinds = map[string]*kind{
 		"vidraclusters":       {resource: "vidraclusters", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraCluster{}},
 		"vidraresources":      {resource: "vidraresources", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraResource{}},
 		"infrahubsyncs":       {resource: "infrahubsyncs", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.InfrahubSync{}},
-		"events":              {resource: "events", group: "events.k8s.io"},
-		"controllerrevisions": {resource: "controllerrevisions", group: "apps", namespace: opts.OperatorNamespace},
+		"events":              {resource: "events", group: "events.k8s.io", listOnly: true},
+		"controllerrevisions": {resource: "controllerrevisions", group: "apps", namespace: opts.OperatorNamespace, listOnly: true},
 	}
 	for _, k := range s.kinds {
 		k.allowed, k.why, err = s.mayRead(ctx, k)
@@ -128,7 +138,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 
 // mayRead asks the hub whether the caller may list and watch the kind.
 func (s *Server) mayRead(ctx context.Context, k *kind) (bool, string, error) {
-	for _, verb := range []string{"list", "watch"} {
+	verbs := []string{"list", "watch"}
+	if k.listOnly {
+		verbs = verbs[:1]
+	}
+	for _, verb := range verbs {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: k.group, Resource: k.resource, Namespace: k.namespace},
 		}}
@@ -157,8 +171,53 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /graph", s.page("graph", s.graphView))
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("POST /syncs/{name}/sync", s.syncNow)
-	return mux
+	return s.guard(mux)
 }
+
+// Key is the access key the URL of the UI must carry once (?key=…).
+func (s *Server) Key() string { return s.key }
+
+// guard serves only this machine's browser, on the address the command printed: the Host
+// must be the loopback (no DNS rebinding), the access key must come with the request (in
+// the URL once, then as a cookie), pages may not be framed, and a POST must come from the
+// UI's own pages.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		host, _, err := net.SplitHostPort(req.Host)
+		if err != nil || (host != "127.0.0.1" && host != "localhost") {
+			http.Error(w, "the UI answers on 127.0.0.1 only", http.StatusForbidden)
+			return
+		}
+		if key := req.URL.Query().Get("key"); key != "" {
+			if subtle.ConstantTimeCompare([]byte(key), []byte(s.key)) != 1 {
+				http.Error(w, "wrong key: open the URL kubectl vidra ui printed", http.StatusForbidden)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: keyCookie, Value: s.key, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			q := req.URL.Query()
+			q.Del("key")
+			req.URL.RawQuery = q.Encode()
+			http.Redirect(w, req, req.URL.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		cookie, err := req.Cookie(keyCookie)
+		if err != nil || subtle.ConstantTimeCompare([]byte(cookie.Value), []byte(s.key)) != 1 {
+			http.Error(w, "open the URL kubectl vidra ui printed: it carries the key", http.StatusForbidden)
+			return
+		}
+		if req.Method == http.MethodPost {
+			if origin := req.Header.Get("Origin"); origin != "" && origin != "http://"+req.Host {
+				http.Error(w, "this action comes from another site", http.StatusForbidden)
+				return
+			}
+		}
+		w.Header().Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, req)
+	})
+}
+
+// keyCookie holds the access key in the browser.
+const keyCookie = "vidra-ui-key"
 
 // page renders a view: the whole page, or with ?fragment=1 only its content, which the
 // page's script swaps in when the hub changes.
@@ -175,7 +234,7 @@ func (s *Server) page(name string, view func(*http.Request) (any, error)) http.H
 			tpl = name
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 		if err := s.pages.ExecuteTemplate(w, tpl, page{Name: name, Token: s.token, Data: data}); err != nil {
 			s.opts.Log.Error(err, "render", "page", name)
 		}
@@ -248,7 +307,12 @@ func (s *Server) syncNow(w http.ResponseWriter, req *http.Request) {
 	patch := client.RawPatch("application/merge-patch+json",
 		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano)))
 	if err := s.client.Patch(req.Context(), ihs, patch); err != nil {
-		http.Error(w, fmt.Sprintf("request a sync of %s: %v", name, err), http.StatusForbidden)
+		code := http.StatusBadGateway
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Code != 0 {
+			code = int(status.Status().Code)
+		}
+		http.Error(w, fmt.Sprintf("request a sync of %s: %v", name, err), code)
 		return
 	}
 	http.Redirect(w, req, "/syncs", http.StatusSeeOther)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,8 +35,9 @@ func TestMain(m *testing.M) {
 		func(f *testfleet.Fleet, _ *testoperator.Operator) { fleet = f }))
 }
 
-// serve runs the UI with a kubeconfig's credentials on 127.0.0.1 and returns its URL.
-func serve(t *testing.T, kubeconfig []byte) string {
+// serve runs the UI with a kubeconfig's credentials on 127.0.0.1 and returns its base URL
+// and its access key (the printed URL carries ?key=).
+func serve(t *testing.T, kubeconfig []byte) (string, string) {
 	t.Helper()
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
@@ -58,7 +60,28 @@ func serve(t *testing.T, kubeconfig []byte) string {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(listener) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return "http://" + listener.Addr().String()
+	return "http://" + listener.Addr().String(), s.Key()
+}
+
+// keyedClient is an HTTP client that opened the UI's printed URL: it holds the key cookie
+// and does not follow redirects after that.
+func keyedClient(t *testing.T, url, key string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(url + "/?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("opening the printed URL: HTTP %d", resp.StatusCode)
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
 
 // browser starts headless Chromium from Debian's package (make browser installs it).
@@ -71,10 +94,16 @@ func browser(t *testing.T) context.Context {
 			t.Fatal("no chromium on PATH: run make browser (it installs Debian's chromium package), or set CHROMIUM")
 		}
 	}
+	// A fresh profile, removed at the end as far as the browser's last writes allow.
+	profile, err := os.MkdirTemp("", "vidra-ui-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(profile) })
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 900),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -108,11 +137,14 @@ func text(ctx context.Context, t *testing.T, what, selector, want string, timeou
 	t.Helper()
 	var got string
 	testfleet.Eventually(t, timeout, what, func() (bool, error) {
+		// Each look has a deadline: a wedged browser fails the test, it does not hang it.
+		lookCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		var nodes int
-		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`document.querySelectorAll(%q).length`, selector), &nodes)); err != nil || nodes == 0 {
+		if err := chromedp.Run(lookCtx, chromedp.Evaluate(fmt.Sprintf(`document.querySelectorAll(%q).length`, selector), &nodes)); err != nil || nodes == 0 {
 			return false, err
 		}
-		if err := chromedp.Run(ctx, chromedp.Text(selector, &got, chromedp.ByQuery)); err != nil {
+		if err := chromedp.Run(lookCtx, chromedp.Text(selector, &got, chromedp.ByQuery)); err != nil {
 			return false, err
 		}
 		return strings.Contains(got, want), nil
@@ -125,10 +157,10 @@ func text(ctx context.Context, t *testing.T, what, selector, want string, timeou
 // the bundle to its cluster and objects.
 func TestTheFleetIsLiveInABrowser(t *testing.T) {
 	ctx := browser(t)
-	url := serve(t, fleet.Hub.Kubeconfig)
+	url, key := serve(t, fleet.Hub.Kubeconfig)
 	member := fleet.Members[0]
 
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/")); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/?key="+key)); err != nil {
 		t.Fatal(err)
 	}
 	text(ctx, t, "the live indicator", "#live", "live", 10*time.Second)
@@ -139,8 +171,8 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := fmt.Sprintf(`tr[data-cluster=%q]`, member.Name)
-	text(ctx, t, "the member Engaged on the page", row+" [data-phase]", "Engaged", 5*time.Second)
-	text(ctx, t, "its version", row, "v1.36.0", 5*time.Second)
+	text(ctx, t, "the member Engaged on the page", row+" [data-phase]", "Engaged", 30*time.Second)
+	text(ctx, t, "its version", row, "v1.36.0", 10*time.Second)
 	screenshot(ctx, t, "fleet.png")
 
 	// A bundle and its objects.
@@ -167,7 +199,7 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/")); err != nil {
 		t.Fatal(err)
 	}
-	text(ctx, t, "the member Engaged", row+" [data-phase]", "Engaged", 5*time.Second)
+	text(ctx, t, "the member Engaged", row+" [data-phase]", "Engaged", 30*time.Second)
 	member.PauseInTest(t)
 	text(ctx, t, "the member Unreachable on the page", row+" [data-phase]", "Unreachable", 60*time.Second)
 	screenshot(ctx, t, "unreachable.png")
@@ -222,9 +254,10 @@ subjects: [{kind: User, name: fleet-viewer, apiGroup: rbac.authorization.k8s.io}
 	if _, err := fleet.Hub.Kubectl(context.Background(), []byte(rbac), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, kubeconfig)
+	url, key := serve(t, kubeconfig)
+	c := keyedClient(t, url, key)
 	get := func(path string) string {
-		resp, err := http.Get(url + path)
+		resp, err := c.Get(url + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,14 +274,14 @@ subjects: [{kind: User, name: fleet-viewer, apiGroup: rbac.authorization.k8s.io}
 	if page := get("/"); strings.Contains(page, "data-denied") {
 		t.Errorf("the fleet page denies what the user may read:\n%s", page)
 	}
-	// An action from another page (no token) is refused.
-	resp, err := http.PostForm(url+"/syncs/any/sync", nil)
-	if err != nil {
-		t.Fatal(err)
+	// Without the key, from another host name (DNS rebinding), nothing is served.
+	if resp, err := http.Get(url + "/"); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET / without the key: %v, %v; want 403", resp, err)
 	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("an action without the page's token: HTTP %d, want 403", resp.StatusCode)
+	req, _ := http.NewRequest(http.MethodGet, url+"/?key="+key, nil)
+	req.Host = "rebound.example.com"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET with another Host: %v, %v; want 403", resp, err)
 	}
 }
 
@@ -271,10 +304,11 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 	if err := fleet.Hub.Client.Status().Update(ctx, ihs); err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, fleet.Hub.Kubeconfig)
+	url, key := serve(t, fleet.Hub.Kubeconfig)
+	c := keyedClient(t, url, key)
 	var page string
 	testfleet.Eventually(t, 10*time.Second, "the sync on the page", func() (bool, error) {
-		resp, err := http.Get(url + "/syncs")
+		resp, err := c.Get(url + "/syncs")
 		if err != nil {
 			return false, err
 		}
@@ -293,8 +327,30 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 		t.Fatalf("no action token on the page:\n%s", page)
 	}
 	token := m[1]
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(url+"/syncs/site/sync", map[string][]string{"token": {token}})
+	// Without the page's token, or from another site, the action is refused and nothing
+	// is written.
+	resp, err := c.PostForm(url+"/syncs/site/sync", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("Sync now without the token: HTTP %d, want 403", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/syncs/site/sync", strings.NewReader("token="+token))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example.com")
+	if resp, err := c.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("Sync now from another site: %v, %v; want 403", resp, err)
+	}
+	unrequested := &vidrav1alpha1.InfrahubSync{}
+	if err := fleet.Hub.Client.Get(ctx, ctrlclient.ObjectKey{Name: "site"}, unrequested); err != nil {
+		t.Fatal(err)
+	}
+	if v := unrequested.Annotations[vidrav1alpha1.RequestedAtAnnotation]; v != "" {
+		t.Fatalf("a refused action requested a sync (%s)", v)
+	}
+	resp, err = c.PostForm(url+"/syncs/site/sync", map[string][]string{"token": {token}})
 	if err != nil {
 		t.Fatal(err)
 	}
