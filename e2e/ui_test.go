@@ -57,15 +57,20 @@ func TestPluginServesTheUI(t *testing.T) {
 				t.Fatalf("kubectl vidra ui printed %q, no URL on 127.0.0.1 with its key", line)
 			}
 			url := m[1]
-			if resp, err := http.Get(url); err != nil || resp.StatusCode != http.StatusForbidden {
-				t.Errorf("GET %s without the key: %v, %v; want 403", url, resp, err)
+			resp, err := http.Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("GET %s without the key: HTTP %d, want 403", url, resp.StatusCode)
 			}
 			jar, err := cookiejar.New(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			browser := &http.Client{Jar: jar}
-			resp, err := browser.Get(m[0])
+			resp, err = browser.Get(m[0])
 			if err != nil {
 				t.Fatal(err)
 			}
