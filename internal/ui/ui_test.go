@@ -105,6 +105,8 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 900),
+		// Containers often have a small /dev/shm, which crashes Chromium's renderer.
+		chromedp.Flag("disable-dev-shm-usage", true),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
