@@ -110,21 +110,14 @@ func resolveClusterKinds(m *memberAccess, kinds []schema.GroupKind) ([]identity.
 	for _, gk := range kinds {
 		mapping, err := mapper.RESTMapping(gk)
 		if err != nil {
-			return nil, fmt.Errorf("--cluster-kinds %s: the member does not serve it: %w", kindName(gk), err)
+			return nil, fmt.Errorf("--cluster-kinds %s: the member does not serve it: %w", policy.KindName(gk), err)
 		}
 		if mapping.Scope.Name() != meta.RESTScopeNameRoot {
-			return nil, fmt.Errorf("--cluster-kinds %s: the kind is namespaced; list its namespace in --namespaces instead", kindName(gk))
+			return nil, fmt.Errorf("--cluster-kinds %s: the kind is namespaced; list its namespace in --namespaces instead", policy.KindName(gk))
 		}
 		out = append(out, identity.ClusterKind{Kind: gk, Resource: mapping.Resource.GroupResource()})
 	}
 	return out, nil
-}
-
-func kindName(gk schema.GroupKind) string {
-	if gk.Group == "" {
-		return gk.Kind
-	}
-	return gk.Kind + "." + gk.Group
 }
 
 // parseClusterKinds reads --cluster-kinds as the delivery policy reads it.
@@ -151,11 +144,7 @@ func identitySecret(name, namespace string, labels map[string]string, spec ident
 	annotations := map[string]string{vidrav1alpha1.ServiceAccountAnnotation: spec.ServiceAccount.String()}
 	if spec.Scoped() {
 		annotations[vidrav1alpha1.AllowedNamespacesAnnotation] = strings.Join(spec.Namespaces, ",")
-		kinds := make([]string, 0, len(spec.ClusterKinds))
-		for _, k := range spec.ClusterKinds {
-			kinds = append(kinds, kindName(k.Kind))
-		}
-		annotations[vidrav1alpha1.AllowedClusterKindsAnnotation] = strings.Join(kinds, ",")
+		annotations[vidrav1alpha1.AllowedClusterKindsAnnotation] = strings.Join(spec.Policy().Kinds(), ",")
 		annotations[policyFromEnrollAnnotation] = "true"
 	}
 	return &corev1.Secret{
@@ -297,10 +286,19 @@ func (o *enrollOptions) hubClient(scheme *runtime.Scheme, memberServer string, e
 	}
 	// Writing a member's Secret on the member itself is the usual slip when the current
 	// context is the member's: the operator would never see it.
-	if hubServer, err := kubeconfig.NormalizeServer(hubConfig.Host); err == nil && hubServer == memberServer {
-		return nil, fmt.Errorf("the hub and context %q are the same API server (%s): point --hub-context (or your current context) at the hub", o.memberContext, memberServer)
+	if err := o.refuseHubAsMember(hubConfig, memberServer, "point --hub-context (or your current context) at the hub"); err != nil {
+		return nil, err
 	}
 	return hubClientFor(hubConfig, scheme, errOut)
+}
+
+// refuseHubAsMember refuses a member context that is the hub's API server, saying what to
+// point elsewhere (hint).
+func (f *clusterFlags) refuseHubAsMember(hubConfig *rest.Config, memberServer, hint string) error {
+	if hubServer, err := kubeconfig.NormalizeServer(hubConfig.Host); err == nil && hubServer == memberServer {
+		return fmt.Errorf("the hub and context %q are the same API server (%s): %s", f.memberContext, memberServer, hint)
+	}
+	return nil
 }
 
 // checkReenrollment lets enrolling the same cluster again with the same identity replace
@@ -364,11 +362,7 @@ func (o *enrollOptions) reportIdentity(out io.Writer, scheme *runtime.Scheme, sp
 	if spec.Scoped() {
 		scope = "may manage objects in namespaces " + strings.Join(spec.Namespaces, ", ")
 		if len(spec.ClusterKinds) > 0 {
-			kinds := make([]string, 0, len(spec.ClusterKinds))
-			for _, k := range spec.ClusterKinds {
-				kinds = append(kinds, kindName(k.Kind))
-			}
-			scope += " and cluster-scoped " + strings.Join(kinds, ", ")
+			scope += " and cluster-scoped " + strings.Join(spec.Policy().Kinds(), ", ")
 		}
 	}
 	fmt.Fprintf(out, "serviceaccount %s %s; its token expires after %s and the operator renews it\n", spec.ServiceAccount, scope, o.tokenTTL)

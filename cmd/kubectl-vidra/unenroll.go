@@ -14,7 +14,6 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/identity"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
 )
 
 type unenrollOptions struct {
@@ -104,8 +103,8 @@ func (o *unenrollOptions) run(ctx context.Context, name string, out, errOut io.W
 			return err
 		}
 		// A --context that is the hub would remove an identity of that name from the hub.
-		if hubServer, err := kubeconfig.NormalizeServer(hubConfig.Host); err == nil && hubServer == member.server {
-			return fmt.Errorf("the hub and context %q are the same API server (%s): point --context at the member", o.memberContext, member.server)
+		if err := o.refuseHubAsMember(hubConfig, member.server, "point --context at the member"); err != nil {
+			return err
 		}
 		memberClient, err := member.client(scheme, errOut)
 		if err != nil {

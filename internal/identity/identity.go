@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // Label marks every object of an identity on the member with the identity's name
@@ -54,6 +56,15 @@ type ClusterKind struct {
 
 // Scoped says whether the identity is narrowed to namespaces.
 func (s Spec) Scoped() bool { return s.Namespaces != nil }
+
+// Policy is the delivery policy that allows what a scoped identity may manage.
+func (s Spec) Policy() policy.Policy {
+	p := policy.Policy{AllowedNamespaces: s.Namespaces, AllowedClusterKinds: []schema.GroupKind{}}
+	for _, k := range s.ClusterKinds {
+		p.AllowedClusterKinds = append(p.AllowedClusterKinds, k.Kind)
+	}
+	return p
+}
 
 // ParseServiceAccount reads NAMESPACE/NAME.
 func ParseServiceAccount(v string) (types.NamespacedName, error) {

@@ -85,9 +85,9 @@ type Object struct {
 
 func (o Object) String() string {
 	if o.Namespace == "" {
-		return fmt.Sprintf("%s %s", kindOf(o.GVK.GroupKind()), o.Name)
+		return fmt.Sprintf("%s %s", KindName(o.GVK.GroupKind()), o.Name)
 	}
-	return fmt.Sprintf("%s %s/%s", kindOf(o.GVK.GroupKind()), o.Namespace, o.Name)
+	return fmt.Sprintf("%s %s/%s", KindName(o.GVK.GroupKind()), o.Namespace, o.Name)
 }
 
 // DeniedError says which object a policy refuses and by which rule.
@@ -141,12 +141,13 @@ func kinds(gks []schema.GroupKind) string {
 	}
 	parts := make([]string, 0, len(gks))
 	for _, gk := range gks {
-		parts = append(parts, kindOf(gk))
+		parts = append(parts, KindName(gk))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func kindOf(gk schema.GroupKind) string {
+// KindName spells a kind as the policy does: Kind.group, or Kind for the core group.
+func KindName(gk schema.GroupKind) string {
 	if gk.Group == "" {
 		return gk.Kind
 	}
@@ -160,7 +161,7 @@ func (p Policy) Kinds() []string {
 	}
 	out := make([]string, 0, len(p.AllowedClusterKinds))
 	for _, gk := range p.AllowedClusterKinds {
-		out = append(out, kindOf(gk))
+		out = append(out, KindName(gk))
 	}
 	return out
 }
