@@ -16,6 +16,13 @@ type Object interface {
 	StatusConditions() *[]metav1.Condition
 }
 
+// IsReady says whether the object is Ready for its current generation (not for one it
+// had before).
+func IsReady(obj Object) bool {
+	c := meta.FindStatusCondition(*obj.StatusConditions(), vidrav1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
+}
+
 // Set sets one condition, observed at the object's generation.
 func Set(obj Object, conditionType string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(obj.StatusConditions(), metav1.Condition{

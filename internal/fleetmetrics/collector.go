@@ -10,11 +10,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 )
 
 // listTimeout bounds the reads of one scrape; the cache answers from memory.
@@ -91,7 +90,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if vr.Spec.Suspend {
 			continue // suspended on purpose: neither Ready nor failing
 		}
-		ch <- prometheus.MustNewConstMetric(c.resourceReady, prometheus.GaugeValue, ready(vr.Status.Conditions, vr.Generation),
+		ch <- prometheus.MustNewConstMetric(c.resourceReady, prometheus.GaugeValue, ready(vr),
 			vr.Name, vr.Status.Cluster, vr.Labels[vidrav1alpha1.InfrahubSyncLabel])
 	}
 	var syncs vidrav1alpha1.InfrahubSyncList
@@ -101,7 +100,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if ihs.Spec.Suspend {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(c.syncReady, prometheus.GaugeValue, ready(ihs.Status.Conditions, ihs.Generation), ihs.Name)
+		ch <- prometheus.MustNewConstMetric(c.syncReady, prometheus.GaugeValue, ready(ihs), ihs.Name)
 		if r := ihs.Status.Rollout; r != nil {
 			failed := 0.0
 			if r.Phase == vidrav1alpha1.RolloutFailed || r.Phase == vidrav1alpha1.RolloutRolledBack {
@@ -123,10 +122,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// ready is 1 when the Ready condition is True for generation.
-func ready(conditions []metav1.Condition, generation int64) float64 {
-	c := meta.FindStatusCondition(conditions, vidrav1alpha1.ConditionReady)
-	if c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation {
+// ready is 1 when the object is Ready for its current generation.
+func ready(obj conditions.Object) float64 {
+	if conditions.IsReady(obj) {
 		return 1
 	}
 	return 0

@@ -40,15 +40,16 @@ func (s *Server) graphView(req *http.Request) (any, error) {
 			out.Denied = append(out.Denied, denied{k.why})
 		}
 	}
-	syncs, err := s.syncsView(req)
-	if err != nil {
-		return nil, err
-	}
-	fleet, err := s.fleetView(req)
-	if err != nil {
-		return nil, err
-	}
+	// One read of the VidraResources serves the three columns that show them.
 	resources, err := s.resources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	syncs, err := s.syncsOf(ctx, resources)
+	if err != nil {
+		return nil, err
+	}
+	fleet, err := s.fleetOf(ctx, resources)
 	if err != nil {
 		return nil, err
 	}
@@ -64,10 +65,10 @@ func (s *Server) graphView(req *http.Request) (any, error) {
 		out.Edges = append(out.Edges, graphEdge{a.X + boxWidth, a.Y + boxHeight/2, b.X, b.Y + boxHeight/2})
 	}
 	byID := map[string]graphNode{}
-	for _, row := range syncs.(syncsData).Syncs {
+	for _, row := range syncs.Syncs {
 		byID["ihs/"+row.Name] = place(0, graphNode{ID: "ihs/" + row.Name, Label: row.Name, Kind: "InfrahubSync", Health: row.Health, Link: "/syncs"})
 	}
-	for _, row := range fleet.(fleetData).Clusters {
+	for _, row := range fleet.Clusters {
 		byID["vc/"+row.Name] = place(2, graphNode{ID: "vc/" + row.Name, Label: row.Name, Kind: "cluster", Health: row.Health, Link: "/"})
 	}
 	for i := range resources {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 )
 
 // Health classes, as the pages color them.
@@ -69,12 +70,16 @@ type fleetData struct {
 }
 
 func (s *Server) fleetView(req *http.Request) (any, error) {
-	ctx := req.Context()
-	var out fleetData
-	resources, err := s.resources(ctx)
+	resources, err := s.resources(req.Context())
 	if err != nil {
 		return nil, err
 	}
+	return s.fleetOf(req.Context(), resources)
+}
+
+// fleetOf is the fleet view, with the VidraResources already read.
+func (s *Server) fleetOf(ctx context.Context, resources []vidrav1alpha1.VidraResource) (fleetData, error) {
+	var out fleetData
 	if !s.kinds["vidraresources"].allowed {
 		out.ResourcesDenied = &denied{s.kinds["vidraresources"].why}
 	}
@@ -84,7 +89,7 @@ func (s *Server) fleetView(req *http.Request) (any, error) {
 	}
 	var clusters vidrav1alpha1.VidraClusterList
 	if err := s.cache.List(ctx, &clusters); err != nil {
-		return nil, fmt.Errorf("list VidraClusters: %w", err)
+		return out, fmt.Errorf("list VidraClusters: %w", err)
 	}
 	for _, vc := range clusters.Items {
 		row := clusterRow{Name: vc.Name, Phase: string(vc.Status.Phase), Health: clusterHealth(vc.Status.Phase), Server: vc.Status.Server,
@@ -124,22 +129,27 @@ type syncsData struct {
 }
 
 func (s *Server) syncsView(req *http.Request) (any, error) {
-	ctx := req.Context()
-	if k := s.kinds["infrahubsyncs"]; !k.allowed {
-		return syncsData{Denied: &denied{k.why}}, nil
-	}
-	var syncs vidrav1alpha1.InfrahubSyncList
-	if err := s.cache.List(ctx, &syncs); err != nil {
-		return nil, fmt.Errorf("list InfrahubSyncs: %w", err)
-	}
-	resources, err := s.resources(ctx)
+	resources, err := s.resources(req.Context())
 	if err != nil {
 		return nil, err
 	}
+	return s.syncsOf(req.Context(), resources)
+}
+
+// syncsOf is the syncs view, with the VidraResources already read.
+func (s *Server) syncsOf(ctx context.Context, resources []vidrav1alpha1.VidraResource) (syncsData, error) {
 	var out syncsData
+	if k := s.kinds["infrahubsyncs"]; !k.allowed {
+		out.Denied = &denied{k.why}
+		return out, nil
+	}
+	var syncs vidrav1alpha1.InfrahubSyncList
+	if err := s.cache.List(ctx, &syncs); err != nil {
+		return out, fmt.Errorf("list InfrahubSyncs: %w", err)
+	}
 	for _, ihs := range syncs.Items {
 		row := syncRow{Name: ihs.Name, Branch: ihs.Spec.Source.TargetBranch, LastSync: ihs.Status.LastSyncTime, Artifacts: ihs.Status.Artifacts, Rollout: ihs.Status.Rollout}
-		row.Health, row.Ready, row.Message = conditionHealth(ihs.Status.Conditions, ihs.Generation)
+		row.Health, row.Ready, row.Message = conditionHealth(&ihs)
 		for _, vr := range resources {
 			if vr.Labels[vidrav1alpha1.InfrahubSyncLabel] == ihs.Name {
 				row.Resources = append(row.Resources, rowOf(&vr))
@@ -158,7 +168,7 @@ type resourceRow struct {
 
 func rowOf(vr *vidrav1alpha1.VidraResource) resourceRow {
 	r := resourceRow{Name: vr.Name, Cluster: vr.Status.Cluster, Objects: len(vr.Status.ManagedResources), Sync: vr.Labels[vidrav1alpha1.InfrahubSyncLabel]}
-	r.Health, r.Ready, r.Message = conditionHealth(vr.Status.Conditions, vr.Generation)
+	r.Health, r.Ready, r.Message = conditionHealth(vr)
 	return r
 }
 
@@ -274,21 +284,22 @@ func clusterHealth(phase vidrav1alpha1.ClusterPhase) string {
 
 // conditionHealth reads the Ready condition for the object's current generation: its
 // class, its status and its message.
-func conditionHealth(conditions []metav1.Condition, generation int64) (string, string, string) {
-	ready := meta.FindStatusCondition(conditions, vidrav1alpha1.ConditionReady)
+func conditionHealth(obj conditions.Object) (string, string, string) {
+	conds := *obj.StatusConditions()
+	ready := meta.FindStatusCondition(conds, vidrav1alpha1.ConditionReady)
 	switch {
 	case ready == nil:
 		return unknown, "Unknown", ""
-	case ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == generation:
+	case conditions.IsReady(obj):
 		return healthy, "True", ready.Message
-	case meta.IsStatusConditionTrue(conditions, vidrav1alpha1.ConditionStalled) || strings.Contains(ready.Reason, "Fail") || strings.Contains(ready.Reason, "Denied"):
+	case meta.IsStatusConditionTrue(conds, vidrav1alpha1.ConditionStalled) || strings.Contains(ready.Reason, "Fail") || strings.Contains(ready.Reason, "Denied"):
 		return failing, string(ready.Status), ready.Message
 	}
 	return progressing, string(ready.Status), ready.Message
 }
 
 func resourceHealth(vr *vidrav1alpha1.VidraResource) string {
-	h, _, _ := conditionHealth(vr.Status.Conditions, vr.Generation)
+	h, _, _ := conditionHealth(vr)
 	return h
 }
 
