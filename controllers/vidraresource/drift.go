@@ -129,10 +129,8 @@ func (w *DriftWatches) Engage(ctx context.Context, name multicluster.ClusterName
 		// Not while the manager engages the cluster: the queue may be full.
 		go func() {
 			for _, name := range users {
-				vr := &vidrav1alpha1.VidraResource{}
-				vr.Name = name
 				select {
-				case w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: vr}:
+				case w.events <- requeueEvent(name):
 				case <-ctx.Done():
 					return
 				}
@@ -261,9 +259,7 @@ func (w *DriftWatches) requeueOwners(obj any) {
 		if !ok || w.isPeriodicOnly(name) {
 			continue
 		}
-		vr := &vidrav1alpha1.VidraResource{}
-		vr.Name = name
-		w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: vr}
+		w.events <- requeueEvent(name)
 	}
 }
 
@@ -275,9 +271,14 @@ func (w *DriftWatches) isPeriodicOnly(vr string) bool {
 
 // Requeue asks for the VidraResource to be reconciled again.
 func (w *DriftWatches) Requeue(vr string) {
-	obj := &vidrav1alpha1.VidraResource{}
-	obj.Name = vr
-	w.events <- event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: obj}
+	w.events <- requeueEvent(vr)
+}
+
+// requeueEvent asks the controller to reconcile the VidraResource name.
+func requeueEvent(name string) event.TypedGenericEvent[*vidrav1alpha1.VidraResource] {
+	vr := &vidrav1alpha1.VidraResource{}
+	vr.Name = name
+	return event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: vr}
 }
 
 // Watched lists the kinds watched on a cluster, sorted.
