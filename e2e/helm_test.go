@@ -516,6 +516,11 @@ spec:
 				{[]string{"list", "secrets", "-n", "kube-system"}, "no"},
 				{[]string{"list", "secrets", "--all-namespaces"}, "no"},
 				{[]string{"create", "secrets", "-n", chartNamespace}, "no"},
+				// Renewed tokens are patched into enrollment Secrets; nothing else is written.
+				{[]string{"patch", "secrets", "-n", chartNamespace}, "yes"},
+				{[]string{"patch", "secrets", "-n", "default"}, "no"},
+				{[]string{"update", "secrets", "-n", chartNamespace}, "no"},
+				{[]string{"delete", "secrets", "-n", chartNamespace}, "no"},
 				{[]string{"get", "namespace/kube-system"}, "yes"},
 				{[]string{"get", "namespace/default"}, "no"},
 				{[]string{"create", "leases.coordination.k8s.io", "-n", chartNamespace}, "yes"},
