@@ -63,8 +63,8 @@ fuzz: ## Fuzz the manifest decoder for FUZZ_TIME (the checked-in corpus also run
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: control-plane build ## The operator on real control planes (table + bench/results.json), then the Go benchmarks.
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go run ./bench $(BENCH_FLAGS)
+bench: control-plane build helm ## The operator on real control planes (table + bin/bench/results.json), then the Go benchmarks.
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) HELM=$(HELM) go run ./bench $(BENCH_FLAGS)
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/... ./controllers/...
 
 .PHONY: vet

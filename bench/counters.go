@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"net/http"
 	"net/url"
 	"os"
@@ -82,6 +84,22 @@ func (c counters) since(before counters) counters {
 		}
 	}
 	return d
+}
+
+// plus adds two deltas.
+func (c counters) plus(o counters) counters {
+	sum := counters{requests: map[string]map[string]float64{}, reconciles: c.reconciles + o.reconciles, cpuSeconds: c.cpuSeconds + o.cpuSeconds}
+	for _, part := range []counters{c, o} {
+		for host, methods := range part.requests {
+			if sum.requests[host] == nil {
+				sum.requests[host] = map[string]float64{}
+			}
+			for m, v := range methods {
+				sum.requests[host][m] += v
+			}
+		}
+	}
+	return sum
 }
 
 // to counts the requests to the clusters, all methods or only writes.
@@ -166,16 +184,16 @@ func selfCPUSeconds() float64 {
 // hubWrites counts the write requests the hub's API server served on VidraResources
 // (status, finalizers), Events and ControllerRevisions (the revision history): what reconciling VidraResources costs the hub, without
 // the VidraCluster probes or the bench's own requests (it creates the VidraResources).
-func (b *bench) hubWrites(ctx context.Context) (float64, error) {
+func (b *bench) hubWrites(ctx context.Context) (hubWrites, error) {
+	n := hubWrites{}
 	rc, err := rest.RESTClientFor(withCodec(rest.CopyConfig(b.fleet.Hub.Config)))
 	if err != nil {
-		return 0, err
+		return n, err
 	}
 	body, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("hub metrics: %w", err)
+		return n, fmt.Errorf("hub metrics: %w", err)
 	}
-	var n float64
 	for line := range strings.SplitSeq(string(body), "\n") {
 		series, value, ok := cutLast(line, " ")
 		if !ok || !strings.HasPrefix(series, "apiserver_request_total{") {
@@ -191,10 +209,56 @@ func (b *bench) hubWrites(ctx context.Context) (float64, error) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			n += v
+			what := labels["verb"] + " " + labels["resource"]
+			if labels["subresource"] != "" {
+				what += "/" + labels["subresource"]
+			}
+			n[what] += v
 		}
 	}
 	return n, nil
+}
+
+// hubWrites counts writes by verb and resource ("PATCH vidraresources/status").
+type hubWrites map[string]float64
+
+func (h hubWrites) total() float64 {
+	var n float64
+	for _, v := range h {
+		n += v
+	}
+	return n
+}
+
+// since is what was written after before; added adds another such delta.
+func (h hubWrites) since(before hubWrites) hubWrites {
+	d := hubWrites{}
+	for k, v := range h {
+		if v-before[k] != 0 {
+			d[k] = v - before[k]
+		}
+	}
+	return d
+}
+
+func (h hubWrites) added(o hubWrites) hubWrites {
+	sum := hubWrites{}
+	for _, part := range []hubWrites{h, o} {
+		for k, v := range part {
+			sum[k] += v
+		}
+	}
+	return sum
+}
+
+// per divides every count by n, for "PATCH vidraresources/status 1.00, POST events 1.00".
+func (h hubWrites) per(n float64) string {
+	keys := slices.Sorted(maps.Keys(h))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, h[k]/n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func withCodec(cfg *rest.Config) *rest.Config {
@@ -203,10 +267,26 @@ func withCodec(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// controlPlaneCPUSeconds is the CPU time of the kube-apiserver serving each cluster and
-// of its etcd, found by their command lines (the apiserver's --secure-port is the
-// cluster's port, its --etcd-servers names the etcd's client URL).
+// controlPlaneCPUSeconds is the CPU time of the kube-apiservers serving the clusters and
+// of their etcds.
 func controlPlaneCPUSeconds(clusters []*testfleet.Cluster) (float64, error) {
+	pids, err := controlPlanePIDs(clusters)
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, pid := range pids {
+		if cpu, err := processCPUSeconds(pid); err == nil {
+			total += cpu
+		}
+	}
+	return total, nil
+}
+
+// controlPlanePIDs finds the kube-apiserver serving each cluster and its etcd by their
+// command lines: the apiserver's --secure-port is the cluster's port, its --etcd-servers
+// names the etcd's client URL.
+func controlPlanePIDs(clusters []*testfleet.Cluster) ([]int, error) {
 	ports := map[string]bool{}
 	for _, c := range clusters {
 		_, port, _ := strings.Cut(hostOf(c), ":")
@@ -214,10 +294,10 @@ func controlPlaneCPUSeconds(clusters []*testfleet.Cluster) (float64, error) {
 	}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	etcds := map[string]bool{}
-	var total float64
+	var pids []int
 	cmdlines := map[int][]string{}
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
@@ -242,12 +322,9 @@ func controlPlaneCPUSeconds(clusters []*testfleet.Cluster) (float64, error) {
 				etcd = v
 			}
 		}
-		if !ports[port] {
-			continue
-		}
-		etcds[etcd] = true
-		if cpu, err := processCPUSeconds(pid); err == nil {
-			total += cpu
+		if ports[port] {
+			etcds[etcd] = true
+			pids = append(pids, pid)
 		}
 	}
 	for pid, args := range cmdlines {
@@ -256,11 +333,9 @@ func controlPlaneCPUSeconds(clusters []*testfleet.Cluster) (float64, error) {
 		}
 		for _, a := range args {
 			if v, ok := strings.CutPrefix(a, "--listen-client-urls="); ok && etcds[v] {
-				if cpu, err := processCPUSeconds(pid); err == nil {
-					total += cpu
-				}
+				pids = append(pids, pid)
 			}
 		}
 	}
-	return total, nil
+	return pids, nil
 }

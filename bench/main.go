@@ -30,7 +30,12 @@ type settings struct {
 	// The bulk workload: many VidraResources of more objects on one member.
 	BulkResources int           `json:"bulkResources"`
 	BulkObjects   int           `json:"bulkObjectsPerResource"`
+	// Rounds is how many times each workload and its limit are measured (medians kept).
+	Rounds int `json:"rounds"`
 	Resync        time.Duration `json:"resyncInterval"`
+	// Apart delivers each workload a second time with the members' control planes on
+	// CPUs of their own (see placement.go).
+	Apart bool `json:"apart,omitempty"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -45,8 +50,10 @@ func main() {
 	flag.IntVar(&s.DriftSamples, "drift-samples", 20, "Objects changed by hand to time drift repair.")
 	flag.IntVar(&s.Cycles, "cycles", 100, "Engage/disengage cycles of the leak check.")
 	flag.IntVar(&s.BulkResources, "bulk-resources", 200, "VidraResources of the bulk workload, all on the first member; 0 skips it.")
+	flag.IntVar(&s.Rounds, "rounds", 5, "Times each workload, and its tight-loop limit, are measured, alternating; the medians are kept.")
 	flag.IntVar(&s.BulkObjects, "bulk-objects", 25, "Objects (ConfigMaps) per VidraResource of the bulk workload.")
 	flag.DurationVar(&s.Resync, "resync", 30*time.Second, "The operator's --resync-interval; the resync phase waits one interval.")
+	flag.BoolVar(&s.Apart, "apart", false, "Deliver each workload a second time with the members' control planes on half of the CPUs and the hub, the operator and the bench on the other half, as separate machines would be.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload is delivered, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
 	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,drift,isolation,leaks); empty: all. enroll and converge are run when a later phase needs them.")
@@ -81,6 +88,11 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 	}
 	defer func() { _ = fleet.Stop() }()
 	b := &bench{settings: s, root: root, fleet: fleet, members: fleet.Members[:s.Members], spare: fleet.Members[s.Members], log: w, profiler: p}
+	if c, err := cpuHalves(); err == nil {
+		b.cpus = &c
+	} else {
+		b.cpusErr = err
+	}
 	if err := b.startOperator(ctx); err != nil {
 		return err
 	}
@@ -149,6 +161,7 @@ type results struct {
 	ResyncReconciles               float64 `json:"resyncReconciles"`
 	ResyncMemberWritesPerReconcile float64 `json:"resyncMemberWritesPerReconcile"`
 	ResyncHubWritesPerReconcile    float64 `json:"resyncHubWritesPerReconcile"`
+	ResyncHubWrites                string  `json:"resyncHubWritesPerReconcileByKind"`
 
 	EnrollP50Ms float64 `json:"enrollP50Ms"`
 	EnrollP95Ms float64 `json:"enrollP95Ms"`
@@ -166,6 +179,7 @@ type results struct {
 	// HeapPerWatchedKindMiB is what converging added to the heap per watched kind and
 	// cluster, with that kind's objects: an upper bound of a drift watch's cost.
 	HeapPerWatchedKindMiB  float64 `json:"heapPerWatchedKindMiB"`
+	ObjectsPerCluster      int     `json:"objectsPerClusterConverged"`
 	ConvergedHeapMiB       float64 `json:"convergedHeapMiB"`
 	RSSPerClusterMiB       float64 `json:"rssPerIdleClusterMiB"`
 	HeapPerClusterMiB      float64 `json:"heapPerIdleClusterMiB"`
@@ -218,23 +232,24 @@ func (r *results) judge() {
 func (r *results) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	s := r.Settings
-	fmt.Fprintf(tw, "\n%d members x %d VidraResources x %d objects, %d workers\n\n", s.Members, s.Resources, s.Objects, s.Workers)
+	fmt.Fprintf(tw, "\n%d members x %d VidraResources x %d objects, %d workers; each workload and its limit measured %d times (medians)\n\n", s.Members, s.Resources, s.Objects, s.Workers, s.Rounds)
 	fmt.Fprintf(tw, "measure\tvalue\n")
 	for _, w := range r.Workloads {
 		objects := w.Members * w.Resources * w.Objects
-		fmt.Fprintf(tw, "%s (%d x %d x %d)\t%.2f s, %.0f objects/s (%d objects); limit %.0f objects/s\n", w.Name, w.Members, w.Resources, w.Objects, w.Seconds, w.ObjectsPerSec, objects, w.LimitObjectsPerSec)
-		fmt.Fprintf(tw, "  requests\t%.2f per object to the members, %.1f hub writes per VidraResource\n", w.MemberRequestsPerObject, w.HubWritesPerResource)
+		fmt.Fprintf(tw, "%s (%d x %d x %d)\t%.2f s, %.0f objects/s (%d objects); limit %.0f objects/s; operator/limit %.2f\n", w.Name, w.Members, w.Resources, w.Objects, w.Seconds, w.ObjectsPerSec, objects, w.LimitObjectsPerSec, w.OperatorToLimit)
+		fmt.Fprintf(tw, "  by round\toperator %s objects/s; limit %s objects/s\n", rates(w.OperatorRates), rates(w.LimitRates))
+		fmt.Fprintf(tw, "  requests\t%.2f per object to the members, %.1f hub writes per VidraResource (%s)\n", w.MemberRequestsPerObject, w.HubWritesPerResource, w.HubWrites)
 		fmt.Fprintf(tw, "  CPU per 1000 objects\t%.2f s operator + %.2f s members' control planes + %.2f s hub's; tight loop %.2f s + %.2f s members'\n",
 			w.CPUSecondsPer1000, w.MembersCPUSecondsPer1000, w.HubCPUSecondsPer1000, w.LimitCPUSecondsPer1000, w.LimitMembersCPUSecondsPer1000)
 	}
 	if r.ResyncReconciles > 0 {
-		fmt.Fprintf(tw, "unchanged resync\t%.0f reconciles: %.2f member writes, %.2f hub writes each\n", r.ResyncReconciles, r.ResyncMemberWritesPerReconcile, r.ResyncHubWritesPerReconcile)
+		fmt.Fprintf(tw, "unchanged resync\t%.0f reconciles: %.2f member writes, %.2f hub writes each (%s)\n", r.ResyncReconciles, r.ResyncMemberWritesPerReconcile, r.ResyncHubWritesPerReconcile, r.ResyncHubWrites)
 	}
 	fmt.Fprintf(tw, "enroll\tp50 %.0f ms, p95 %.0f ms\n", r.EnrollP50Ms, r.EnrollP95Ms)
 	fmt.Fprintf(tw, "drift repair\tp50 %.0f ms, p95 %.0f ms\n", r.DriftP50Ms, r.DriftP95Ms)
 	fmt.Fprintf(tw, "isolation\t%.2f s unpaused, %.2f s with a member paused (%d objects each)\n", r.IsolationUnpausedSeconds, r.IsolationPausedSeconds, r.IsolationObjectsPerSide)
 	fmt.Fprintf(tw, "memory idle\t%.1f MiB RSS, %.1f MiB heap\n", r.IdleRSSMiB, r.IdleHeapMiB)
-	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap (%.2f MiB heap per watched kind and cluster, %d objects per cluster)\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB, r.HeapPerWatchedKindMiB, s.Resources*s.Objects)
+	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap (%.2f MiB heap per watched kind and cluster, %d objects per cluster)\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB, r.HeapPerWatchedKindMiB, r.ObjectsPerCluster)
 	fmt.Fprintf(tw, "per idle engaged cluster\t%.2f MiB RSS, %.2f MiB heap, %.0f goroutines\n", r.RSSPerClusterMiB, r.HeapPerClusterMiB, r.GoroutinesPerCluster)
 	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB (%.1f MiB once idle)\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB, r.HeapAfterCyclesIdleMiB)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")
@@ -242,6 +257,14 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%v\n", c.Name, c.Value, c.Target, c.Met)
 	}
 	_ = tw.Flush()
+}
+
+func rates(values []float64) string {
+	parts := make([]string, 0, len(values))
+	for _, v := range values {
+		parts = append(parts, fmt.Sprintf("%.0f", v))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r *results) write(path string) error {

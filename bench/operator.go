@@ -44,6 +44,9 @@ type bench struct {
 	dir   string
 	// profiler, when set, records CPU profiles during each workload.
 	profiler *profiler
+	// cpus are the CPUs the workloads placed apart split; nil (and why) when they cannot.
+	cpus    *cpus
+	cpusErr error
 }
 
 func (b *bench) startOperator(ctx context.Context) error {
@@ -73,6 +76,9 @@ func (b *bench) startOperator(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.log, "operator log: %s\noperator profiles: %s (go tool pprof %s/profile?seconds=20)\n", logFile.Name(), b.pprof, b.pprof)
+	if err := b.installFinalizerPolicy(ctx); err != nil {
+		return err
+	}
 	b.operator = exec.Command(filepath.Join(b.root, "bin", "vidra"),
 		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
 		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr,
@@ -85,6 +91,31 @@ func (b *bench) startOperator(ctx context.Context) error {
 		_, err := b.scrape(ctx)
 		return err == nil, err
 	})
+}
+
+// installFinalizerPolicy installs the chart's MutatingAdmissionPolicy on the hub, as
+// `helm install` does, rendered by helm ($HELM, else bin/tools/helm-*): the operator is
+// measured as the chart installs it.
+func (b *bench) installFinalizerPolicy(ctx context.Context) error {
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		found, _ := filepath.Glob(filepath.Join(b.root, "bin", "tools", "helm-*"))
+		if len(found) == 0 {
+			return fmt.Errorf("no helm: set HELM, or run make helm")
+		}
+		helm = found[0]
+	}
+	cmd := exec.CommandContext(ctx, helm, "template", "bench", filepath.Join(b.root, "charts", "vidra"),
+		"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy", "--show-only", "templates/admissionpolicy.yaml")
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+b.dir, "HELM_CONFIG_HOME="+b.dir, "HELM_DATA_HOME="+b.dir)
+	rendered, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("helm template the finalizer policy: %w", err)
+	}
+	if _, err := b.fleet.Hub.Kubectl(ctx, rendered, "apply", "-f", "-"); err != nil {
+		return fmt.Errorf("install the finalizer policy: %w", err)
+	}
+	return nil
 }
 
 func (b *bench) stopOperator() {

@@ -298,7 +298,9 @@ type VidraResourceStatus struct {
 	// +optional
 	LastError string `json:"lastError,omitempty"`
 
-	// LastSyncTime is when the manifest was last applied successfully.
+	// LastSyncTime is when a successful reconcile last changed the cluster to match the
+	// manifest (objects created, configured, repaired or pruned). A resync that finds
+	// everything as declared leaves it, and writes nothing.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 

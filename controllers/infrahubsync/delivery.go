@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/infrahub"
@@ -405,6 +406,8 @@ func (d *delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 		defer end()
 		created := vr.DeepCopy() // the trace context is for the create only
 		tracing.Inject(wctx, created)
+		// Created with the finalizer its reconcile would add: one write fewer per delivery.
+		controllerutil.AddFinalizer(created, vidrav1alpha1.VidraResourceFinalizer)
 		err := d.r.Hub.Create(ctx, created)
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {

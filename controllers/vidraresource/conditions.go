@@ -23,12 +23,16 @@ func markReconciling(vr *vidrav1alpha1.VidraResource) {
 	vr.Status.DeployState = vidrav1alpha1.StateRunning
 }
 
-func markReady(vr *vidrav1alpha1.VidraResource, message string) {
+// markReady marks the bundle delivered. lastSyncTime moves only when the reconcile changed
+// the cluster (changed), or was never set: an unchanged resync then writes nothing.
+func markReady(vr *vidrav1alpha1.VidraResource, message string, changed bool) {
 	conditions.MarkReady(vr, vidrav1alpha1.ReasonSucceeded, message)
 	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
 	vr.Status.LastError = ""
-	now := metav1.Now()
-	vr.Status.LastSyncTime = &now
+	if changed || vr.Status.LastSyncTime == nil {
+		now := metav1.Now()
+		vr.Status.LastSyncTime = &now
+	}
 }
 
 func markNotReady(vr *vidrav1alpha1.VidraResource, reason, message string) {

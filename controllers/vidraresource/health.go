@@ -16,10 +16,11 @@ import (
 // health reads every object and computes its kstatus: Ready needs each one Current.
 // It records each object's status in the inventory, so people see it from the hub, and
 // returns the objects still in progress and those that failed, each with the reason.
-func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref, current map[string]bool) (inProgress, failed []string, err error) {
+func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref, current map[string]string) (inProgress, failed []string, err error) {
 	for _, ref := range refs {
-		if current[key(ref)] {
-			setObjectStatus(vr, ref, string(status.CurrentStatus), "")
+		if message, ok := current[key(ref)]; ok {
+			// As judged last time, message included: an unchanged resync writes nothing.
+			setObjectStatus(vr, ref, string(status.CurrentStatus), message)
 			continue
 		}
 		u := &unstructured.Unstructured{}
@@ -55,11 +56,11 @@ func setObjectStatus(vr *vidrav1alpha1.VidraResource, ref ownership.Ref, st, mes
 }
 
 // statusOf is the kstatus last recorded of each object of the inventory, by key.
-func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]string {
-	judged := make(map[string]string, len(managed))
+func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]vidrav1alpha1.ManagedResource {
+	judged := make(map[string]vidrav1alpha1.ManagedResource, len(managed))
 	for _, m := range managed {
 		if ref, ok := refOf(m); ok {
-			judged[key(ref)] = m.Status
+			judged[key(ref)] = m
 		}
 	}
 	return judged
@@ -67,12 +68,12 @@ func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]string {
 
 // currentUnchanged are the objects the apply found unchanged since this owner last
 // applied them (so not even read) and that were Current then: they still are, as nothing
-// about them changed.
-func currentUnchanged(applied []apply.Result, judged map[string]string) map[string]bool {
-	current := map[string]bool{}
+// about them changed. Each maps to the message it was judged with.
+func currentUnchanged(applied []apply.Result, judged map[string]vidrav1alpha1.ManagedResource) map[string]string {
+	current := map[string]string{}
 	for _, res := range applied {
-		if res.Action == apply.Unchanged && res.Object == nil && judged[key(res.Ref)] == string(status.CurrentStatus) {
-			current[key(res.Ref)] = true
+		if m, ok := judged[key(res.Ref)]; ok && res.Action == apply.Unchanged && res.Object == nil && m.Status == string(status.CurrentStatus) {
+			current[key(res.Ref)] = m.Message
 		}
 	}
 	return current

@@ -78,6 +78,13 @@ func refOf(m vidrav1alpha1.ManagedResource) (ownership.Ref, bool) {
 }
 
 func setInventory(vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) {
+	managed := managedOf(refs)
+	vr.Status.ManagedResources = managed
+	vr.Status.ResourceCount = int32(len(managed))
+}
+
+// managedOf is the inventory entries naming refs, sorted.
+func managedOf(refs []ownership.Ref) []vidrav1alpha1.ManagedResource {
 	refs = sortRefs(refs)
 	managed := make([]vidrav1alpha1.ManagedResource, 0, len(refs))
 	for _, r := range refs {
@@ -85,8 +92,7 @@ func setInventory(vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) {
 			APIVersion: r.GVK.GroupVersion().String(), Kind: r.GVK.Kind, Namespace: r.Namespace, Name: r.Name,
 		})
 	}
-	vr.Status.ManagedResources = managed
-	vr.Status.ResourceCount = int32(len(managed))
+	return managed
 }
 
 // key identifies an object whatever the version it is applied as.

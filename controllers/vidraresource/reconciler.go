@@ -230,17 +230,27 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// Health as last judged: an object left unchanged since keeps it.
 	judged := statusOf(vr.Status.ManagedResources)
 
-	// Record what is about to be owned before applying it: a crash in between never
-	// orphans an object.
+	// Record what is about to be owned before applying it, so a crash in between never
+	// orphans an object: the new revision names it, or else the inventory in status does.
+	// Objects a newer revision recorded before an earlier reconcile stopped are owned too.
 	desired, mapErrs := refsOf(engine, objects)
-	if err := r.recordInventory(ctx, vr, union(previous, desired)); err != nil {
+	recorded, pending, err := r.recordRevision(ctx, vr, data, previousResult, desired)
+	if errors.Is(err, errHistoryUnread) {
+		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
 	}
-	if err := r.recordRevision(ctx, vr, data, previousResult); err != nil {
+	if err != nil {
 		// The history is for people; a delivery never waits for it.
 		log := logr.FromContextOrDiscard(ctx)
 		log.Error(err, "revision not recorded", "vidraresource", vr.Name)
 		r.event(vr, corev1.EventTypeWarning, "HistoryFailed", "revision not recorded: "+err.Error())
+	}
+	previous = union(previous, pending)
+	engine.Applied = inInventory(previous)
+	if !recorded {
+		if err := r.recordInventory(ctx, vr, union(previous, desired)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	// Apply, in stages.
@@ -289,11 +299,23 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		r.Watches.Requeue(holder)
 	}
 
-	result, err := r.summarize(vr, results, errors.Join(append(mapErrs, applyErr)...), pruneErr)
+	changed := changedCluster(results) || changedCluster(released)
+	result, err := r.summarize(vr, results, errors.Join(append(mapErrs, applyErr)...), pruneErr, changed)
 	if err != nil || !meta.IsStatusConditionTrue(vr.Status.Conditions, vidrav1alpha1.ConditionReady) {
 		return result, err
 	}
 	return r.reconcileHealth(ctx, vr, dest, kept, results, judged)
+}
+
+// changedCluster says whether any result changed an object on the cluster.
+func changedCluster(results []apply.Result) bool {
+	return slices.ContainsFunc(results, func(res apply.Result) bool {
+		switch res.Action {
+		case apply.Unchanged, apply.UsedAsItIs, apply.Failed, apply.NotManaged, apply.Conflicted:
+			return false
+		}
+		return res.Err == nil
+	})
 }
 
 // rememberUsedAsItIs remembers the destination namespaces the apply found to exist and
@@ -347,7 +369,7 @@ func (r *Reconciler) onEvents(vr *vidrav1alpha1.VidraResource) bool {
 // reconcileHealth keeps Ready false until every object is Current by kstatus. Status
 // changes do not trigger the drift watches, so progress is polled. Objects the apply
 // just returned are judged as returned, not read again.
-func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref, applied []apply.Result, judged map[string]string) (ctrl.Result, error) {
+func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref, applied []apply.Result, judged map[string]vidrav1alpha1.ManagedResource) (ctrl.Result, error) {
 	inProgress, failed, err := health(ctx, withApplied(dest.client, applied), vr, refs, currentUnchanged(applied, judged))
 	switch {
 	case err != nil:
@@ -373,7 +395,7 @@ const conflictRetry = 50 * time.Millisecond
 const healthPoll = 5 * time.Second
 
 // summarize turns the apply and prune results into the status and the next requeue.
-func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.Result, applyErr, pruneErr error) (ctrl.Result, error) {
+func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.Result, applyErr, pruneErr error, changed bool) (ctrl.Result, error) {
 	var conflicts []string
 	for _, res := range results {
 		switch res.Action {
@@ -405,7 +427,7 @@ func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.
 		markNotReady(vr, vidrav1alpha1.ReasonPruneFailed, pruneErr.Error())
 		return ctrl.Result{}, pruneErr
 	}
-	markReady(vr, fmt.Sprintf("applied %d objects", len(vr.Status.ManagedResources)))
+	markReady(vr, fmt.Sprintf("applied %d objects", len(vr.Status.ManagedResources)), changed)
 	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
 }
 
@@ -417,6 +439,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{}, nil
 	}
 	refs := refsFromStatus(vr.Status.ManagedResources)
+	if r.History != nil {
+		// Objects a revision recorded before a reconcile stopped without its status.
+		pending, err := r.History.Pending(ctx, vr)
+		if err != nil {
+			markNotReady(vr, vidrav1alpha1.ReasonDeleting, err.Error())
+			return ctrl.Result{}, err
+		}
+		refs = union(refs, refsFromStatus(pending))
+	}
 	dest, err := r.target(ctx, vr)
 	switch {
 	case errors.Is(err, errClusterNotEngaged) && !r.clusterEnrolled(ctx, dest):
@@ -476,8 +507,13 @@ func (r *Reconciler) engine(vr *vidrav1alpha1.VidraResource, dest *target) *appl
 		Owner:            ownership.ID(r.HubID, vr.Name),
 		Adopt:            vr.Spec.AdoptExisting == vidrav1alpha1.AdoptAlways,
 		DefaultNamespace: vr.Spec.Destination.Namespace,
+		Parallelism:      applyParallelism,
 	}
 }
+
+// applyParallelism is how many objects of one kind a reconcile applies at once: a bundle
+// of many objects keeps its member busy while the workers wait on the hub.
+const applyParallelism = 4
 
 // recordInventory writes the inventory to status at once, ahead of the apply.
 func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) error {
@@ -485,9 +521,10 @@ func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return nil
 	}
 	// Patch a copy: the response would overwrite the status being built in vr.
+	// Optimistic: the inventory is written whole, so it must not be built on a stale read.
 	recorded := vr.DeepCopy()
 	setInventory(recorded, refs)
-	if err := r.Hub.Status().Patch(ctx, recorded, client.MergeFrom(vr)); err != nil {
+	if err := r.Hub.Status().Patch(ctx, recorded, client.MergeFromWithOptions(vr, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("record inventory: %w", err)
 	}
 	setInventory(vr, refs)
@@ -518,19 +555,31 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, vr *vidrav1alpha1.
 }
 
 // read returns the VidraResource from the cache when the cache is at least as fresh as
-// this process's last write of it, or when it is new (no finalizer yet: the finalizer's
-// optimistic patch refuses a stale copy); otherwise from the API server. Its inventory
-// must include what the previous reconcile recorded, which a lagging cache may not.
+// this process's last write of it, or when it is new; otherwise from the API server. Its
+// inventory must include what the previous reconcile recorded, which a lagging cache may
+// not. A new one (no finalizer yet, or no status yet: the chart's admission policy gives
+// it the finalizer as it is created) is safe to read from the cache: every write made from
+// the copy is optimistic, so a copy that missed someone's write is refused, and the
+// revisions that record objects are read from the API server.
 func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*vidrav1alpha1.VidraResource, error) {
 	vr := &vidrav1alpha1.VidraResource{}
 	if err := r.Hub.Get(ctx, key, vr); err == nil {
 		last, wrote := r.written.Load(key.Name)
-		if (wrote && last.(string) == vr.ResourceVersion) || (!wrote && len(vr.Finalizers) == 0 && vr.DeletionTimestamp.IsZero()) {
+		if (wrote && last.(string) == vr.ResourceVersion) || (!wrote && isNew(vr)) {
 			return vr, nil
 		}
 	}
 	vr = &vidrav1alpha1.VidraResource{}
 	return vr, r.HubReader.Get(ctx, key, vr)
+}
+
+// isNew says the VidraResource was never reconciled: no finalizer, or no status.
+func isNew(vr *vidrav1alpha1.VidraResource) bool {
+	if !vr.DeletionTimestamp.IsZero() {
+		return false
+	}
+	s := vr.Status
+	return len(vr.Finalizers) == 0 || (s.ObservedGeneration == 0 && len(s.Conditions) == 0 && len(s.ManagedResources) == 0 && s.Revision == 0)
 }
 
 // wrote records the resourceVersion this process's write left the VidraResource at.

@@ -2,6 +2,7 @@ package vidraresource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,17 +11,21 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/history"
+	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // defaultHistoryLimit applies when spec.historyLimit is unset (the API server defaults it).
 const defaultHistoryLimit = 10
 
 // recordRevision makes the bundle about to be applied the VidraResource's newest revision
-// and sets status.revision. The history is read only when the content differs from the
-// one this process last recorded.
-func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, previousResult string) error {
+// and sets status.revision. The revision names the objects it applies (desired), so that,
+// written before the apply, it records them as the inventory would: recorded says whether
+// it does, and pending is what newer revisions than the status's recorded before a
+// reconcile that never wrote its status. The history is read only when the content
+// differs from the one this process last recorded.
+func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, previousResult string, desired []ownership.Ref) (recorded bool, pending []ownership.Ref, err error) {
 	if r.History == nil {
-		return nil
+		return false, nil, nil
 	}
 	digest := content.Digest(data)
 	if vr.Spec.Content != nil {
@@ -30,30 +35,52 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	if vr.Spec.HistoryLimit != nil {
 		limit = int(*vr.Spec.HistoryLimit)
 	}
-	memo := recorded{uid: string(vr.UID), digest: digest, revision: vr.Status.Revision, limit: limit}
-	if last, ok := r.revisions.Load(vr.Name); ok && last.(recorded) == memo {
-		return nil
+	memo := revisionMemo{uid: string(vr.UID), digest: digest, revision: vr.Status.Revision, limit: limit}
+	if last, ok := r.revisions.Load(vr.Name); ok && last.(revisionMemo).same(memo) {
+		// Recorded by this process, and the status says it was delivered: nothing pending.
+		return covers(last.(revisionMemo).inventory, desired), nil, nil
 	}
 	body := history.Body{Manifest: vr.Spec.Manifest, Content: vr.Spec.Content}
-	n, err := r.History.Record(ctx, vr, history.Entry{
+	rec, err := r.History.Record(ctx, vr, history.Entry{
 		Body: body, Digest: digest, Source: sourceOf(vr), SyncRevision: vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
 		Checksum:       vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation],
 		PreviousResult: previousResult, Limit: limit,
+		Inventory: managedOf(desired), Delivered: vr.Status.Revision,
 	})
-	if err != nil {
-		return err
+	pending = refsFromStatus(rec.Pending)
+	if err != nil && !rec.Read {
+		// What an earlier reconcile may have applied is unknown: nothing is applied now.
+		return false, nil, fmt.Errorf("%w: %w", errHistoryUnread, err)
 	}
-	vr.Status.Revision = n
-	memo.revision = n
+	if err != nil {
+		return false, pending, err
+	}
+	vr.Status.Revision = rec.Number
+	memo.revision, memo.inventory = rec.Number, refsFromStatus(rec.Inventory)
 	r.revisions.Store(vr.Name, memo)
-	return nil
+	return rec.Number > 0 && covers(memo.inventory, desired), pending, nil
 }
 
-// recorded is the revision this process last recorded for a VidraResource.
-type recorded struct {
+// errHistoryUnread is a history that could not be read, so what a reconcile that stopped
+// before writing its status recorded there is unknown.
+var errHistoryUnread = errors.New("revision history not read")
+
+// revisionMemo is the revision this process last recorded for a VidraResource.
+type revisionMemo struct {
 	uid, digest string
 	revision    int64
 	limit       int
+	// inventory is what the revision names.
+	inventory []ownership.Ref
+}
+
+func (m revisionMemo) same(o revisionMemo) bool {
+	return m.uid == o.uid && m.digest == o.digest && m.revision == o.revision && m.limit == o.limit
+}
+
+// covers says whether recorded names every object of desired.
+func covers(recorded, desired []ownership.Ref) bool {
+	return len(difference(desired, recorded)) == 0
 }
 
 // sourceOf says where a VidraResource's content comes from.

@@ -9,7 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/testoperator"
 )
 
 // crashAfterRecording leaves a VidraResource as an operator stopped mid-reconcile would:
@@ -74,6 +77,60 @@ func TestCrashBeforeApplyingCompletesTheApply(t *testing.T) {
 	if !exists(t, member, cm, "default", "crash-c") || !owned(t, cm, "hub/crashy-2") {
 		t.Errorf("crash-c: %v", cm.Annotations)
 	}
+}
+
+// crashAfterRecordingARevision leaves a VidraResource as an operator stopped between
+// recording a revision (which names the objects it is about to apply) and writing its
+// status would: the revision names objects, created on the member, that the status does
+// not.
+func crashAfterRecordingARevision(t *testing.T, name, member, object string) {
+	t.Helper()
+	ctx := context.Background()
+	deliver(t, name, vidrav1alpha1.Destination{Cluster: member}, cmManifest(object),
+		func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Suspend = true })
+	vr := condition(t, name, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonSuspended)
+	h := &history.History{Client: fleet.Hub.Client, Reader: fleet.Hub.Client, Namespace: testoperator.Namespace}
+	manifest := cmManifest(object)
+	_, err := h.Record(ctx, vr, history.Entry{
+		Body: history.Body{Manifest: manifest}, Digest: content.Digest([]byte(manifest)), Source: "user", Limit: 10,
+		Inventory: []vidrav1alpha1.ManagedResource{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: object}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: object, Namespace: "default",
+		Labels: map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}}}
+	if err := memberNamed(member).Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrashAfterRecordingARevisionLeavesNoOrphan: an object a revision recorded and the
+// apply created, with no status written, is pruned when the bundle no longer has it.
+func TestCrashAfterRecordingARevisionLeavesNoOrphan(t *testing.T) {
+	member := fleet.Members[0]
+	crashAfterRecordingARevision(t, "crashy-3", member.Name, "crash-d")
+	updateSpec(t, "crashy-3", func(vr *vidrav1alpha1.VidraResource) {
+		vr.Spec.Suspend = false
+		vr.Spec.Manifest = cmManifest("crash-e")
+	})
+	vr := ready(t, "crashy-3")
+	gone(t, member, &corev1.ConfigMap{}, "default", "crash-d")
+	if len(vr.Status.ManagedResources) != 1 || vr.Status.ManagedResources[0].Name != "crash-e" {
+		t.Errorf("managedResources = %+v", vr.Status.ManagedResources)
+	}
+	if vr.Status.Revision != 2 {
+		t.Errorf("status.revision %d, want 2 (the crashed revision was 1)", vr.Status.Revision)
+	}
+}
+
+// TestDeletingAfterACrashReleasesWhatTheRevisionRecorded: deleting a VidraResource whose
+// status never named an object its revision recorded releases that object too.
+func TestDeletingAfterACrashReleasesWhatTheRevisionRecorded(t *testing.T) {
+	member := fleet.Members[0]
+	crashAfterRecordingARevision(t, "crashy-4", member.Name, "crash-f")
+	remove(t, "crashy-4")
+	gone(t, member, &corev1.ConfigMap{}, "default", "crash-f")
 }
 
 func memberNamed(name string) *testfleet.Cluster {

@@ -77,3 +77,35 @@ func TestWithoutReconcileOnEventsDriftWaitsForTheResync(t *testing.T) {
 		return exists(t, member, got, "default", "periodic") && got.Data["k"] == "v", nil
 	})
 }
+
+// TestUnchangedReconcileWritesNothing: a reconcile that finds every object as its last
+// apply left it (the drift watch says so) applies nothing and writes nothing to the hub:
+// the status, health messages and lastSyncTime included, stays as it was.
+func TestUnchangedReconcileWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[1]
+	deliver(t, "quiet", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "quiet", ReconcileOnEvents: true}, cmManifest("quiet"))
+	vr := ready(t, "quiet")
+	if vr.Status.LastSyncTime == nil || len(vr.Status.ManagedResources) == 0 || vr.Status.ManagedResources[0].Message == "" {
+		t.Fatalf("status after the first apply: %+v", vr.Status)
+	}
+	// Once the drift watches have seen the objects, a reconcile finds them unchanged.
+	time.Sleep(2 * time.Second)
+	unchanged := metricValue(t, "vidra_apply_total", map[string]string{"cluster": member.Name, "result": "Unchanged"})
+	poked := &vidrav1alpha1.VidraResource{}
+	if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: "quiet"}, poked); err != nil {
+		t.Fatal(err)
+	}
+	watches.Requeue("quiet") // as a resync or a watch event would
+	testfleet.Eventually(t, 10*time.Second, "a reconcile that found its objects unchanged", func() (bool, error) {
+		return metricValue(t, "vidra_apply_total", map[string]string{"cluster": member.Name, "result": "Unchanged"}) >= unchanged+2, nil
+	})
+	time.Sleep(time.Second) // its status write, if any, lands meanwhile
+	after := &vidrav1alpha1.VidraResource{}
+	if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: "quiet"}, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != poked.ResourceVersion {
+		t.Errorf("the VidraResource was written by an unchanged reconcile: status %+v, was %+v", after.Status, poked.Status)
+	}
+}

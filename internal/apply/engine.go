@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
@@ -107,6 +108,10 @@ type Engine struct {
 	// Memo, when set, remembers objects as this owner's applies left them, so the next
 	// apply need not read them first (see Memo).
 	Memo *Memo
+	// Parallelism is how many objects of one kind are applied at once (1 when unset).
+	// Kinds still follow one another in apply order: a Pod's ServiceAccount exists
+	// before the Pod is applied.
+	Parallelism int
 }
 
 // FieldManager is the owner's field manager: the prefix and the owner ID, hashed when too
@@ -153,11 +158,44 @@ func (e *Engine) Apply(ctx context.Context, objects []*unstructured.Unstructured
 }
 
 func (e *Engine) applyStage(ctx context.Context, objects []*unstructured.Unstructured) []Result {
-	results := make([]Result, 0, len(objects))
-	for _, o := range objects {
-		results = append(results, e.applyOne(ctx, o))
+	results := make([]Result, len(objects))
+	// Objects are sorted by kind: each run of one kind is applied at once, up to
+	// Parallelism objects at a time.
+	for start := 0; start < len(objects); {
+		end := start + 1
+		kind := objects[start].GroupVersionKind().GroupKind()
+		for end < len(objects) && objects[end].GroupVersionKind().GroupKind() == kind {
+			end++
+		}
+		e.applyRun(ctx, objects[start:end], results[start:end])
+		start = end
 	}
 	return results
+}
+
+// applyRun applies objects, up to Parallelism at once, writing results in their order.
+func (e *Engine) applyRun(ctx context.Context, objects []*unstructured.Unstructured, results []Result) {
+	workers := min(max(e.Parallelism, 1), len(objects))
+	if workers == 1 {
+		for i, o := range objects {
+			results[i] = e.applyOne(ctx, o)
+		}
+		return
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = e.applyOne(ctx, objects[i])
+			}
+		})
+	}
+	for i := range objects {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 func firstError(results []Result) error {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,6 +66,10 @@ type History struct {
 	Reader client.Reader
 	// Namespace holds them: the operator's.
 	Namespace string
+
+	// compressors are gzip writers kept between records: each new one allocates
+	// hundreds of KiB, more than most manifests it compresses.
+	compressors sync.Pool
 }
 
 // data is what a ControllerRevision holds.
@@ -73,6 +78,8 @@ type data struct {
 	Manifest []byte `json:"manifest,omitempty"`
 	// Content names stored content instead.
 	Content *vidrav1alpha1.ContentReference `json:"content,omitempty"`
+	// Inventory names the objects the revision applies, recorded before any is applied.
+	Inventory []vidrav1alpha1.ManagedResource `json:"inventory,omitempty"`
 }
 
 // Name is the name of the ControllerRevision of content digest for a VidraResource.
@@ -103,6 +110,25 @@ type Entry struct {
 	PreviousResult string
 	// Limit is how many revisions are kept; 0 keeps none.
 	Limit int
+	// Inventory names the objects the content applies (identity fields only), kept on a
+	// new revision so that the revision, written before the apply, records them.
+	Inventory []vidrav1alpha1.ManagedResource
+	// Delivered is the number of the revision the VidraResource's status says it
+	// delivered; the inventories of revisions numbered above it are returned as pending.
+	Delivered int64
+}
+
+// Recorded is what Record did.
+type Recorded struct {
+	// Number is the number of the revision delivered now; 0 when none is kept.
+	Number int64
+	// Inventory is what that revision names (nil for a revision recorded without one).
+	Inventory []vidrav1alpha1.ManagedResource
+	// Pending is what revisions numbered above Entry.Delivered named before this record:
+	// recorded, and perhaps applied, by a reconcile that never wrote its status.
+	Pending []vidrav1alpha1.ManagedResource
+	// Read says the revisions were read, so Pending is complete even when Record failed.
+	Read bool
 }
 
 // Record makes the content the VidraResource delivers now its newest revision and returns
@@ -110,13 +136,14 @@ type Entry struct {
 // rollback does), so the numbers say in which order contents were delivered. Revisions
 // beyond the limit are deleted, oldest first. With a limit of 0 none is kept and 0 is
 // returned.
-func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e Entry) (int64, error) {
+func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e Entry) (Recorded, error) {
 	revisions, err := h.list(ctx, vr)
 	if err != nil {
-		return 0, err
+		return Recorded{}, err
 	}
+	rec := Recorded{Pending: pending(revisions, e.Delivered), Read: true}
 	if e.Limit <= 0 {
-		return 0, h.prune(ctx, revisions, 0)
+		return rec, h.prune(ctx, revisions, 0)
 	}
 	var newest, same *appsv1.ControllerRevision
 	for i := range revisions {
@@ -129,7 +156,8 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		}
 	}
 	if same != nil && same == newest {
-		return same.Revision, h.prune(ctx, revisions, e.Limit) // a lowered limit applies at once
+		rec.Number, rec.Inventory = same.Revision, inventoryOf(same)
+		return rec, h.prune(ctx, revisions, e.Limit) // a lowered limit applies at once
 	}
 	next := int64(1)
 	if newest != nil {
@@ -141,7 +169,7 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 			}
 			patched.Annotations[vidrav1alpha1.RevisionResultAnnotation] = e.PreviousResult
 			if err := h.Client.Patch(ctx, patched, client.MergeFrom(newest)); err != nil && !apierrors.IsNotFound(err) {
-				return 0, fmt.Errorf("record the result of revision %d of %s: %w", newest.Revision, vr.Name, err)
+				return rec, fmt.Errorf("record the result of revision %d of %s: %w", newest.Revision, vr.Name, err)
 			}
 		}
 	}
@@ -159,14 +187,15 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		patched.Annotations[recordedAnnotation] = now
 		delete(patched.Annotations, vidrav1alpha1.RevisionResultAnnotation)
 		if err := h.Client.Patch(ctx, patched, client.MergeFromWithOptions(same, client.MergeFromWithOptimisticLock{})); err != nil {
-			return 0, fmt.Errorf("renumber revision %d of %s: %w", same.Revision, vr.Name, err)
+			return rec, fmt.Errorf("renumber revision %d of %s: %w", same.Revision, vr.Name, err)
 		}
 		same.Revision = next // pruned by its new number: it is the newest
-		return next, h.prune(ctx, revisions, e.Limit)
+		rec.Number, rec.Inventory = next, inventoryOf(same)
+		return rec, h.prune(ctx, revisions, e.Limit)
 	}
-	raw, err := encode(e.Body)
+	raw, err := h.encode(e.Body, e.Inventory)
 	if err != nil {
-		return 0, fmt.Errorf("revision of %s: %w", vr.Name, err)
+		return rec, fmt.Errorf("revision of %s: %w", vr.Name, err)
 	}
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
@@ -193,9 +222,41 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		cr.Labels[vidrav1alpha1.InfrahubSyncLabel] = sync
 	}
 	if err := h.Client.Create(ctx, cr); err != nil {
-		return 0, fmt.Errorf("create revision %d of %s: %w", next, vr.Name, err)
+		return rec, fmt.Errorf("create revision %d of %s: %w", next, vr.Name, err)
 	}
-	return next, h.prune(ctx, append(revisions, *cr), e.Limit)
+	rec.Number, rec.Inventory = next, e.Inventory
+	return rec, h.prune(ctx, append(revisions, *cr), e.Limit)
+}
+
+// Pending is what the VidraResource's revisions numbered above the one its status says
+// it delivered name: objects a reconcile recorded, and perhaps applied, before it
+// stopped without writing its status.
+func (h *History) Pending(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]vidrav1alpha1.ManagedResource, error) {
+	revisions, err := h.list(ctx, vr)
+	if err != nil {
+		return nil, err
+	}
+	return pending(revisions, vr.Status.Revision), nil
+}
+
+func pending(revisions []appsv1.ControllerRevision, delivered int64) []vidrav1alpha1.ManagedResource {
+	var out []vidrav1alpha1.ManagedResource
+	for i := range revisions {
+		if revisions[i].Revision > delivered {
+			out = append(out, inventoryOf(&revisions[i])...)
+		}
+	}
+	return out
+}
+
+// inventoryOf is what a revision names; nil when it names nothing or cannot be read (a
+// revision recorded before revisions held inventories).
+func inventoryOf(cr *appsv1.ControllerRevision) []vidrav1alpha1.ManagedResource {
+	var d data
+	if err := json.Unmarshal(cr.Data.Raw, &d); err != nil {
+		return nil
+	}
+	return d.Inventory
 }
 
 // recordedAnnotation is when the revision was last delivered; vidraResourceAnnotation
@@ -294,17 +355,23 @@ func (h *History) list(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]
 	return list.Items, nil
 }
 
-func encode(b Body) ([]byte, error) {
-	d := data{Content: b.Content}
+func (h *History) encode(b Body, inventory []vidrav1alpha1.ManagedResource) ([]byte, error) {
+	d := data{Content: b.Content, Inventory: inventory}
 	if b.Content == nil {
 		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
+		zw, ok := h.compressors.Get().(*gzip.Writer)
+		if ok {
+			zw.Reset(&buf)
+		} else {
+			zw = gzip.NewWriter(&buf)
+		}
 		if _, err := zw.Write([]byte(b.Manifest)); err != nil {
 			return nil, err
 		}
 		if err := zw.Close(); err != nil {
 			return nil, err
 		}
+		h.compressors.Put(zw)
 		d.Manifest = buf.Bytes()
 	}
 	return json.Marshal(d)
