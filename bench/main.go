@@ -28,11 +28,11 @@ type settings struct {
 	DriftSamples int `json:"driftSamples"`
 	Cycles       int `json:"engageCycles"`
 	// The bulk workload: many VidraResources of more objects on one member.
-	BulkResources int           `json:"bulkResources"`
-	BulkObjects   int           `json:"bulkObjectsPerResource"`
+	BulkResources int `json:"bulkResources"`
+	BulkObjects   int `json:"bulkObjectsPerResource"`
 	// Rounds is how many times each workload and its limit are measured (medians kept).
-	Rounds int `json:"rounds"`
-	Resync        time.Duration `json:"resyncInterval"`
+	Rounds int           `json:"rounds"`
+	Resync time.Duration `json:"resyncInterval"`
 	// Apart delivers each workload a second time with the members' control planes on
 	// CPUs of their own (see placement.go).
 	Apart bool `json:"apart,omitempty"`

@@ -161,8 +161,8 @@ type workload struct {
 	// HubWritesPerResource counts the writes the hub served on VidraResources and Events.
 	HubWritesPerResource float64 `json:"hubWritesPerResource"`
 	// HubWrites breaks them down by verb and resource, per VidraResource.
-	HubWrites string `json:"hubWritesPerResourceByKind"`
-	CPUSecondsPer1000    float64 `json:"operatorCPUSecondsPer1000Objects"`
+	HubWrites         string  `json:"hubWritesPerResourceByKind"`
+	CPUSecondsPer1000 float64 `json:"operatorCPUSecondsPer1000Objects"`
 	// The CPU the control planes spent meanwhile, per 1000 objects: the members' API
 	// servers and etcds, and the hub's (its writes, and the bench's own watch of it).
 	MembersCPUSecondsPer1000 float64 `json:"membersCPUSecondsPer1000Objects"`
