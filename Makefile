@@ -36,7 +36,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from apis/.
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Fail when generated files, formatting or go.mod are stale.
 	hack/verify-generated.sh
-	@test -z "$$(gofmt -l cmd apis internal e2e hack)" || { echo "gofmt needed:"; gofmt -l cmd apis internal e2e hack; exit 1; }
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/controlplane && go mod tidy -diff
 
