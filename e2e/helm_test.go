@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/yaml"
 
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 )
@@ -476,7 +477,7 @@ func TestHelmChart(t *testing.T) {
 		}).
 		Assess("a VidraResource delivers a ConfigMap to the member", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			vrApplied = true
-			kubectl(ctx, t, []byte(`apiVersion: infrahub.operators.com/v1alpha1
+			created := kubectl(ctx, t, []byte(`apiVersion: infrahub.operators.com/v1alpha1
 kind: VidraResource
 metadata:
   name: `+vrName+`
@@ -491,7 +492,13 @@ spec:
       name: greeting
     data:
       text: delivered with the chart's rights
-`), "apply", "-f", "-")
+`), "create", "-f", "-", "-o", "jsonpath={.metadata.finalizers}")
+			// The create's own response: the chart's MutatingAdmissionPolicy gave the
+			// finalizer, before the operator could.
+			if !strings.Contains(created, vidrav1alpha1.VidraResourceFinalizer) {
+				t.Errorf("the created VidraResource has finalizers %q, want the chart's policy to add %s", created, vidrav1alpha1.VidraResourceFinalizer)
+			}
+			t.Log(kubectl(ctx, t, nil, "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings"))
 			var out string
 			testfleet.Eventually(t, 30*time.Second, vrName+" Succeeded", func() (bool, error) {
 				out = kubectl(ctx, t, nil, "get", "vidraresources")
