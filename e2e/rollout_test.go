@@ -188,6 +188,10 @@ func TestProgressiveRolloutEndToEnd(t *testing.T) {
 			if version(ctx, 1) != "2" {
 				t.Error("the prod wave received the failed revision")
 			}
+			testfleet.Eventually(t, 30*time.Second, "a RolloutFailed Event", func() (bool, error) {
+				events := kubectl(ctx, t, nil, "get", "events", "--field-selector", "reason=RolloutFailed", "-o", "jsonpath={.items[*].message}")
+				return strings.Contains(events, "revision 3: wave canary: not healthy within"), nil
+			})
 			testfleet.Eventually(t, 60*time.Second, "the preview of revision 3 for prod", func() (bool, error) {
 				out, code := pluginExit(ctx, t, "diff", "ihs/web")
 				return code == 1 && strings.Contains(out, "(cluster edge-prod), revision 3: 1 to create, 1 to update") &&

@@ -304,8 +304,9 @@ type VidraResourceStatus struct {
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 
-	// ManagedResources lists the objects this VidraResource owns on its cluster. Entries
-	// are recorded before an object is applied, so no object is ever left untracked.
+	// ManagedResources lists the objects this VidraResource owns on its cluster. An
+	// object is recorded before it is applied, here or in the revision of the content
+	// that applies it, so no object is ever left untracked.
 	// +optional
 	ManagedResources []ManagedResource `json:"managedResources,omitempty"`
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -221,4 +222,32 @@ func TestTheTemplateShapesTheVidraResources(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// A template's dryRun reaches every VidraResource the sync makes: each previews what it
+// would create on its cluster, and nothing lands there.
+func TestATemplateDryRunPreviewsAndAppliesNothing(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[0]
+	s := newInfrahub(t, "dry", infrahubtest.Options{})
+	putSites(s, "main", "ihs-dry", "v1", "oslo")
+	newSync(t, "dry", "dry", s, withCluster(member.Name), func(ihs *vidrav1alpha1.InfrahubSync) {
+		ihs.Spec.Template = &vidrav1alpha1.VidraResourceTemplate{DryRun: true}
+	})
+	testfleet.Eventually(t, 30*time.Second, "a preview that creates the site's ConfigMap", func() (bool, error) {
+		vrs := resourcesOf(t, "dry")
+		if len(vrs) != 1 || !vrs[0].Spec.DryRun || vrs[0].Status.Preview == nil {
+			return false, nil
+		}
+		for _, c := range vrs[0].Status.Preview.Changes {
+			if c.Kind == "ConfigMap" && c.Name == "web-oslo" && c.Action == vidrav1alpha1.PreviewCreate {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	err := member.Client.Get(ctx, client.ObjectKey{Namespace: "ihs-dry", Name: "web-oslo"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the dry run applied web-oslo (get: %v)", err)
+	}
 }

@@ -266,6 +266,11 @@ func TestProgressiveRolloutWaveByWave(t *testing.T) {
 	t.Logf("most clusters unhealthy at once: canary %d, prod %d", w.unhealthyAtOnce("canary"), w.unhealthyAtOnce("prod"))
 	waitEvent(t, "waves", "WaveCompleted", "revision 2", "wave canary")
 	waitEvent(t, "waves", "RolloutCompleted", "revision 2")
+	waitEvent(t, "waves", "RolloutStarted", "revision 2", "wave canary first")
+	waitEvent(t, "waves", "WaveStarted", "revision 2", "wave prod")
+	if v := testfleet.MetricValue(t, registry, "vidra_rollout_waves_total", map[string]string{"result": "completed"}); v < 2 {
+		t.Errorf("vidra_rollout_waves_total{result=completed} = %v, want the canary and prod waves of revision 2 at least", v)
+	}
 
 	// Revision 3 never becomes healthy: the canary fails and rolls back; prod never has it.
 	good := checksumOf(getSync(t, "waves"))

@@ -341,11 +341,17 @@ func (p *rolloutPlan) fail(in rolloutInput, w wave, failed []clusterView, timeou
 	st.FailedClusters = names
 	detail := fmt.Sprintf("revision %d: wave %s: not healthy within %s: %s", st.Revision, w.name, timeout, strings.Join(reasons, "; "))
 	if in.spec.OnFailure == vidrav1alpha1.RolloutFailureRollback && in.hasStable {
+		// The whole wave goes back, healthy clusters that took the revision too: a
+		// revision that failed in a wave does not stay on part of it.
 		st.Phase = vidrav1alpha1.RolloutRolledBack
-		for _, c := range failed {
-			p.moves[c.name] = toStable
+		var back []string
+		for _, c := range w.clusters {
+			if !c.pinned && (c.atTarget || slices.ContainsFunc(failed, func(f clusterView) bool { return f.name == c.name })) {
+				p.moves[c.name] = toStable
+				back = append(back, c.name)
+			}
 		}
-		st.Message = detail + "; rolled back to the previous revision"
+		st.Message = fmt.Sprintf("%s; wave %s rolled back to the previous revision: %s", detail, w.name, strings.Join(back, ", "))
 		p.waves = append(p.waves, "rolledback")
 		p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, "RolledBack", st.Message})
 		return

@@ -2,6 +2,7 @@ package infrahubsync
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +163,39 @@ func TestPlanStopsAtTheFailedWave(t *testing.T) {
 				t.Fatalf("after resume the rolled back canary is updated again; moves %v", p.moves)
 			}
 		})
+	}
+}
+
+// With Rollback, the failed wave goes back whole: a cluster of it that took the revision and
+// is healthy goes back too; earlier waves and clusters not reached are untouched.
+func TestPlanRollbackReturnsTheWholeWave(t *testing.T) {
+	spec := twoWaves(vidrav1alpha1.RolloutFailureRollback)
+	two := intstr.FromInt32(2)
+	spec.MaxUnavailable = &two
+	in := rolloutInput{spec: spec, hash: "h2", hasStable: true, now: t0, clusters: fleetOf()}
+	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+	p := mustPlan(t, in) // the canary
+	apply(in.clusters, p, in.now)
+	healthyNow(in.clusters, "c1")
+	in.last = p.status
+	p = mustPlan(t, in) // prod, two at once
+	if !slices.Equal(moved(p, toNewest), []string{"p1", "p2"}) {
+		t.Fatalf("prod moves %v", p.moves)
+	}
+	apply(in.clusters, p, in.now)
+	healthyNow(in.clusters, "p1")
+	in.clusters[2].unhealthy = "p2-web: Progressing: waiting for Deployment"
+	in.last = p.status
+	in.now = t0.Add(61 * time.Second)
+	p = mustPlan(t, in)
+	if p.status.Phase != vidrav1alpha1.RolloutRolledBack || !slices.Equal(p.status.FailedClusters, []string{"p2"}) {
+		t.Fatalf("phase %s, failed %v", p.status.Phase, p.status.FailedClusters)
+	}
+	if !slices.Equal(moved(p, toStable), []string{"p1", "p2"}) || len(moved(p, toNewest)) != 0 {
+		t.Fatalf("moves %v; want p1 and p2 back to the stable revision, c1 and p3 untouched", p.moves)
+	}
+	if !strings.Contains(p.status.Message, "wave prod rolled back to the previous revision: p1, p2") {
+		t.Errorf("message %q", p.status.Message)
 	}
 }
 

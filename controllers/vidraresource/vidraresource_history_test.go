@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,6 +45,17 @@ func TestRevisionHistoryIsKeptWithinItsLimit(t *testing.T) {
 	}
 	if revisions[0].Result != "Ready" || revisions[0].Source != "user" || revisions[0].Body.Manifest != bundle("2") {
 		t.Errorf("revision 2: %+v", revisions[0])
+	}
+	// Owned by the VidraResource, so the garbage collector takes them with it whatever
+	// happens to the operator.
+	var crs appsv1.ControllerRevisionList
+	if err := fleet.Hub.Client.List(ctx, &crs, client.InNamespace(testoperator.Namespace), client.MatchingLabels{vidrav1alpha1.RevisionOfLabel: string(vr.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cr := range crs.Items {
+		if owner := metav1.GetControllerOf(&cr); owner == nil || owner.UID != vr.UID || owner.Kind != "VidraResource" {
+			t.Errorf("revision %s is controlled by %+v, want VidraResource history", cr.Name, owner)
+		}
 	}
 
 	remove(t, "history")
