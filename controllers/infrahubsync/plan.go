@@ -318,6 +318,39 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 			p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "WaveStarted", fmt.Sprintf("revision %d: wave %s (%d clusters)", st.Revision, next.name, len(next.clusters))})
 		}
 	}
+	// A revision completes only where it is healthy: a cluster of a wave already passed
+	// that has it and is not healthy yet (it got it in another wave, before its labels
+	// placed it) holds the completion, within its healthTimeout.
+	var waiting []string
+	var wait time.Duration
+	for _, w := range all {
+		var failed []clusterView
+		for _, c := range w.clusters {
+			if c.pinned || !c.atTarget || c.healthy {
+				continue
+			}
+			since := c.updatedAt
+			if st.ResumedAt != nil && st.ResumedAt.After(since) {
+				since = st.ResumedAt.Time
+			}
+			if left := timeout - in.now.Sub(since); left > 0 {
+				waiting = append(waiting, c.name)
+				wait = minPositive(wait, left)
+			} else {
+				failed = append(failed, c)
+			}
+		}
+		if len(failed) > 0 {
+			st.Wave = w.name
+			p.fail(in, w, failed, timeout)
+			return p, nil
+		}
+	}
+	if len(waiting) > 0 {
+		st.Message = fmt.Sprintf("waiting for %s to become healthy: %d of %d clusters updated", strings.Join(waiting, ", "), st.Updated, st.Total)
+		p.requeue = wait
+		return p, nil
+	}
 	st.Phase = vidrav1alpha1.RolloutCompleted
 	st.WaveCompletedAt = nil
 	st.StableRevision = st.Revision

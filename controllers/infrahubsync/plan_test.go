@@ -166,6 +166,31 @@ func TestPlanStopsAtTheFailedWave(t *testing.T) {
 	}
 }
 
+// A cluster placed in the implicit wave before its labels were known, that has the
+// revision and is not healthy yet once its labels put it in the canary wave, holds the
+// completion within healthTimeout, and fails the rollout after it.
+func TestPlanCompletesOnlyWhereHealthy(t *testing.T) {
+	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h1", now: t0, clusters: []clusterView{
+		{name: "c1", labels: map[string]string{"ring": "canary"}, present: true, atTarget: true, updatedAt: t0},
+		{name: "p1", labels: map[string]string{"ring": "prod"}, present: true, atTarget: true, healthy: true, updatedAt: t0},
+	}}
+	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutProgressing, Wave: "remaining"}
+	in.now = t0.Add(10 * time.Second)
+	p := mustPlan(t, in)
+	if p.status.Phase != vidrav1alpha1.RolloutProgressing || !strings.Contains(p.status.Message, "waiting for c1 to become healthy") || p.requeue != 50*time.Second {
+		t.Fatalf("with the canary unhealthy: phase %s, message %q, requeue %s", p.status.Phase, p.status.Message, p.requeue)
+	}
+	healthyNow(in.clusters, "c1")
+	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutCompleted || p.status.Updated != 2 {
+		t.Fatalf("with both healthy: phase %s, updated %d", p.status.Phase, p.status.Updated)
+	}
+	in.clusters[0].healthy = false
+	in.now = t0.Add(61 * time.Second)
+	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutFailed || !slices.Equal(p.status.FailedClusters, []string{"c1"}) || p.status.Wave != "canary" {
+		t.Fatalf("past healthTimeout: phase %s, failed %v, wave %s", p.status.Phase, p.status.FailedClusters, p.status.Wave)
+	}
+}
+
 // With Rollback, the failed wave goes back whole: a cluster of it that took the revision and
 // is healthy goes back too; earlier waves and clusters not reached are untouched.
 func TestPlanRollbackReturnsTheWholeWave(t *testing.T) {
