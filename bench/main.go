@@ -58,6 +58,10 @@ func main() {
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
 	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,drift,isolation,leaks); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
+	if s.Rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
+		os.Exit(2)
+	}
 	if *phases != "" {
 		s.Phases = strings.Split(*phases, ",")
 	}

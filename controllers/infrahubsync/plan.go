@@ -319,32 +319,40 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		}
 	}
 	// A revision completes only where it is healthy: a cluster of a wave already passed
-	// that has it and is not healthy yet (it got it in another wave, before its labels
-	// placed it) holds the completion, within its healthTimeout.
-	var waiting []string
+	// that has it and is not healthy (it got it in another wave, before its labels placed
+	// it, or it turned unhealthy since) holds the completion, for healthTimeout from when
+	// it got the revision or the last wave became healthy, whichever is later. Past that
+	// the rollout fails, and pauses even with onFailure: Rollback: later waves have the
+	// revision, so sending one earlier wave back would leave the fleet split.
+	var waiting, late []string
 	var wait time.Duration
 	for _, w := range all {
-		var failed []clusterView
 		for _, c := range w.clusters {
 			if c.pinned || !c.atTarget || c.healthy {
 				continue
 			}
 			since := c.updatedAt
-			if st.ResumedAt != nil && st.ResumedAt.After(since) {
-				since = st.ResumedAt.Time
+			for _, t := range []*metav1.Time{st.WaveCompletedAt, st.ResumedAt} {
+				if t != nil && t.After(since) {
+					since = t.Time
+				}
 			}
 			if left := timeout - in.now.Sub(since); left > 0 {
 				waiting = append(waiting, c.name)
 				wait = minPositive(wait, left)
 			} else {
-				failed = append(failed, c)
+				late = append(late, fmt.Sprintf("%s (%s)", c.name, c.unhealthy))
+				st.FailedClusters = append(st.FailedClusters, c.name)
 			}
 		}
-		if len(failed) > 0 {
-			st.Wave = w.name
-			p.fail(in, w, failed, timeout)
-			return p, nil
-		}
+	}
+	if len(late) > 0 {
+		st.Phase = vidrav1alpha1.RolloutFailed
+		st.Message = fmt.Sprintf("revision %d: not healthy within %s after the last wave: %s; nothing is rolled back or updated until the content changes or `kubectl vidra rollout resume`",
+			st.Revision, timeout, strings.Join(late, "; "))
+		p.waves = append(p.waves, "failed")
+		p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, "RolloutFailed", st.Message})
+		return p, nil
 	}
 	if len(waiting) > 0 {
 		st.Message = fmt.Sprintf("waiting for %s to become healthy: %d of %d clusters updated", strings.Join(waiting, ", "), st.Updated, st.Total)

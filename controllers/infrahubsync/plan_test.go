@@ -177,17 +177,35 @@ func TestPlanCompletesOnlyWhereHealthy(t *testing.T) {
 	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutProgressing, Wave: "remaining"}
 	in.now = t0.Add(10 * time.Second)
 	p := mustPlan(t, in)
-	if p.status.Phase != vidrav1alpha1.RolloutProgressing || !strings.Contains(p.status.Message, "waiting for c1 to become healthy") || p.requeue != 50*time.Second {
+	// The last wave became healthy now: the canary has healthTimeout from here.
+	if p.status.Phase != vidrav1alpha1.RolloutProgressing || !strings.Contains(p.status.Message, "waiting for c1 to become healthy") || p.requeue != time.Minute {
 		t.Fatalf("with the canary unhealthy: phase %s, message %q, requeue %s", p.status.Phase, p.status.Message, p.requeue)
 	}
+	in.last = p.status
 	healthyNow(in.clusters, "c1")
 	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutCompleted || p.status.Updated != 2 {
 		t.Fatalf("with both healthy: phase %s, updated %d", p.status.Phase, p.status.Updated)
 	}
 	in.clusters[0].healthy = false
-	in.now = t0.Add(61 * time.Second)
-	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutFailed || !slices.Equal(p.status.FailedClusters, []string{"c1"}) || p.status.Wave != "canary" {
-		t.Fatalf("past healthTimeout: phase %s, failed %v, wave %s", p.status.Phase, p.status.FailedClusters, p.status.Wave)
+	in.now = t0.Add(71 * time.Second)
+	p = mustPlan(t, in)
+	if p.status.Phase != vidrav1alpha1.RolloutFailed || !slices.Equal(p.status.FailedClusters, []string{"c1"}) || len(p.moves) != 0 {
+		t.Fatalf("past healthTimeout: phase %s, failed %v, moves %v", p.status.Phase, p.status.FailedClusters, p.moves)
+	}
+
+	// A cluster updated long ago that turns unhealthy as the last wave completes gets a
+	// whole healthTimeout from then, and with Rollback nothing is sent back.
+	in.spec.OnFailure = vidrav1alpha1.RolloutFailureRollback
+	in.hasStable = true
+	completed := metav1.NewTime(t0.Add(10 * time.Minute))
+	in.last.WaveCompletedAt = &completed
+	in.now = completed.Add(30 * time.Second)
+	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutProgressing || p.requeue != 30*time.Second {
+		t.Fatalf("within the grace after the last wave: phase %s, requeue %s", p.status.Phase, p.requeue)
+	}
+	in.now = completed.Add(61 * time.Second)
+	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutFailed || len(p.moves) != 0 {
+		t.Fatalf("past the grace: phase %s, moves %v; want Failed and nothing rolled back", p.status.Phase, p.moves)
 	}
 }
 

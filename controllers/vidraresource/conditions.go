@@ -24,12 +24,14 @@ func markReconciling(vr *vidrav1alpha1.VidraResource) {
 }
 
 // markReady marks the bundle delivered. lastSyncTime moves only when the reconcile changed
-// the cluster (changed), or was never set: an unchanged resync then writes nothing.
+// the cluster (changed), when the status did not describe this generation yet (an earlier
+// reconcile's changes whose status write failed), or was never set: an unchanged resync
+// then writes nothing.
 func markReady(vr *vidrav1alpha1.VidraResource, message string, changed bool) {
 	conditions.MarkReady(vr, vidrav1alpha1.ReasonSucceeded, message)
 	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
 	vr.Status.LastError = ""
-	if changed || vr.Status.LastSyncTime == nil {
+	if changed || vr.Status.LastSyncTime == nil || vr.Status.ObservedGeneration != vr.Generation {
 		now := metav1.Now()
 		vr.Status.LastSyncTime = &now
 	}

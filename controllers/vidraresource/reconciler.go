@@ -240,7 +240,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{}, err
 	}
 	if err != nil {
-		// The history is for people; a delivery never waits for it.
+		// A history that was read but not written does not hold the delivery up: the
+		// inventory is then recorded in status instead (one that cannot be read does,
+		// above, since it may name objects an earlier reconcile applied).
 		log := logr.FromContextOrDiscard(ctx)
 		log.Error(err, "revision not recorded", "vidraresource", vr.Name)
 		r.event(vr, corev1.EventTypeWarning, "HistoryFailed", "revision not recorded: "+err.Error())
@@ -558,9 +560,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, vr *vidrav1alpha1.
 // this process's last write of it, or when it is new; otherwise from the API server. Its
 // inventory must include what the previous reconcile recorded, which a lagging cache may
 // not. A new one (no finalizer yet, or no status yet: the chart's admission policy gives
-// it the finalizer as it is created) is safe to read from the cache: every write made from
-// the copy is optimistic, so a copy that missed someone's write is refused, and the
-// revisions that record objects are read from the API server.
+// it the finalizer as it is created) is safe to read from the cache: it has no inventory
+// to miss, every hub write made from the copy is optimistic, and the revisions that
+// record objects are read from the API server. A copy a spec change behind is applied as
+// any cached copy is, and the change is applied when its event comes.
 func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*vidrav1alpha1.VidraResource, error) {
 	vr := &vidrav1alpha1.VidraResource{}
 	if err := r.Hub.Get(ctx, key, vr); err == nil {

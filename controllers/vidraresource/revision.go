@@ -35,17 +35,20 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	if vr.Spec.HistoryLimit != nil {
 		limit = int(*vr.Spec.HistoryLimit)
 	}
-	memo := revisionMemo{uid: string(vr.UID), digest: digest, revision: vr.Status.Revision, limit: limit}
+	delivered := vr.Status.Revision
+	memo := revisionMemo{uid: string(vr.UID), digest: digest, revision: delivered, limit: limit, cluster: vr.Status.Cluster}
 	if last, ok := r.revisions.Load(vr.Name); ok && last.(revisionMemo).same(memo) {
-		// Recorded by this process, and the status says it was delivered: nothing pending.
-		return covers(last.(revisionMemo).inventory, desired), nil, nil
+		// Recorded by this process, and the status says it was delivered: nothing is
+		// pending, and what is new to the status is recorded there (the revision names
+		// what it applied then, not what this reconcile applies).
+		return false, nil, nil
 	}
 	body := history.Body{Manifest: vr.Spec.Manifest, Content: vr.Spec.Content}
 	rec, err := r.History.Record(ctx, vr, history.Entry{
 		Body: body, Digest: digest, Source: sourceOf(vr), SyncRevision: vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
 		Checksum:       vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation],
 		PreviousResult: previousResult, Limit: limit,
-		Inventory: managedOf(desired), Delivered: vr.Status.Revision,
+		Inventory: managedOf(desired), Delivered: delivered, Owned: vr.Status.ManagedResources,
 	})
 	pending = refsFromStatus(rec.Pending)
 	if err != nil && !rec.Read {
@@ -58,7 +61,21 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	vr.Status.Revision = rec.Number
 	memo.revision, memo.inventory = rec.Number, refsFromStatus(rec.Inventory)
 	r.revisions.Store(vr.Name, memo)
-	return rec.Number > 0 && covers(memo.inventory, desired), pending, nil
+	// Only a revision the status does not name yet (new, renumbered, or pending from a
+	// reconcile that stopped) records what this one applies: one already delivered is
+	// not read again as pending after a crash.
+	return rec.Number > delivered && covers(memo.inventory, desired), pending, nil
+}
+
+// forgetRevisions forgets what this process recorded for the VidraResources of a cluster
+// another replica now owns: that one may record revisions meanwhile.
+func (r *Reconciler) forgetRevisions(cluster string) {
+	r.revisions.Range(func(name, memo any) bool {
+		if memo.(revisionMemo).cluster == cluster {
+			r.revisions.Delete(name)
+		}
+		return true
+	})
 }
 
 // errHistoryUnread is a history that could not be read, so what a reconcile that stopped
@@ -70,8 +87,9 @@ type revisionMemo struct {
 	uid, digest string
 	revision    int64
 	limit       int
-	// inventory is what the revision names.
+	// inventory is what the revision names; cluster is the VidraResource's destination.
 	inventory []ownership.Ref
+	cluster   string
 }
 
 func (m revisionMemo) same(o revisionMemo) bool {

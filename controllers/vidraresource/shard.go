@@ -42,6 +42,7 @@ func (r *Reconciler) ClusterGained(name multicluster.ClusterName) {
 func (r *Reconciler) ClusterLost(name multicluster.ClusterName) {
 	r.Watches.Forget(name)
 	r.shared.Delete(name)
+	r.forgetRevisions(destination.Label(name))
 }
 
 // RequeueAll requeues every VidraResource, as a newly elected leader does for those no

@@ -2,6 +2,7 @@ package vidraresource_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -140,4 +141,60 @@ func memberNamed(name string) *testfleet.Cluster {
 		}
 	}
 	return nil
+}
+
+// TestAPendingRevisionIsKeptUntilSomethingElseNamesItsObjects: a revision recorded by a
+// reconcile that never wrote its status is the only record of its objects; the history
+// limit deletes it only once a newer revision, or the status, names them.
+func TestAPendingRevisionIsKeptUntilSomethingElseNamesItsObjects(t *testing.T) {
+	ctx := context.Background()
+	deliver(t, "pending-history", vidrav1alpha1.Destination{Cluster: fleet.Members[0].Name}, cmManifest("pending-x"),
+		func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Suspend = true })
+	vr := condition(t, "pending-history", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonSuspended)
+	h := &history.History{Client: fleet.Hub.Client, Reader: fleet.Hub.Client, Namespace: testoperator.Namespace}
+	ref := func(name string) vidrav1alpha1.ManagedResource {
+		return vidrav1alpha1.ManagedResource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: name}
+	}
+	record := func(manifest string, limit int, inventory, owned []vidrav1alpha1.ManagedResource) history.Recorded {
+		t.Helper()
+		rec, err := h.Record(ctx, vr, history.Entry{
+			Body: history.Body{Manifest: manifest}, Digest: content.Digest([]byte(manifest)), Source: "user",
+			Limit: limit, Inventory: inventory, Owned: owned,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	names := func(ms []vidrav1alpha1.ManagedResource) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	// Revision 1 names x; the status never said so (revision 0 delivered).
+	record(cmManifest("pending-x"), 1, []vidrav1alpha1.ManagedResource{ref("pending-x")}, nil)
+	// With a limit of 0 and a status that does not name x, revision 1 stays.
+	if rec := record(cmManifest("pending-y"), 0, []vidrav1alpha1.ManagedResource{ref("pending-y")}, nil); !slices.Equal(names(rec.Pending), []string{"pending-x"}) {
+		t.Fatalf("pending %v, want pending-x", names(rec.Pending))
+	}
+	if pending, err := h.Pending(ctx, vr); err != nil || !slices.Equal(names(pending), []string{"pending-x"}) {
+		t.Fatalf("after a limit of 0 the pending revision is gone: %v, %v", names(pending), err)
+	}
+	// Revision 2 of a limit of 1 names x too, so revision 1 may go.
+	rec := record(cmManifest("pending-y"), 1, []vidrav1alpha1.ManagedResource{ref("pending-y")}, nil)
+	if rec.Number != 2 || !slices.Equal(names(rec.Inventory), []string{"pending-x", "pending-y"}) {
+		t.Fatalf("revision %d names %v, want 2 naming pending-x and pending-y", rec.Number, names(rec.Inventory))
+	}
+	revisions, err := h.List(ctx, vr)
+	if err != nil || len(revisions) != 1 || revisions[0].Number != 2 {
+		t.Fatalf("revisions %+v (%v), want revision 2 alone", revisions, err)
+	}
+	// Once the status names x, a limit of 0 deletes what was pending.
+	record(cmManifest("pending-y"), 0, nil, []vidrav1alpha1.ManagedResource{ref("pending-x"), ref("pending-y")})
+	if revisions, err := h.List(ctx, vr); err != nil || len(revisions) != 0 {
+		t.Fatalf("revisions %+v (%v), want none", revisions, err)
+	}
 }

@@ -173,6 +173,18 @@ func (e *Engine) applyStage(ctx context.Context, objects []*unstructured.Unstruc
 	return results
 }
 
+// applyGuarded is applyOne on a goroutine of its own: a panic there would end the
+// process, not the reconcile, so it becomes the object's failure.
+func (e *Engine) applyGuarded(ctx context.Context, o *unstructured.Unstructured) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = Result{Ref: ownership.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()},
+				Action: Failed, Err: fmt.Errorf("apply %s: panic: %v", ssautils.FmtUnstructured(o), p)}
+		}
+	}()
+	return e.applyOne(ctx, o)
+}
+
 // applyRun applies objects, up to Parallelism at once, writing results in their order.
 func (e *Engine) applyRun(ctx context.Context, objects []*unstructured.Unstructured, results []Result) {
 	workers := min(max(e.Parallelism, 1), len(objects))
@@ -187,7 +199,7 @@ func (e *Engine) applyRun(ctx context.Context, objects []*unstructured.Unstructu
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = e.applyOne(ctx, objects[i])
+				results[i] = e.applyGuarded(ctx, objects[i])
 			}
 		})
 	}

@@ -116,6 +116,10 @@ type Entry struct {
 	// Delivered is the number of the revision the VidraResource's status says it
 	// delivered; the inventories of revisions numbered above it are returned as pending.
 	Delivered int64
+	// Owned is the inventory the VidraResource's status holds. A pending revision is
+	// deleted (by the limit) only once Owned, or the revision recorded now, names every
+	// object it names: until then it is the only record of them.
+	Owned []vidrav1alpha1.ManagedResource
 }
 
 // Recorded is what Record did.
@@ -142,8 +146,13 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		return Recorded{}, err
 	}
 	rec := Recorded{Pending: pending(revisions, e.Delivered), Read: true}
+	keep := func(named []vidrav1alpha1.ManagedResource) func(*appsv1.ControllerRevision) bool {
+		return func(cr *appsv1.ControllerRevision) bool {
+			return cr.Revision > e.Delivered && !covers(append(slices.Clone(e.Owned), named...), inventoryOf(cr))
+		}
+	}
 	if e.Limit <= 0 {
-		return rec, h.prune(ctx, revisions, 0)
+		return rec, h.prune(ctx, revisions, 0, keep(nil))
 	}
 	var newest, same *appsv1.ControllerRevision
 	for i := range revisions {
@@ -157,7 +166,7 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 	}
 	if same != nil && same == newest {
 		rec.Number, rec.Inventory = same.Revision, inventoryOf(same)
-		return rec, h.prune(ctx, revisions, e.Limit) // a lowered limit applies at once
+		return rec, h.prune(ctx, revisions, e.Limit, keep(rec.Inventory)) // a lowered limit applies at once
 	}
 	next := int64(1)
 	if newest != nil {
@@ -191,9 +200,12 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		}
 		same.Revision = next // pruned by its new number: it is the newest
 		rec.Number, rec.Inventory = next, inventoryOf(same)
-		return rec, h.prune(ctx, revisions, e.Limit)
+		return rec, h.prune(ctx, revisions, e.Limit, keep(rec.Inventory))
 	}
-	raw, err := h.encode(e.Body, e.Inventory)
+	// The new revision names what it applies and what pending revisions named: once it
+	// is written, they are no longer the only record of their objects.
+	inventory := union(e.Inventory, rec.Pending)
+	raw, err := h.encode(e.Body, inventory)
 	if err != nil {
 		return rec, fmt.Errorf("revision of %s: %w", vr.Name, err)
 	}
@@ -224,8 +236,8 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 	if err := h.Client.Create(ctx, cr); err != nil {
 		return rec, fmt.Errorf("create revision %d of %s: %w", next, vr.Name, err)
 	}
-	rec.Number, rec.Inventory = next, e.Inventory
-	return rec, h.prune(ctx, append(revisions, *cr), e.Limit)
+	rec.Number, rec.Inventory = next, inventory
+	return rec, h.prune(ctx, append(revisions, *cr), e.Limit, keep(inventory))
 }
 
 // Pending is what the VidraResource's revisions numbered above the one its status says
@@ -237,6 +249,45 @@ func (h *History) Pending(ctx context.Context, vr *vidrav1alpha1.VidraResource) 
 		return nil, err
 	}
 	return pending(revisions, vr.Status.Revision), nil
+}
+
+// identity is an inventory entry's object, whatever version names it.
+func identity(m vidrav1alpha1.ManagedResource) string {
+	group, _, _ := strings.Cut(m.APIVersion, "/")
+	if !strings.Contains(m.APIVersion, "/") {
+		group = ""
+	}
+	return group + "/" + m.Kind + "/" + m.Namespace + "/" + m.Name
+}
+
+// covers says whether have names every object of want.
+func covers(have, want []vidrav1alpha1.ManagedResource) bool {
+	named := make(map[string]bool, len(have))
+	for _, m := range have {
+		named[identity(m)] = true
+	}
+	for _, m := range want {
+		if !named[identity(m)] {
+			return false
+		}
+	}
+	return true
+}
+
+// union is a's entries and those of b that a does not name.
+func union(a, b []vidrav1alpha1.ManagedResource) []vidrav1alpha1.ManagedResource {
+	out := slices.Clone(a)
+	named := make(map[string]bool, len(a)+len(b))
+	for _, m := range a {
+		named[identity(m)] = true
+	}
+	for _, m := range b {
+		if id := identity(m); !named[id] {
+			named[id] = true
+			out = append(out, vidrav1alpha1.ManagedResource{APIVersion: m.APIVersion, Kind: m.Kind, Namespace: m.Namespace, Name: m.Name})
+		}
+	}
+	return out
 }
 
 func pending(revisions []appsv1.ControllerRevision, delivered int64) []vidrav1alpha1.ManagedResource {
@@ -267,14 +318,17 @@ const (
 	checksumAnnotation      = vidrav1alpha1.ArtifactChecksumAnnotation
 )
 
-// prune deletes the oldest revisions beyond limit.
-func (h *History) prune(ctx context.Context, revisions []appsv1.ControllerRevision, limit int) error {
+// prune deletes the oldest revisions beyond limit, but none that keep (nil: none) holds.
+func (h *History) prune(ctx context.Context, revisions []appsv1.ControllerRevision, limit int, keep func(*appsv1.ControllerRevision) bool) error {
 	if len(revisions) <= limit {
 		return nil
 	}
 	slices.SortFunc(revisions, func(a, b appsv1.ControllerRevision) int { return int(a.Revision - b.Revision) })
 	var errs []error
 	for _, cr := range revisions[:len(revisions)-limit] {
+		if keep != nil && keep(&cr) {
+			continue
+		}
 		if err := h.Client.Delete(ctx, &cr, client.Preconditions{UID: &cr.UID}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete revision %s: %w", cr.Name, err))
 		}
@@ -289,7 +343,7 @@ func (h *History) Forget(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	if err != nil {
 		return err
 	}
-	return h.prune(ctx, revisions, 0)
+	return h.prune(ctx, revisions, 0, nil)
 }
 
 // List returns the VidraResource's revisions, oldest first.
