@@ -252,11 +252,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 				}
 			case c.healthy:
 			default:
-				since := c.updatedAt
-				if st.ResumedAt != nil && st.ResumedAt.After(since) {
-					since = st.ResumedAt.Time
-				}
-				if left := timeout - in.now.Sub(since); left > 0 {
+				if left := timeout - in.now.Sub(latest(c.updatedAt, st.ResumedAt)); left > 0 {
 					updating = append(updating, c)
 					wait = minPositive(wait, left)
 				} else {
@@ -331,13 +327,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 			if c.pinned || !c.atTarget || c.healthy {
 				continue
 			}
-			since := c.updatedAt
-			for _, t := range []*metav1.Time{st.WaveCompletedAt, st.ResumedAt} {
-				if t != nil && t.After(since) {
-					since = t.Time
-				}
-			}
-			if left := timeout - in.now.Sub(since); left > 0 {
+			if left := timeout - in.now.Sub(latest(c.updatedAt, st.WaveCompletedAt, st.ResumedAt)); left > 0 {
 				waiting = append(waiting, c.name)
 				wait = minPositive(wait, left)
 			} else {
@@ -387,7 +377,7 @@ func (p *rolloutPlan) fail(in rolloutInput, w wave, failed []clusterView, timeou
 		st.Phase = vidrav1alpha1.RolloutRolledBack
 		var back []string
 		for _, c := range w.clusters {
-			if !c.pinned && (c.atTarget || slices.ContainsFunc(failed, func(f clusterView) bool { return f.name == c.name })) {
+			if !c.pinned && c.atTarget { // the failed clusters among them
 				p.moves[c.name] = toStable
 				back = append(back, c.name)
 			}
@@ -412,6 +402,17 @@ func completedMessage(st *vidrav1alpha1.RolloutStatus, pinned []string) string {
 		msg += "; pinned by a rollback: " + strings.Join(pinned, ", ")
 	}
 	return msg
+}
+
+// latest is the latest of t and the times given (nil: none): when a cluster's
+// healthTimeout starts.
+func latest(t time.Time, others ...*metav1.Time) time.Time {
+	for _, o := range others {
+		if o != nil && o.After(t) {
+			t = o.Time
+		}
+	}
+	return t
 }
 
 // lacksRevision says whether a wave has a cluster the rollout still has to update.

@@ -59,12 +59,12 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 		return false, pending, err
 	}
 	vr.Status.Revision = rec.Number
-	memo.revision, memo.inventory = rec.Number, refsFromStatus(rec.Inventory)
+	memo.revision = rec.Number
 	r.revisions.Store(vr.Name, memo)
 	// Only a revision the status does not name yet (new, renumbered, or pending from a
 	// reconcile that stopped) records what this one applies: one already delivered is
 	// not read again as pending after a crash.
-	return rec.Number > delivered && covers(memo.inventory, desired), pending, nil
+	return rec.Number > delivered && covers(refsFromStatus(rec.Inventory), desired), pending, nil
 }
 
 // forgetRevisions forgets what this process recorded for the VidraResources of a cluster
@@ -87,13 +87,14 @@ type revisionMemo struct {
 	uid, digest string
 	revision    int64
 	limit       int
-	// inventory is what the revision names; cluster is the VidraResource's destination.
-	inventory []ownership.Ref
-	cluster   string
+	// cluster is the VidraResource's destination, to forget the memo when it moves.
+	cluster string
 }
 
+// same says whether o is the memo's revision, whatever the cluster.
 func (m revisionMemo) same(o revisionMemo) bool {
-	return m.uid == o.uid && m.digest == o.digest && m.revision == o.revision && m.limit == o.limit
+	m.cluster = o.cluster
+	return m == o
 }
 
 // covers says whether recorded names every object of desired.

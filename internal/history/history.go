@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -253,11 +254,8 @@ func (h *History) Pending(ctx context.Context, vr *vidrav1alpha1.VidraResource) 
 
 // identity is an inventory entry's object, whatever version names it.
 func identity(m vidrav1alpha1.ManagedResource) string {
-	group, _, _ := strings.Cut(m.APIVersion, "/")
-	if !strings.Contains(m.APIVersion, "/") {
-		group = ""
-	}
-	return group + "/" + m.Kind + "/" + m.Namespace + "/" + m.Name
+	gv, _ := schema.ParseGroupVersion(m.APIVersion)
+	return gv.Group + "/" + m.Kind + "/" + m.Namespace + "/" + m.Name
 }
 
 // covers says whether have names every object of want.
