@@ -115,6 +115,19 @@ func (c counters) to(clusters []*testfleet.Cluster, writesOnly bool) float64 {
 	return n
 }
 
+// byMethod counts the requests to the clusters by method, in the shape of hubWrites.
+func (c counters) byMethod(clusters []*testfleet.Cluster) hubWrites {
+	n := hubWrites{}
+	for _, cl := range clusters {
+		for m, v := range c.requests[hostOf(cl)] {
+			if v != 0 {
+				n[m] += v
+			}
+		}
+	}
+	return n
+}
+
 func hostOf(c *testfleet.Cluster) string {
 	u, err := url.Parse(c.Config.Host)
 	if err != nil {

@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&s.BulkObjects, "bulk-objects", 25, "Objects (ConfigMaps) per VidraResource of the bulk workload.")
 	flag.DurationVar(&s.Resync, "resync", 30*time.Second, "The operator's --resync-interval; the resync phase waits one interval.")
 	flag.BoolVar(&s.Apart, "apart", false, "Deliver each workload a second time with the members' control planes on half of the CPUs and the hub, the operator and the bench on the other half, as separate machines would be.")
-	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload is delivered, into this directory.")
+	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
 	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,drift,isolation,leaks); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
@@ -242,7 +242,11 @@ func (r *results) print(w io.Writer) {
 		objects := w.Members * w.Resources * w.Objects
 		fmt.Fprintf(tw, "%s (%d x %d x %d)\t%.2f s, %.0f objects/s (%d objects); limit %.0f objects/s; operator/limit %.2f\n", w.Name, w.Members, w.Resources, w.Objects, w.Seconds, w.ObjectsPerSec, objects, w.LimitObjectsPerSec, w.OperatorToLimit)
 		fmt.Fprintf(tw, "  by round\toperator %s objects/s; limit %s objects/s\n", rates(w.OperatorRates), rates(w.LimitRates))
-		fmt.Fprintf(tw, "  requests\t%.2f per object to the members, %.1f hub writes per VidraResource (%s)\n", w.MemberRequestsPerObject, w.HubWritesPerResource, w.HubWrites)
+		if len(w.SpreadLimitRates) > 0 {
+			fmt.Fprintf(tw, "  spread limit\t%.0f objects/s (%s) with the same applies spread over every member at once; operator/spread limit %.2f (not a target)\n",
+				w.SpreadLimitObjectsPerSec, rates(w.SpreadLimitRates), w.OperatorToSpreadLimit)
+		}
+		fmt.Fprintf(tw, "  requests\t%.2f per object to the members (%s), %.1f hub writes per VidraResource (%s)\n", w.MemberRequestsPerObject, w.MemberRequests, w.HubWritesPerResource, w.HubWrites)
 		fmt.Fprintf(tw, "  CPU per 1000 objects\t%.2f s operator + %.2f s members' control planes + %.2f s hub's; tight loop %.2f s + %.2f s members'\n",
 			w.CPUSecondsPer1000, w.MembersCPUSecondsPer1000, w.HubCPUSecondsPer1000, w.LimitCPUSecondsPer1000, w.LimitMembersCPUSecondsPer1000)
 	}

@@ -155,9 +155,17 @@ type workload struct {
 	ObjectsPerSec float64   `json:"convergeObjectsPerSecond"`
 	OperatorRates []float64 `json:"operatorObjectsPerSecondByRound"`
 	LimitRates    []float64 `json:"limitObjectsPerSecondByRound"`
+	// SpreadLimitRates are, with several members, the same tight loop spread over every
+	// member at once, as the operator's own applies are: what this one machine allows
+	// when all the control planes work together. Shown beside the limit, not a target.
+	SpreadLimitRates         []float64 `json:"spreadLimitObjectsPerSecondByRound,omitempty"`
+	SpreadLimitObjectsPerSec float64   `json:"spreadLimitObjectsPerSecond,omitempty"`
+	OperatorToSpreadLimit    float64   `json:"operatorToSpreadLimit,omitempty"`
 	// MemberRequestsPerObject counts every request to the members (reads, writes,
 	// discovery, watches) per object delivered; 1.0 is one apply each.
 	MemberRequestsPerObject float64 `json:"memberRequestsPerObject"`
+	// MemberRequests breaks them down by method, per object.
+	MemberRequests string `json:"memberRequestsPerObjectByMethod"`
 	// HubWritesPerResource counts the writes the hub served on VidraResources and Events.
 	HubWritesPerResource float64 `json:"hubWritesPerResource"`
 	// HubWrites breaks them down by verb and resource, per VidraResource.
@@ -189,7 +197,7 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 			}
 		}()
 	}
-	var delivered, limits []float64
+	var delivered, limits, spread []float64
 	var delta counters
 	writes := hubWrites{}
 	var membersCPU, hubCPU, limitCPU, limitMembersCPU float64
@@ -226,20 +234,36 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 		delivered = append(delivered, objects/d.Seconds())
 
 		membersBefore, _ = b.controlPlanesCPU(members)
-		limit, cpu, err := b.limit(ctx, members, w.Resources*w.Objects)
+		if round == 0 {
+			// The same objects applied by the tight loop: its profiles, diffed with the
+			// workload's (pprof -diff_base), show what delivery through the operator adds.
+			b.startProfiles(ctx, w.Name+"-limit")
+		}
+		limit, cpu, err := b.limit(ctx, members, w.Resources*w.Objects, false)
 		if err != nil {
 			return err
+		}
+		if round == 0 {
+			b.waitProfiles()
 		}
 		membersAfter, _ = b.controlPlanesCPU(members)
 		limits = append(limits, limit)
 		limitCPU += cpu
 		limitMembersCPU += membersAfter - membersBefore
+		if len(members) > 1 {
+			rate, _, err := b.limit(ctx, members, w.Resources*w.Objects, true)
+			if err != nil {
+				return err
+			}
+			spread = append(spread, rate)
+		}
 	}
 	objects := float64(b.Rounds * len(members) * w.Resources * w.Objects)
 	w.Rounds = b.Rounds
 	w.ObjectsPerSec = median(delivered)
 	w.Seconds = float64(len(members)*w.Resources*w.Objects) / w.ObjectsPerSec
 	w.MemberRequestsPerObject = delta.to(members, false) / objects
+	w.MemberRequests = delta.byMethod(members).per(objects)
 	resources := float64(b.Rounds * len(members) * w.Resources)
 	w.HubWritesPerResource = writes.total() / resources
 	w.HubWrites = writes.per(resources)
@@ -257,6 +281,12 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 	}
 	w.OperatorToLimit = median(ratios)
 	w.OperatorRates, w.LimitRates = delivered, limits
+	if len(spread) > 0 {
+		for i := range delivered {
+			ratios[i] = delivered[i] / spread[i]
+		}
+		w.SpreadLimitRates, w.SpreadLimitObjectsPerSec, w.OperatorToSpreadLimit = spread, median(spread), median(ratios)
+	}
 	return nil
 }
 
@@ -370,7 +400,8 @@ func (b *bench) measureResync(ctx context.Context, r *results) error {
 // limit applies n ConfigMaps to each member with server-side apply in a tight loop,
 // straight to the members and with the operator's concurrency: what the API servers
 // themselves allow. It returns the objects per second and the CPU seconds it took.
-func (b *bench) limit(ctx context.Context, members []*testfleet.Cluster, n int) (perSecond, cpuSeconds float64, err error) {
+// Member after member unless spread: then the applies go to every member in turn.
+func (b *bench) limit(ctx context.Context, members []*testfleet.Cluster, n int, spread bool) (perSecond, cpuSeconds float64, err error) {
 	type job struct {
 		c   client.Client
 		obj *unstructured.Unstructured
@@ -402,17 +433,20 @@ func (b *bench) limit(ctx context.Context, members []*testfleet.Cluster, n int) 
 	}
 	start, cpu := time.Now(), selfCPUSeconds()
 	// Member after member: each API server in turn has the machine to itself, which is
-	// the most the control planes allow. (Spreading the same applies over every member at
-	// once, as the operator's workers do, measured 30–50% less here.)
-	for _, m := range members {
-		for i := range n {
-			obj := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "v1", "kind": "ConfigMap",
-				"metadata": map[string]any{"name": fmt.Sprintf("limit-%d", i), "namespace": round},
-				"data":     map[string]any{"k": "v"},
-			}}
-			jobs <- job{c: m.Client, obj: obj}
+	// the most the control planes allow, and the limit the targets are measured against.
+	// Spread over every member at once, as the operator's workers are, the same applies
+	// cost the shared machine more (the spread limit, shown beside it).
+	for k := range len(members) * n {
+		m, i := members[k/n], k%n
+		if spread {
+			m, i = members[k%len(members)], k/len(members)
 		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": fmt.Sprintf("limit-%d", i), "namespace": round},
+			"data":     map[string]any{"k": "v"},
+		}}
+		jobs <- job{c: m.Client, obj: obj}
 	}
 	close(jobs)
 	wg.Wait()

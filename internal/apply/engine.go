@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -112,6 +113,10 @@ type Engine struct {
 	// Kinds still follow one another in apply order: a Pod's ServiceAccount exists
 	// before the Pod is applied.
 	Parallelism int
+
+	// scopes remembers whether each kind is namespaced: asking the REST mapper costs more
+	// than the rest of preparing an object, once per object of a bundle.
+	scopes sync.Map // schema.GroupVersionKind -> bool
 }
 
 // FieldManager is the owner's field manager: the prefix and the owner ID, hashed when too
@@ -224,7 +229,7 @@ func firstError(results []Result) error {
 // a namespace get the default one. It needs the kind's REST mapping.
 func (e *Engine) Ref(o *unstructured.Unstructured) (ownership.Ref, error) {
 	ref := ownership.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
-	namespaced, err := e.Client.IsObjectNamespaced(o)
+	namespaced, err := e.isNamespaced(o, ref.GVK)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			return ref, fmt.Errorf("kind %s is not served by the cluster: %w", o.GroupVersionKind(), err)
@@ -241,6 +246,20 @@ func (e *Engine) Ref(o *unstructured.Unstructured) (ownership.Ref, error) {
 		ref.Namespace = e.DefaultNamespace
 	}
 	return ref, nil
+}
+
+// isNamespaced asks the REST mapper once per kind; a kind it does not know yet (a CRD
+// being established) is asked again next time.
+func (e *Engine) isNamespaced(o *unstructured.Unstructured, gvk schema.GroupVersionKind) (bool, error) {
+	if namespaced, ok := e.scopes.Load(gvk); ok {
+		return namespaced.(bool), nil
+	}
+	namespaced, err := e.Client.IsObjectNamespaced(o)
+	if err != nil {
+		return false, err
+	}
+	e.scopes.Store(gvk, namespaced)
+	return namespaced, nil
 }
 
 // conflictBackoff paces the attempts at one object that lost a race (it changed between
