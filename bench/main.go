@@ -175,6 +175,8 @@ type results struct {
 	IsolationUnpausedSeconds float64 `json:"isolationUnpausedSeconds"`
 	IsolationPausedSeconds   float64 `json:"isolationPausedSeconds"`
 	IsolationRatio           float64 `json:"isolationRatio"`
+	// IsolationRatios are every round's.
+	IsolationRatios []float64 `json:"isolationRatioByRound"`
 
 	IdleRSSMiB      float64 `json:"idleRSSMiB"`
 	IdleHeapMiB     float64 `json:"idleHeapMiB"`
@@ -255,7 +257,7 @@ func (r *results) print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "enroll\tp50 %.0f ms, p95 %.0f ms\n", r.EnrollP50Ms, r.EnrollP95Ms)
 	fmt.Fprintf(tw, "drift repair\tp50 %.0f ms, p95 %.0f ms\n", r.DriftP50Ms, r.DriftP95Ms)
-	fmt.Fprintf(tw, "isolation\t%.2f s unpaused, %.2f s with a member paused (%d objects each)\n", r.IsolationUnpausedSeconds, r.IsolationPausedSeconds, r.IsolationObjectsPerSide)
+	fmt.Fprintf(tw, "isolation\t%.2f s unpaused, %.2f s with a member paused (%d objects each); ratio by round %s\n", r.IsolationUnpausedSeconds, r.IsolationPausedSeconds, r.IsolationObjectsPerSide, ratios(r.IsolationRatios))
 	fmt.Fprintf(tw, "memory idle\t%.1f MiB RSS, %.1f MiB heap\n", r.IdleRSSMiB, r.IdleHeapMiB)
 	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap (%.2f MiB heap per watched kind and cluster, %d objects per cluster)\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB, r.HeapPerWatchedKindMiB, r.ObjectsPerCluster)
 	fmt.Fprintf(tw, "per idle engaged cluster\t%.2f MiB RSS, %.2f MiB heap, %.0f goroutines\n", r.RSSPerClusterMiB, r.HeapPerClusterMiB, r.GoroutinesPerCluster)
@@ -267,10 +269,15 @@ func (r *results) print(w io.Writer) {
 	_ = tw.Flush()
 }
 
-func rates(values []float64) string {
+func rates(values []float64) string { return joined(values, "%.0f") }
+
+// ratios prints ratios with two decimals.
+func ratios(values []float64) string { return joined(values, "%.2f") }
+
+func joined(values []float64, format string) string {
 	parts := make([]string, 0, len(values))
 	for _, v := range values {
-		parts = append(parts, fmt.Sprintf("%.0f", v))
+		parts = append(parts, fmt.Sprintf(format, v))
 	}
 	return strings.Join(parts, ", ")
 }
