@@ -253,7 +253,11 @@ func (r *results) print(w io.Writer) {
 			w.CPUSecondsPer1000, w.MembersCPUSecondsPer1000, w.HubCPUSecondsPer1000, w.LimitCPUSecondsPer1000, w.LimitMembersCPUSecondsPer1000)
 	}
 	if r.ResyncReconciles > 0 {
-		fmt.Fprintf(tw, "unchanged resync\t%.0f reconciles: %.2f member writes, %.2f hub writes each (%s)\n", r.ResyncReconciles, r.ResyncMemberWritesPerReconcile, r.ResyncHubWritesPerReconcile, r.ResyncHubWrites)
+		which := ""
+		if r.ResyncHubWrites != "" {
+			which = " (" + r.ResyncHubWrites + ")"
+		}
+		fmt.Fprintf(tw, "unchanged resync\t%.0f reconciles: %.2f member writes, %.2f hub writes each%s\n", r.ResyncReconciles, r.ResyncMemberWritesPerReconcile, r.ResyncHubWritesPerReconcile, which)
 	}
 	fmt.Fprintf(tw, "enroll\tp50 %.0f ms, p95 %.0f ms\n", r.EnrollP50Ms, r.EnrollP95Ms)
 	fmt.Fprintf(tw, "drift repair\tp50 %.0f ms, p95 %.0f ms\n", r.DriftP50Ms, r.DriftP95Ms)
