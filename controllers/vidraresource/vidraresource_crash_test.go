@@ -38,11 +38,18 @@ func crashAfterRecording(t *testing.T, name string, member string, recorded []st
 		t.Fatal(err)
 	}
 	for _, cm := range created {
-		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: "default",
-			Labels: map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}}}
-		if err := memberNamed(member).Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
+		createUnjoined(t, member, cm)
+	}
+}
+
+// createUnjoined creates a ConfigMap in default on a member as an apply that stopped
+// before joining it leaves it: labeled managed by Vidra, in no owners set.
+func createUnjoined(t *testing.T, member, name string) {
+	t.Helper()
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+		Labels: map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}}}
+	if err := memberNamed(member).Client.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -99,11 +106,7 @@ func crashAfterRecordingARevision(t *testing.T, name, member, object string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: object, Namespace: "default",
-		Labels: map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}}}
-	if err := memberNamed(member).Client.Create(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
+	createUnjoined(t, member, object)
 }
 
 // TestCrashAfterRecordingARevisionLeavesNoOrphan: an object a revision recorded and the
