@@ -198,14 +198,7 @@ func (w *Receiver) trigger(ctx context.Context, ev infrahub.WebhookEvent, source
 		if !concerns(ihs, ev, source) {
 			continue
 		}
-		// A trace context of an earlier request goes, so that none is joined by mistake.
-		annotations := map[string]any{vidrav1alpha1.RequestedAtAnnotation: stamp, tracing.TraceparentAnnotation: nil, tracing.TracestateAnnotation: nil}
-		carried := &vidrav1alpha1.InfrahubSync{}
-		tracing.Inject(ctx, carried)
-		for k, v := range carried.Annotations {
-			annotations[k] = v
-		}
-		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+		body, err := tracing.AnnotationsPatch(ctx, map[string]string{vidrav1alpha1.RequestedAtAnnotation: stamp})
 		if err != nil {
 			return nil, fmt.Errorf("request a sync of %s: %w", ihs.Name, err)
 		}

@@ -7,6 +7,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -126,6 +128,22 @@ func Inject(ctx context.Context, obj client.Object) {
 	delete(annotations, TracestateAnnotation)
 	otel.GetTextMapPropagator().Inject(ctx, annotationCarrier(annotations))
 	obj.SetAnnotations(annotations)
+}
+
+// AnnotationsPatch is a JSON merge patch setting annotations on an object, with ctx's
+// trace context when ctx records a span: the request it makes is then traced as part of
+// ctx's trace. Any trace context of an earlier request goes, so none is joined by mistake.
+func AnnotationsPatch(ctx context.Context, annotations map[string]string) ([]byte, error) {
+	patch := map[string]any{TraceparentAnnotation: nil, TracestateAnnotation: nil}
+	for k, v := range annotations {
+		patch[k] = v
+	}
+	carried := &metav1.PartialObjectMetadata{}
+	Inject(ctx, carried)
+	for k, v := range carried.Annotations {
+		patch[k] = v
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
 }
 
 // Extract returns ctx with the trace context of the object's annotations as the remote

@@ -23,12 +23,14 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 //go:embed templates/*.html
@@ -304,9 +306,12 @@ func (s *Server) syncNow(w http.ResponseWriter, req *http.Request) {
 	name := req.PathValue("name")
 	ihs := &vidrav1alpha1.InfrahubSync{}
 	ihs.Name = name
-	patch := client.RawPatch("application/merge-patch+json",
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339Nano)))
-	if err := s.client.Patch(req.Context(), ihs, patch); err != nil {
+	// As the webhook's: a trace context of an earlier request is not left to be joined.
+	body, err := tracing.AnnotationsPatch(req.Context(), map[string]string{vidrav1alpha1.RequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)})
+	if err == nil {
+		err = s.client.Patch(req.Context(), ihs, client.RawPatch(types.MergePatchType, body))
+	}
+	if err != nil {
 		code := http.StatusBadGateway
 		var status apierrors.APIStatus
 		if errors.As(err, &status) && status.Status().Code != 0 {

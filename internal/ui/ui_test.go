@@ -22,6 +22,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/tracing"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 	"github.com/vidra-operator/vidra/internal/testoperator"
 	"github.com/vidra-operator/vidra/internal/ui"
@@ -292,7 +293,9 @@ subjects: [{kind: User, name: fleet-viewer, apiGroup: rbac.authorization.k8s.io}
 func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 	ctx := context.Background()
 	ihs := &vidrav1alpha1.InfrahubSync{
-		ObjectMeta: metav1.ObjectMeta{Name: "site"},
+		// An earlier webhook request's trace context, which a sync asked for now must not join.
+		ObjectMeta: metav1.ObjectMeta{Name: "site", Annotations: map[string]string{
+			tracing.TraceparentAnnotation: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracing.TracestateAnnotation: "k=v"}},
 		Spec: vidrav1alpha1.InfrahubSyncSpec{
 			Source: vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: "https://infrahub.example.com", ArtefactName: "web", TargetBranch: "main"},
 		},
@@ -366,6 +369,12 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 	}
 	if got.Annotations[vidrav1alpha1.RequestedAtAnnotation] == "" {
 		t.Error("Sync now did not request a sync")
+	}
+	if v, ok := got.Annotations[tracing.TraceparentAnnotation]; ok {
+		t.Errorf("Sync now left an earlier request's trace context to be joined: %s", v)
+	}
+	if _, ok := got.Annotations[tracing.TracestateAnnotation]; ok {
+		t.Error("Sync now left an earlier request's trace state")
 	}
 }
 
