@@ -30,10 +30,10 @@ type Collector struct {
 	clusterPhase   *prometheus.Desc
 	renewalOverdue *prometheus.Desc
 	listFailed     *prometheus.Desc
-	now            func() time.Time
 }
 
-// New returns a collector reading VidraResources and InfrahubSyncs through reader.
+// New returns a collector reading VidraResources, InfrahubSyncs and VidraClusters
+// through reader.
 func New(reader client.Reader, log logr.Logger) *Collector {
 	return &Collector{
 		reader: reader,
@@ -56,7 +56,6 @@ func New(reader client.Reader, log logr.Logger) *Collector {
 		listFailed: prometheus.NewDesc("vidra_fleet_metrics_list_failed",
 			"1 when the last scrape could not read a kind from the cache (its series are missing then), by kind.",
 			[]string{"kind"}, nil),
-		now: time.Now,
 	}
 }
 
@@ -117,7 +116,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.clusterPhase, prometheus.GaugeValue, 1, vc.Name, string(vc.Status.Phase))
 		}
 		if id := vc.Status.Identity; id != nil && id.RenewAt != nil {
-			ch <- prometheus.MustNewConstMetric(c.renewalOverdue, prometheus.GaugeValue, c.now().Sub(id.RenewAt.Time).Seconds(), vc.Name)
+			ch <- prometheus.MustNewConstMetric(c.renewalOverdue, prometheus.GaugeValue, time.Since(id.RenewAt.Time).Seconds(), vc.Name)
 		}
 	}
 }

@@ -52,8 +52,7 @@ type Options struct {
 // kind is one kind the UI reads, and whether the caller may.
 type kind struct {
 	resource, group, namespace string
-	obj                        client.Object
-	listOnly                   bool // read when a page is shown, not watched
+	obj                        client.Object // watched; nil: listed when a page is shown
 	allowed                    bool
 	why                        string
 }
@@ -97,8 +96,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		"vidraclusters":       {resource: "vidraclusters", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraCluster{}},
 		"vidraresources":      {resource: "vidraresources", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraResource{}},
 		"infrahubsyncs":       {resource: "infrahubsyncs", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.InfrahubSync{}},
-		"events":              {resource: "events", group: "events.k8s.io", listOnly: true},
-		"controllerrevisions": {resource: "controllerrevisions", group: "apps", namespace: opts.OperatorNamespace, listOnly: true},
+		"events":              {resource: "events", group: "events.k8s.io"},
+		"controllerrevisions": {resource: "controllerrevisions", group: "apps", namespace: opts.OperatorNamespace},
 	}
 	for _, k := range s.kinds {
 		k.allowed, k.why, err = s.mayRead(ctx, k)
@@ -138,10 +137,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// mayRead asks the hub whether the caller may list and watch the kind.
+// mayRead asks the hub whether the caller may list the kind, and watch it when it is
+// watched.
 func (s *Server) mayRead(ctx context.Context, k *kind) (bool, string, error) {
 	verbs := []string{"list", "watch"}
-	if k.listOnly {
+	if k.obj == nil {
 		verbs = verbs[:1]
 	}
 	for _, verb := range verbs {
