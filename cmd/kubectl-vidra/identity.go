@@ -144,7 +144,7 @@ func identitySecret(name, namespace string, labels map[string]string, spec ident
 	annotations := map[string]string{vidrav1alpha1.ServiceAccountAnnotation: spec.ServiceAccount.String()}
 	if spec.Scoped() {
 		annotations[vidrav1alpha1.AllowedNamespacesAnnotation] = strings.Join(spec.Namespaces, ",")
-		annotations[vidrav1alpha1.AllowedClusterKindsAnnotation] = strings.Join(spec.Policy().Kinds(), ",")
+		annotations[vidrav1alpha1.AllowedClusterKindsAnnotation] = strings.Join(spec.ClusterKindNames(), ",")
 		annotations[policyFromEnrollAnnotation] = "true"
 	}
 	return &corev1.Secret{
@@ -362,7 +362,7 @@ func (o *enrollOptions) reportIdentity(out io.Writer, scheme *runtime.Scheme, sp
 	if spec.Scoped() {
 		scope = "may manage objects in namespaces " + strings.Join(spec.Namespaces, ", ")
 		if len(spec.ClusterKinds) > 0 {
-			scope += " and cluster-scoped " + strings.Join(spec.Policy().Kinds(), ", ")
+			scope += " and cluster-scoped " + strings.Join(spec.ClusterKindNames(), ", ")
 		}
 	}
 	fmt.Fprintf(out, "serviceaccount %s %s; its token expires after %s and the operator renews it\n", spec.ServiceAccount, scope, o.tokenTTL)

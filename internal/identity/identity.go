@@ -57,13 +57,13 @@ type ClusterKind struct {
 // Scoped says whether the identity is narrowed to namespaces.
 func (s Spec) Scoped() bool { return s.Namespaces != nil }
 
-// Policy is the delivery policy that allows what a scoped identity may manage.
-func (s Spec) Policy() policy.Policy {
-	p := policy.Policy{AllowedNamespaces: s.Namespaces, AllowedClusterKinds: []schema.GroupKind{}}
+// ClusterKindNames spells the cluster-scoped kinds as the delivery policy does.
+func (s Spec) ClusterKindNames() []string {
+	names := make([]string, 0, len(s.ClusterKinds))
 	for _, k := range s.ClusterKinds {
-		p.AllowedClusterKinds = append(p.AllowedClusterKinds, k.Kind)
+		names = append(names, policy.KindName(k.Kind))
 	}
-	return p
+	return names
 }
 
 // ParseServiceAccount reads NAMESPACE/NAME.
