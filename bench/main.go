@@ -1,6 +1,6 @@
 // Command bench measures the operator on real control planes: a hub and N members, the
 // real bin/vidra, M VidraResources per member with K objects each. It prints a table of
-// the figures and their targets and writes them to bench/results.json.
+// the figures and their targets and writes them to bin/bench/results.json.
 package main
 
 import (

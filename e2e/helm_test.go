@@ -498,7 +498,6 @@ spec:
 			if !strings.Contains(created, vidrav1alpha1.VidraResourceFinalizer) {
 				t.Errorf("the created VidraResource has finalizers %q, want the chart's policy to add %s", created, vidrav1alpha1.VidraResourceFinalizer)
 			}
-			t.Log(kubectl(ctx, t, nil, "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings"))
 			var out string
 			testfleet.Eventually(t, 30*time.Second, vrName+" Succeeded", func() (bool, error) {
 				out = kubectl(ctx, t, nil, "get", "vidraresources")
