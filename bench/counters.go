@@ -25,15 +25,15 @@ import (
 // its clients made per API server and method (client-go's rest_client_requests_total),
 // its reconciles of VidraResources, and its CPU time.
 type counters struct {
-	// requests by host ("127.0.0.1:port") and method.
-	requests   map[string]map[string]float64
+	// requests by host ("127.0.0.1:port"), each by method.
+	requests   map[string]tally
 	reconciles float64
 	cpuSeconds float64
 }
 
 // counters reads the operator's counters.
 func (b *bench) counters(ctx context.Context) (counters, error) {
-	c := counters{requests: map[string]map[string]float64{}}
+	c := counters{requests: map[string]tally{}}
 	cpu, err := processCPUSeconds(b.operator.Process.Pid)
 	if err != nil {
 		return c, err
@@ -63,10 +63,11 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 		switch {
 		case strings.HasPrefix(series, "rest_client_requests_total{"):
 			labels := parseLabels(series)
-			if c.requests[labels["host"]] == nil {
-				c.requests[labels["host"]] = map[string]float64{}
+			host := labels["host"]
+			if c.requests[host] == nil {
+				c.requests[host] = tally{}
 			}
-			c.requests[labels["host"]][labels["method"]] += v
+			c.requests[host][labels["method"]] += v
 		case strings.HasPrefix(series, "controller_runtime_reconcile_total{") && parseLabels(series)["controller"] == "vidraresource":
 			c.reconciles += v
 		}
@@ -76,27 +77,19 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 
 // since is what the operator did between before and c.
 func (c counters) since(before counters) counters {
-	d := counters{requests: map[string]map[string]float64{}, reconciles: c.reconciles - before.reconciles, cpuSeconds: c.cpuSeconds - before.cpuSeconds}
+	d := counters{requests: map[string]tally{}, reconciles: c.reconciles - before.reconciles, cpuSeconds: c.cpuSeconds - before.cpuSeconds}
 	for host, methods := range c.requests {
-		d.requests[host] = map[string]float64{}
-		for m, v := range methods {
-			d.requests[host][m] = v - before.requests[host][m]
-		}
+		d.requests[host] = methods.since(before.requests[host])
 	}
 	return d
 }
 
 // plus adds two deltas.
 func (c counters) plus(o counters) counters {
-	sum := counters{requests: map[string]map[string]float64{}, reconciles: c.reconciles + o.reconciles, cpuSeconds: c.cpuSeconds + o.cpuSeconds}
+	sum := counters{requests: map[string]tally{}, reconciles: c.reconciles + o.reconciles, cpuSeconds: c.cpuSeconds + o.cpuSeconds}
 	for _, part := range []counters{c, o} {
 		for host, methods := range part.requests {
-			if sum.requests[host] == nil {
-				sum.requests[host] = map[string]float64{}
-			}
-			for m, v := range methods {
-				sum.requests[host][m] += v
-			}
+			sum.requests[host] = sum.requests[host].added(methods)
 		}
 	}
 	return sum
@@ -115,15 +108,11 @@ func (c counters) to(clusters []*testfleet.Cluster, writesOnly bool) float64 {
 	return n
 }
 
-// byMethod counts the requests to the clusters by method, in the shape of hubWrites.
-func (c counters) byMethod(clusters []*testfleet.Cluster) hubWrites {
-	n := hubWrites{}
+// byMethod counts the requests to the clusters by method.
+func (c counters) byMethod(clusters []*testfleet.Cluster) tally {
+	n := tally{}
 	for _, cl := range clusters {
-		for m, v := range c.requests[hostOf(cl)] {
-			if v != 0 {
-				n[m] += v
-			}
-		}
+		n = n.added(c.requests[hostOf(cl)])
 	}
 	return n
 }
@@ -197,8 +186,8 @@ func selfCPUSeconds() float64 {
 // hubWrites counts the write requests the hub's API server served on VidraResources
 // (status, finalizers), Events and ControllerRevisions (the revision history): what reconciling VidraResources costs the hub, without
 // the VidraCluster probes or the bench's own requests (it creates the VidraResources).
-func (b *bench) hubWrites(ctx context.Context) (hubWrites, error) {
-	n := hubWrites{}
+func (b *bench) hubWrites(ctx context.Context) (tally, error) {
+	n := tally{}
 	rc, err := rest.RESTClientFor(withCodec(rest.CopyConfig(b.fleet.Hub.Config)))
 	if err != nil {
 		return n, err
@@ -232,10 +221,11 @@ func (b *bench) hubWrites(ctx context.Context) (hubWrites, error) {
 	return n, nil
 }
 
-// hubWrites counts writes by verb and resource ("PATCH vidraresources/status").
-type hubWrites map[string]float64
+// tally counts requests by what they were: writes by verb and resource
+// ("PATCH vidraresources/status"), requests by method.
+type tally map[string]float64
 
-func (h hubWrites) total() float64 {
+func (h tally) total() float64 {
 	var n float64
 	for _, v := range h {
 		n += v
@@ -244,8 +234,8 @@ func (h hubWrites) total() float64 {
 }
 
 // since is what was written after before; added adds another such delta.
-func (h hubWrites) since(before hubWrites) hubWrites {
-	d := hubWrites{}
+func (h tally) since(before tally) tally {
+	d := tally{}
 	for k, v := range h {
 		if v-before[k] != 0 {
 			d[k] = v - before[k]
@@ -254,9 +244,9 @@ func (h hubWrites) since(before hubWrites) hubWrites {
 	return d
 }
 
-func (h hubWrites) added(o hubWrites) hubWrites {
-	sum := hubWrites{}
-	for _, part := range []hubWrites{h, o} {
+func (h tally) added(o tally) tally {
+	sum := tally{}
+	for _, part := range []tally{h, o} {
 		for k, v := range part {
 			sum[k] += v
 		}
@@ -265,7 +255,7 @@ func (h hubWrites) added(o hubWrites) hubWrites {
 }
 
 // per divides every count by n, for "PATCH vidraresources/status 1.00, POST events 1.00".
-func (h hubWrites) per(n float64) string {
+func (h tally) per(n float64) string {
 	keys := slices.Sorted(maps.Keys(h))
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {

@@ -149,8 +149,8 @@ type workload struct {
 
 	// Rounds is how many times the workload, and its limit, were measured.
 	Rounds int `json:"rounds"`
-	// Seconds and ObjectsPerSec are the median round's; OperatorRates and LimitRates
-	// every round's objects per second.
+	// ObjectsPerSec is the rounds' median rate and Seconds the time it implies;
+	// OperatorRates and LimitRates are every round's objects per second.
 	Seconds       float64   `json:"convergeSeconds"`
 	ObjectsPerSec float64   `json:"convergeObjectsPerSecond"`
 	OperatorRates []float64 `json:"operatorObjectsPerSecondByRound"`
@@ -166,7 +166,8 @@ type workload struct {
 	MemberRequestsPerObject float64 `json:"memberRequestsPerObject"`
 	// MemberRequests breaks them down by method, per object.
 	MemberRequests string `json:"memberRequestsPerObjectByMethod"`
-	// HubWritesPerResource counts the writes the hub served on VidraResources and Events.
+	// HubWritesPerResource counts the writes the hub served on VidraResources,
+	// ControllerRevisions and Events.
 	HubWritesPerResource float64 `json:"hubWritesPerResource"`
 	// HubWrites breaks them down by verb and resource, per VidraResource.
 	HubWrites         string  `json:"hubWritesPerResourceByKind"`
@@ -199,8 +200,9 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 	}
 	var delivered, limits, spread []float64
 	var delta counters
-	writes := hubWrites{}
+	writes := tally{}
 	var membersCPU, hubCPU, limitCPU, limitMembersCPU float64
+	perRound := float64(len(members) * w.Resources * w.Objects)
 	for round := range b.Rounds {
 		name := w.Name
 		if round > 0 {
@@ -230,8 +232,7 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 		writes = writes.added(hubAfter.since(hubBefore))
 		membersCPU += membersAfter - membersBefore
 		hubCPU += hubCPUAfter - hubCPUBefore
-		objects := float64(len(members) * w.Resources * w.Objects)
-		delivered = append(delivered, objects/d.Seconds())
+		delivered = append(delivered, perRound/d.Seconds())
 
 		membersBefore, _ = b.controlPlanesCPU(members)
 		if round == 0 {
@@ -258,10 +259,10 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 			spread = append(spread, rate)
 		}
 	}
-	objects := float64(b.Rounds * len(members) * w.Resources * w.Objects)
+	objects := float64(b.Rounds) * perRound
 	w.Rounds = b.Rounds
 	w.ObjectsPerSec = median(delivered)
-	w.Seconds = float64(len(members)*w.Resources*w.Objects) / w.ObjectsPerSec
+	w.Seconds = perRound / w.ObjectsPerSec
 	w.MemberRequestsPerObject = delta.to(members, false) / objects
 	w.MemberRequests = delta.byMethod(members).per(objects)
 	resources := float64(b.Rounds * len(members) * w.Resources)
@@ -275,19 +276,21 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 	w.LimitMembersCPUSecondsPer1000 = limitMembersCPU / objects * 1000
 	// Each round's delivery is compared with the limit measured right after it, on the
 	// machine as it was then: the median of those ratios.
-	ratios := make([]float64, len(delivered))
-	for i := range delivered {
-		ratios[i] = delivered[i] / limits[i]
-	}
-	w.OperatorToLimit = median(ratios)
+	w.OperatorToLimit = median(quotients(delivered, limits))
 	w.OperatorRates, w.LimitRates = delivered, limits
 	if len(spread) > 0 {
-		for i := range delivered {
-			ratios[i] = delivered[i] / spread[i]
-		}
-		w.SpreadLimitRates, w.SpreadLimitObjectsPerSec, w.OperatorToSpreadLimit = spread, median(spread), median(ratios)
+		w.SpreadLimitRates, w.SpreadLimitObjectsPerSec, w.OperatorToSpreadLimit = spread, median(spread), median(quotients(delivered, spread))
 	}
 	return nil
+}
+
+// quotients divides each of num by the den of the same round.
+func quotients(num, den []float64) []float64 {
+	q := make([]float64, len(num))
+	for i := range num {
+		q[i] = num[i] / den[i]
+	}
+	return q
 }
 
 // median of values (not empty).
@@ -302,7 +305,7 @@ func median(values []float64) float64 {
 }
 
 // snapshot reads the operator's counters and the hub's writes so far.
-func (b *bench) snapshot(ctx context.Context) (counters, hubWrites, error) {
+func (b *bench) snapshot(ctx context.Context) (counters, tally, error) {
 	c, err := b.counters(ctx)
 	if err != nil {
 		return c, nil, err
@@ -496,7 +499,7 @@ func (b *bench) measureIsolation(ctx context.Context, r *results) error {
 	others := b.members[1:]
 	resources := max(b.Resources/2, 1)
 	r.IsolationObjectsPerSide = len(others) * resources * b.Objects
-	var unpaused, paused, ratios []float64
+	var unpaused, paused []float64
 	for round := range b.Rounds {
 		a, err := b.deliver(ctx, fmt.Sprintf("isolation-%d-a", round), others, resources, b.Objects)
 		if err != nil {
@@ -513,10 +516,10 @@ func (b *bench) measureIsolation(ctx context.Context, r *results) error {
 			return err
 		}
 		unpaused, paused = append(unpaused, a.Seconds()), append(paused, p.Seconds())
-		ratios = append(ratios, p.Seconds()/a.Seconds())
 	}
 	r.IsolationUnpausedSeconds, r.IsolationPausedSeconds = median(unpaused), median(paused)
-	r.IsolationRatio, r.IsolationRatios = median(ratios), ratios
+	r.IsolationRatios = quotients(paused, unpaused)
+	r.IsolationRatio = median(r.IsolationRatios)
 	return nil
 }
 
