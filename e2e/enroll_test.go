@@ -213,6 +213,16 @@ func TestStandaloneModeReadsNoSecret(t *testing.T) {
 }
 
 // row returns the cells of the table row whose first cell is name.
+// engaged says whether `kubectl get vidraclusters` shows every named cluster Engaged.
+func engaged(table string, names ...string) bool {
+	for _, name := range names {
+		if r := row(table, name); len(r) < 3 || r[2] != "Engaged" {
+			return false
+		}
+	}
+	return true
+}
+
 func row(table, name string) []string {
 	for _, line := range strings.Split(table, "\n") {
 		cells := strings.Fields(line)

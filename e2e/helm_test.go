@@ -469,8 +469,7 @@ func TestHelmChart(t *testing.T) {
 			var out string
 			testfleet.Eventually(t, 30*time.Second, clusterName+" Engaged", func() (bool, error) {
 				out = kubectl(ctx, t, nil, "get", "vidraclusters")
-				r := row(out, clusterName)
-				return len(r) >= 3 && r[2] == "Engaged", nil
+				return engaged(out, clusterName), nil
 			})
 			t.Logf("kubectl get vidraclusters:\n%s", out)
 			return ctx

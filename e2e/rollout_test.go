@@ -133,9 +133,7 @@ func TestProgressiveRolloutEndToEnd(t *testing.T) {
 			// Both clusters enrolled first, as a user would see them before rolling out: a
 			// canary that enrolls later joins a revision already completed, and gets it then.
 			testfleet.Eventually(t, 30*time.Second, "edge-canary and edge-prod Engaged", func() (bool, error) {
-				out := kubectl(ctx, t, nil, "get", "vidraclusters")
-				canary, prod := row(out, "edge-canary"), row(out, "edge-prod")
-				return len(canary) >= 3 && canary[2] == "Engaged" && len(prod) >= 3 && prod[2] == "Engaged", nil
+				return engaged(kubectl(ctx, t, nil, "get", "vidraclusters"), "edge-canary", "edge-prod"), nil
 			})
 			return ctx
 		}).
