@@ -161,10 +161,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // the InfrahubSync when this process has not joined it yet.
 func (r *Reconciler) startSpan(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) (context.Context, trace.Span) {
 	// Joined once, and only while the request is newer than the last listing: after a
-	// restart, an old webhook's trace is not joined again.
+	// restart, an old webhook's trace is not joined again. lastSyncTime keeps whole
+	// seconds, so the request is compared at that precision: one made in the second of
+	// the last listing is taken as listed (its sync gets a trace of its own) rather than
+	// risk joining a trace already synced.
 	parent := ihs.Annotations[tracing.TraceparentAnnotation]
 	requested, err := time.Parse(time.RFC3339Nano, ihs.Annotations[vidrav1alpha1.RequestedAtAnnotation])
-	pending := err == nil && (ihs.Status.LastSyncTime == nil || requested.After(ihs.Status.LastSyncTime.Time))
+	pending := err == nil && (ihs.Status.LastSyncTime == nil || requested.Truncate(time.Second).After(ihs.Status.LastSyncTime.Time))
 	if last, _ := r.traced.Load(ihs.Name); parent != "" && pending && last != parent {
 		r.traced.Store(ihs.Name, parent)
 		ctx = tracing.Extract(ctx, ihs)
