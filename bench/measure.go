@@ -9,12 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/testfleet"
 )
 
@@ -106,7 +106,7 @@ func (b *bench) waitReady(ctx context.Context, names []string, timeout time.Dura
 			return fmt.Errorf("wait for Ready: %w", err)
 		}
 		for i := range list.Items {
-			if isReady(&list.Items[i]) {
+			if conditions.IsReady(&list.Items[i]) {
 				delete(waiting, list.Items[i].Name)
 			}
 		}
@@ -118,7 +118,7 @@ func (b *bench) waitReady(ctx context.Context, names []string, timeout time.Dura
 			return fmt.Errorf("wait for Ready: %w", err)
 		}
 		for ev := range w.ResultChan() {
-			if vr, ok := ev.Object.(*vidrav1alpha1.VidraResource); ok && isReady(vr) {
+			if vr, ok := ev.Object.(*vidrav1alpha1.VidraResource); ok && conditions.IsReady(vr) {
 				delete(waiting, vr.Name)
 			}
 			if len(waiting) == 0 {
@@ -131,11 +131,6 @@ func (b *bench) waitReady(ctx context.Context, names []string, timeout time.Dura
 		}
 		// The watch ended (a timeout on the server's side): list and watch again.
 	}
-}
-
-func isReady(vr *vidrav1alpha1.VidraResource) bool {
-	c := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == vr.Generation
 }
 
 // workload is one delivery measured against the tight-loop limit of the same objects.
