@@ -18,7 +18,7 @@ import (
 // returns the objects still in progress and those that failed, each with the reason.
 func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref, current map[string]string) (inProgress, failed []string, err error) {
 	for _, ref := range refs {
-		if message, ok := current[key(ref)]; ok {
+		if message, ok := current[ref.Key()]; ok {
 			// As judged last time, message included: an unchanged resync writes nothing.
 			setObjectStatus(vr, ref, string(status.CurrentStatus), message)
 			continue
@@ -60,7 +60,7 @@ func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]vidrav1alpha1.
 	judged := make(map[string]vidrav1alpha1.ManagedResource, len(managed))
 	for _, m := range managed {
 		if ref, ok := refOf(m); ok {
-			judged[key(ref)] = m
+			judged[ref.Key()] = m
 		}
 	}
 	return judged
@@ -72,8 +72,8 @@ func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]vidrav1alpha1.
 func currentUnchanged(applied []apply.Result, judged map[string]vidrav1alpha1.ManagedResource) map[string]string {
 	current := map[string]string{}
 	for _, res := range applied {
-		if m, ok := judged[key(res.Ref)]; ok && res.Action == apply.Unchanged && res.Object == nil && m.Status == string(status.CurrentStatus) {
-			current[key(res.Ref)] = m.Message
+		if m, ok := judged[res.Ref.Key()]; ok && res.Action == apply.Unchanged && res.Object == nil && m.Status == string(status.CurrentStatus) {
+			current[res.Ref.Key()] = m.Message
 		}
 	}
 	return current

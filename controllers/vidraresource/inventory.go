@@ -95,15 +95,10 @@ func managedOf(refs []ownership.Ref) []vidrav1alpha1.ManagedResource {
 	return managed
 }
 
-// key identifies an object whatever the version it is applied as.
-func key(r ownership.Ref) string {
-	return r.GVK.Group + "/" + r.GVK.Kind + "/" + r.Namespace + "/" + r.Name
-}
-
 func sortRefs(refs []ownership.Ref) []ownership.Ref {
 	refs = slices.Clone(refs)
-	slices.SortFunc(refs, func(a, b ownership.Ref) int { return cmp.Compare(key(a), key(b)) })
-	return slices.CompactFunc(refs, func(a, b ownership.Ref) bool { return key(a) == key(b) })
+	slices.SortFunc(refs, func(a, b ownership.Ref) int { return cmp.Compare(a.Key(), b.Key()) })
+	return slices.CompactFunc(refs, func(a, b ownership.Ref) bool { return a.Key() == b.Key() })
 }
 
 func union(a, b []ownership.Ref) []ownership.Ref {
@@ -114,11 +109,11 @@ func union(a, b []ownership.Ref) []ownership.Ref {
 func difference(a, b []ownership.Ref) []ownership.Ref {
 	in := map[string]bool{}
 	for _, r := range b {
-		in[key(r)] = true
+		in[r.Key()] = true
 	}
 	var out []ownership.Ref
 	for _, r := range a {
-		if !in[key(r)] {
+		if !in[r.Key()] {
 			out = append(out, r)
 		}
 	}

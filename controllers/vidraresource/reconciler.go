@@ -282,7 +282,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	var kept []ownership.Ref
 	for _, ref := range desired {
 		if !slices.ContainsFunc(results, func(res apply.Result) bool {
-			return (res.Action == apply.NotManaged || res.Action == apply.UsedAsItIs) && key(res.Ref) == key(ref)
+			return (res.Action == apply.NotManaged || res.Action == apply.UsedAsItIs) && res.Ref.Key() == ref.Key()
 		}) {
 			kept = append(kept, ref)
 		}
@@ -721,9 +721,9 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 func inInventory(refs []ownership.Ref) func(ownership.Ref) bool {
 	in := make(map[string]bool, len(refs))
 	for _, ref := range refs {
-		in[key(ref)] = true
+		in[ref.Key()] = true
 	}
-	return func(ref ownership.Ref) bool { return in[key(ref)] }
+	return func(ref ownership.Ref) bool { return in[ref.Key()] }
 }
 
 // appliedReader serves reads of the objects an apply just returned from them, and the
@@ -737,7 +737,7 @@ func withApplied(c client.Client, results []apply.Result) client.Client {
 	applied := map[string]*unstructured.Unstructured{}
 	for _, res := range results {
 		if res.Object != nil {
-			applied[key(res.Ref)] = res.Object
+			applied[res.Ref.Key()] = res.Object
 		}
 	}
 	return appliedReader{Client: c, applied: applied}
@@ -749,7 +749,7 @@ func (a appliedReader) Get(ctx context.Context, k client.ObjectKey, obj client.O
 		return a.Client.Get(ctx, k, obj, opts...)
 	}
 	ref := ownership.Ref{GVK: u.GroupVersionKind(), Namespace: k.Namespace, Name: k.Name}
-	got, ok := a.applied[key(ref)]
+	got, ok := a.applied[ref.Key()]
 	if !ok || got.GroupVersionKind() != u.GroupVersionKind() {
 		return a.Client.Get(ctx, k, obj, opts...)
 	}

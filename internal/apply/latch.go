@@ -33,15 +33,10 @@ type latch struct {
 	joiners map[string]bool
 }
 
-// latchKey names an object whatever the version it is applied as.
-func latchKey(ref ownership.Ref) string {
-	return ref.GVK.Group + "/" + ref.GVK.Kind + "/" + ref.Namespace + "/" + ref.Name
-}
-
 // acquire waits for the object's turn and returns its latch, with what the previous
 // holder left of the object.
 func (l *Latches) acquire(ctx context.Context, ref ownership.Ref, joiner string) (*latch, error) {
-	key := latchKey(ref)
+	key := ref.Key()
 	l.mu.Lock()
 	if l.latches == nil {
 		l.latches = map[string]*latch{}
@@ -76,7 +71,7 @@ func (l *Latches) joinersOf(ref ownership.Ref) []string {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lt := l.latches[latchKey(ref)]
+	lt := l.latches[ref.Key()]
 	if lt == nil {
 		return nil
 	}
@@ -87,7 +82,7 @@ func (l *Latches) joinersOf(ref ownership.Ref) []string {
 func (l *Latches) release(ref ownership.Ref, lt *latch, last *metav1.PartialObjectMetadata, joiner string) {
 	lt.last = last
 	lt.turn <- struct{}{}
-	l.leave(latchKey(ref), lt, joiner)
+	l.leave(ref.Key(), lt, joiner)
 }
 
 func (l *Latches) leave(key string, lt *latch, joiner string) {

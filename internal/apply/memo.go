@@ -36,7 +36,7 @@ func (m *Memo) recall(owner string, ref ownership.Ref) *metav1.PartialObjectMeta
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if obj := m.objects[memoKey{owner, latchKey(ref)}]; obj != nil {
+	if obj := m.objects[memoKey{owner, ref.Key()}]; obj != nil {
 		return obj.DeepCopy()
 	}
 	return nil
@@ -50,7 +50,7 @@ func (m *Memo) unchanged(owner string, ref ownership.Ref, declared, resourceVers
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	a, ok := m.applied[memoKey{owner, latchKey(ref)}]
+	a, ok := m.applied[memoKey{owner, ref.Key()}]
 	return ok && a.declared == declared && a.resourceVersion == resourceVersion
 }
 
@@ -67,7 +67,7 @@ func (m *Memo) remember(owner, fieldManager string, ref ownership.Ref, obj *meta
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	key := memoKey{owner, latchKey(ref)}
+	key := memoKey{owner, ref.Key()}
 	if m.applied == nil {
 		m.applied = map[memoKey]appliedAs{}
 	}
@@ -101,8 +101,8 @@ func (m *Memo) forget(owner string, ref ownership.Ref) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.objects, memoKey{owner, latchKey(ref)})
-	delete(m.applied, memoKey{owner, latchKey(ref)})
+	delete(m.objects, memoKey{owner, ref.Key()})
+	delete(m.applied, memoKey{owner, ref.Key()})
 }
 
 // Forget drops everything remembered for owner (it is gone, or its cluster is).

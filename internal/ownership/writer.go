@@ -38,6 +38,12 @@ type Ref struct {
 	Name      string
 }
 
+// Key identifies the object whatever API version names it: group, kind, namespace and
+// name, for maps and sets.
+func (r Ref) Key() string {
+	return r.GVK.Group + "/" + r.GVK.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
 func (r Ref) String() string {
 	if r.Namespace == "" {
 		return fmt.Sprintf("%s %s", r.GVK.Kind, r.Name)
