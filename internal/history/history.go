@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // Body is a revision's content: a manifest, or the digest of content in the store.
@@ -148,8 +149,9 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 	}
 	rec := Recorded{Pending: pending(revisions, e.Delivered), Read: true}
 	keep := func(named []vidrav1alpha1.ManagedResource) func(*appsv1.ControllerRevision) bool {
+		recorded := nameSet(e.Owned, named)
 		return func(cr *appsv1.ControllerRevision) bool {
-			return cr.Revision > e.Delivered && !covers(append(slices.Clone(e.Owned), named...), inventoryOf(cr))
+			return cr.Revision > e.Delivered && !recorded.covers(inventoryOf(cr))
 		}
 	}
 	if e.Limit <= 0 {
@@ -255,17 +257,27 @@ func (h *History) Pending(ctx context.Context, vr *vidrav1alpha1.VidraResource) 
 // identity is an inventory entry's object, whatever version names it.
 func identity(m vidrav1alpha1.ManagedResource) string {
 	gv, _ := schema.ParseGroupVersion(m.APIVersion)
-	return gv.Group + "/" + m.Kind + "/" + m.Namespace + "/" + m.Name
+	return ownership.Ref{GVK: gv.WithKind(m.Kind), Namespace: m.Namespace, Name: m.Name}.Key()
 }
 
-// covers says whether have names every object of want.
-func covers(have, want []vidrav1alpha1.ManagedResource) bool {
-	named := make(map[string]bool, len(have))
-	for _, m := range have {
-		named[identity(m)] = true
+// names is a set of objects, by identity.
+type names map[string]bool
+
+// nameSet is the objects the lists name.
+func nameSet(lists ...[]vidrav1alpha1.ManagedResource) names {
+	n := names{}
+	for _, list := range lists {
+		for _, m := range list {
+			n[identity(m)] = true
+		}
 	}
+	return n
+}
+
+// covers says whether n names every object of want.
+func (n names) covers(want []vidrav1alpha1.ManagedResource) bool {
 	for _, m := range want {
-		if !named[identity(m)] {
+		if !n[identity(m)] {
 			return false
 		}
 	}
@@ -275,10 +287,7 @@ func covers(have, want []vidrav1alpha1.ManagedResource) bool {
 // union is a's entries and those of b that a does not name.
 func union(a, b []vidrav1alpha1.ManagedResource) []vidrav1alpha1.ManagedResource {
 	out := slices.Clone(a)
-	named := make(map[string]bool, len(a)+len(b))
-	for _, m := range a {
-		named[identity(m)] = true
-	}
+	named := nameSet(a)
 	for _, m := range b {
 		if id := identity(m); !named[id] {
 			named[id] = true
@@ -301,7 +310,9 @@ func pending(revisions []appsv1.ControllerRevision, delivered int64) []vidrav1al
 // inventoryOf is what a revision names; nil when it names nothing or cannot be read (a
 // revision recorded before revisions held inventories).
 func inventoryOf(cr *appsv1.ControllerRevision) []vidrav1alpha1.ManagedResource {
-	var d data
+	var d struct { // only the inventory: the content is not decoded
+		Inventory []vidrav1alpha1.ManagedResource `json:"inventory"`
+	}
 	if err := json.Unmarshal(cr.Data.Raw, &d); err != nil {
 		return nil
 	}
@@ -517,7 +528,9 @@ func Digests(reader client.Reader, namespace string) func(context.Context) (map[
 		}
 		named := map[string]bool{}
 		for i := range list.Items {
-			var d data
+			var d struct { // only the content's reference: no manifest or inventory decoded
+				Content *vidrav1alpha1.ContentReference `json:"content"`
+			}
 			if err := json.Unmarshal(list.Items[i].Data.Raw, &d); err == nil && d.Content != nil {
 				named[d.Content.Digest] = true
 			}
