@@ -359,8 +359,8 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 	return p, nil
 }
 
-// fail stops the rollout at wave w: with Rollback its failed clusters return to the
-// stable revision.
+// fail stops the rollout at wave w: with Rollback every cluster of the wave that took
+// the revision (pinned ones aside) returns to the stable revision.
 func (p *rolloutPlan) fail(in rolloutInput, w wave, failed []clusterView, timeout time.Duration) {
 	st := &p.status
 	names := make([]string, 0, len(failed))
@@ -377,7 +377,7 @@ func (p *rolloutPlan) fail(in rolloutInput, w wave, failed []clusterView, timeou
 		st.Phase = vidrav1alpha1.RolloutRolledBack
 		var back []string
 		for _, c := range w.clusters {
-			if !c.pinned && c.atTarget { // the failed clusters among them
+			if !c.pinned && c.atTarget {
 				p.moves[c.name] = toStable
 				back = append(back, c.name)
 			}

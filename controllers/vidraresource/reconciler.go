@@ -212,9 +212,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{}, err
 	}
 	engine := r.engine(vr, dest)
-	// What is known spares reads: objects new to the inventory are created without one.
 	previous := refsFromStatus(vr.Status.ManagedResources)
-	engine.Applied = inInventory(previous)
 	engine.Seen = seen
 	shared := r.sharedApplyOf(dest.name)
 	engine.Latches, engine.Memo = &shared.latches, &shared.memo
@@ -248,6 +246,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		r.event(vr, corev1.EventTypeWarning, "HistoryFailed", "revision not recorded: "+err.Error())
 	}
 	previous = union(previous, pending)
+	// What is known spares reads: objects new to the inventory are created without one.
 	engine.Applied = inInventory(previous)
 	if !recorded {
 		if err := r.recordInventory(ctx, vr, union(previous, desired)); err != nil {
