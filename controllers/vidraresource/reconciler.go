@@ -310,13 +310,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 
 // changedCluster says whether any result changed an object on the cluster.
 func changedCluster(results []apply.Result) bool {
-	return slices.ContainsFunc(results, func(res apply.Result) bool {
-		switch res.Action {
-		case apply.Unchanged, apply.UsedAsItIs, apply.Failed, apply.NotManaged, apply.Conflicted:
-			return false
-		}
-		return res.Err == nil
-	})
+	return slices.ContainsFunc(results, func(res apply.Result) bool { return res.Action.Changes() && res.Err == nil })
 }
 
 // rememberUsedAsItIs remembers the destination namespaces the apply found to exist and
@@ -613,13 +607,12 @@ func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []app
 	var changed []apply.Action
 	byAction := map[apply.Action][]string{}
 	for _, res := range results {
-		switch res.Action {
-		case apply.Unchanged, apply.UsedAsItIs:
-		case apply.Failed, apply.NotManaged:
+		switch {
+		case res.Action == apply.Failed || res.Action == apply.NotManaged:
 			add(corev1.EventTypeWarning, string(res.Action), res.Err.Error())
-		case apply.Conflicted:
+		case res.Action == apply.Conflicted:
 			add(corev1.EventTypeWarning, vidrav1alpha1.ReasonConflict, fmt.Sprintf("%s: fields held by another owner: %v", res.Ref, res.Conflicts))
-		default:
+		case res.Action.Changes():
 			if _, ok := byAction[res.Action]; !ok {
 				changed = append(changed, res.Action)
 			}

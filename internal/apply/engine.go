@@ -61,6 +61,16 @@ const (
 	Failed Action = "Failed"
 )
 
+// Changes says whether the action changed the object on its cluster (created, updated,
+// repaired, deleted, released...), as against leaving it or failing.
+func (a Action) Changes() bool {
+	switch a {
+	case Unchanged, UsedAsItIs, Failed, NotManaged, Conflicted:
+		return false
+	}
+	return true
+}
+
 // Result is what happened to one object.
 type Result struct {
 	Ref       ownership.Ref
