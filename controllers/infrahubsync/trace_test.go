@@ -5,28 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/tracing/otlptest"
 )
 
 // A sync joins the trace of the request that asked for it only while that request is
 // newer than the last listing, judged at lastSyncTime's precision (whole seconds): a
 // request listed in the same second is not joined again after a restart.
 func TestASyncJoinsOnlyATraceNotListedYet(t *testing.T) {
-	provider := sdktrace.NewTracerProvider()
-	previous, previousPropagator := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(provider)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() {
-		_ = provider.Shutdown(context.Background())
-		otel.SetTracerProvider(previous)
-		otel.SetTextMapPropagator(previousPropagator)
-	})
+	otlptest.UseProvider(t)
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	listed := metav1.NewTime(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)) // as stored: whole seconds
 	for _, tc := range []struct {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,21 +14,14 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/tracing/otlptest"
 )
 
 // The VM restarts a change causes join that change's trace, carried on the VidraResource
 // as the InfrahubSync writes it.
 func TestVMRestartsJoinTheTraceOfTheirChange(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
-	provider := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	previous, previousPropagator := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(provider)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() {
-		_ = provider.Shutdown(context.Background())
-		otel.SetTracerProvider(previous)
-		otel.SetTextMapPropagator(previousPropagator)
-	})
+	otlptest.UseProvider(t, sdktrace.WithSyncer(spans))
 
 	startOperator(t)
 	member := fleet.Members[0]
