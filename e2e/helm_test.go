@@ -475,14 +475,13 @@ func TestHelmChart(t *testing.T) {
 			return ctx
 		}).
 		Assess("a VidraResource delivers a ConfigMap to the member", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			vrApplied = true
-			created := kubectl(ctx, t, []byte(`apiVersion: infrahub.operators.com/v1alpha1
+			vr := []byte(`apiVersion: infrahub.operators.com/v1alpha1
 kind: VidraResource
 metadata:
-  name: `+vrName+`
+  name: ` + vrName + `
 spec:
   destination:
-    cluster: `+clusterName+`
+    cluster: ` + clusterName + `
     namespace: helm-hello
   manifest: |
     apiVersion: v1
@@ -491,7 +490,14 @@ spec:
       name: greeting
     data:
       text: delivered with the chart's rights
-`), "create", "-f", "-", "-o", "jsonpath={.metadata.finalizers}")
+`)
+			// An admission policy takes effect once the API server has loaded it, a moment
+			// after helm created it: a server-side dry run says when, and creates nothing.
+			testfleet.Eventually(t, 30*time.Second, "the chart's finalizer policy in effect", func() (bool, error) {
+				return strings.Contains(kubectl(ctx, t, vr, "create", "--dry-run=server", "-f", "-", "-o", "jsonpath={.metadata.finalizers}"), vidrav1alpha1.VidraResourceFinalizer), nil
+			})
+			vrApplied = true
+			created := kubectl(ctx, t, vr, "create", "-f", "-", "-o", "jsonpath={.metadata.finalizers}")
 			// The create's own response: the chart's MutatingAdmissionPolicy gave the
 			// finalizer, before the operator could.
 			if !strings.Contains(created, vidrav1alpha1.VidraResourceFinalizer) {
