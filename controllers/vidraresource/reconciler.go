@@ -81,6 +81,9 @@ type Reconciler struct {
 	Policies PolicySource
 	// revisions holds, per VidraResource, the revision this process last recorded.
 	revisions sync.Map
+	// handovers counts, per destination label, the times this replica lost the cluster
+	// to another (an *atomic.Int64): a memo taken before a loss is never trusted after it.
+	handovers sync.Map
 }
 
 func (r *Reconciler) book() *conflictBook {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,8 +37,8 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 		limit = int(*vr.Spec.HistoryLimit)
 	}
 	delivered := vr.Status.Revision
-	memo := revisionMemo{uid: string(vr.UID), digest: digest, revision: delivered, limit: limit, cluster: vr.Status.Cluster}
-	if last, ok := r.revisions.Load(vr.Name); ok && last.(revisionMemo).same(memo) {
+	memo := r.revisionMemoOf(vr, digest, limit)
+	if r.recalls(vr.Name, memo) {
 		// Recorded by this process, and the status says it was delivered: nothing is
 		// pending, and what is new to the status is recorded there (the revision names
 		// what it applied then, not what this reconcile applies).
@@ -59,6 +60,9 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 		return false, pending, err
 	}
 	vr.Status.Revision = rec.Number
+	// memo keeps the handover count read before the history was: had the cluster
+	// changed hands since, another replica may have recorded revisions, and recalls no
+	// longer matches it.
 	memo.revision = rec.Number
 	r.revisions.Store(vr.Name, memo)
 	// Only a revision the status does not name yet (new, renumbered, or pending from a
@@ -67,9 +71,31 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	return rec.Number > delivered && covers(refsFromStatus(rec.Inventory), desired), pending, nil
 }
 
+// revisionMemoOf is what a memo of the VidraResource's revision would say now.
+func (r *Reconciler) revisionMemoOf(vr *vidrav1alpha1.VidraResource, digest string, limit int) revisionMemo {
+	return revisionMemo{
+		uid: string(vr.UID), digest: digest, revision: vr.Status.Revision, limit: limit,
+		cluster: vr.Status.Cluster, handovers: r.handoversOf(vr.Status.Cluster).Load(),
+	}
+}
+
+// recalls says whether this process last recorded memo's revision for the VidraResource,
+// with no handover of its cluster since.
+func (r *Reconciler) recalls(name string, memo revisionMemo) bool {
+	last, ok := r.revisions.Load(name)
+	return ok && last.(revisionMemo).same(memo)
+}
+
+func (r *Reconciler) handoversOf(cluster string) *atomic.Int64 {
+	n, _ := r.handovers.LoadOrStore(cluster, new(atomic.Int64))
+	return n.(*atomic.Int64)
+}
+
 // forgetRevisions forgets what this process recorded for the VidraResources of a cluster
-// another replica now owns: that one may record revisions meanwhile.
+// another replica now owns: that one may record revisions meanwhile. A reconcile still
+// running records its memo afterwards; the handover count tells that memo apart.
 func (r *Reconciler) forgetRevisions(cluster string) {
+	r.handoversOf(cluster).Add(1)
 	r.revisions.Range(func(name, memo any) bool {
 		if memo.(revisionMemo).cluster == cluster {
 			r.revisions.Delete(name)
@@ -89,6 +115,8 @@ type revisionMemo struct {
 	limit       int
 	// cluster is the VidraResource's destination, to forget the memo when it moves.
 	cluster string
+	// handovers is how many times this replica had lost the cluster when the memo was taken.
+	handovers int64
 }
 
 // same says whether o is the memo's revision, whatever the cluster.

@@ -92,14 +92,14 @@ func TestCollectorShowsTheFleetAsTheHubHasIt(t *testing.T) {
 
 	c := fleetmetrics.New(hub, logr.Discard())
 	want := `
-# HELP vidra_resource_ready 1 when the VidraResource is Ready for its current generation, else 0.
+# HELP vidra_resource_ready 1 when the VidraResource is Ready for its current generation, else 0; absent while suspended.
 # TYPE vidra_resource_ready gauge
 vidra_resource_ready{cluster="edge-1",infrahubsync="site",vidraresource="db"} 0
 vidra_resource_ready{cluster="edge-1",infrahubsync="site",vidraresource="web"} 1
 # HELP vidra_rollout_failed 1 while the InfrahubSync's progressive rollout is Failed or RolledBack, else 0; absent for syncs without a rollout.
 # TYPE vidra_rollout_failed gauge
 vidra_rollout_failed{infrahubsync="site"} 1
-# HELP vidra_sync_ready 1 when the InfrahubSync is Ready for its current generation, else 0.
+# HELP vidra_sync_ready 1 when the InfrahubSync is Ready for its current generation, else 0; absent while suspended.
 # TYPE vidra_sync_ready gauge
 vidra_sync_ready{infrahubsync="site"} 0
 # HELP vidra_cluster_phase 1 for the phase the enrolled cluster's VidraCluster shows (Engaged, Unreachable, Rejected), whether or not it was ever engaged.

@@ -123,7 +123,7 @@ func (p Policy) Check(objects []Object, destination, serviceAccount string) *Den
 		}
 		switch {
 		case p.AllowedClusterKinds != nil && !slices.Contains(p.AllowedClusterKinds, gk):
-			return &DeniedError{Object: o.String(), Rule: fmt.Sprintf("cluster-scoped kinds allowed: %s (%s)", kinds(p.AllowedClusterKinds), vidrav1alpha1.AllowedClusterKindsAnnotation)}
+			return &DeniedError{Object: o.String(), Rule: fmt.Sprintf("cluster-scoped kinds allowed: %s (%s)", p.kindsRule(), vidrav1alpha1.AllowedClusterKindsAnnotation)}
 		case p.AllowedClusterKinds == nil && p.AllowedNamespaces != nil:
 			return &DeniedError{Object: o.String(), Rule: "no cluster-scoped kind is allowed beside the allowed namespaces (" + vidrav1alpha1.AllowedClusterKindsAnnotation + " lists those that are)"}
 		}
@@ -135,15 +135,11 @@ func (p Policy) namespacesRule() string {
 	return fmt.Sprintf("namespaces allowed: %s (%s)", strings.Join(p.AllowedNamespaces, ", "), vidrav1alpha1.AllowedNamespacesAnnotation)
 }
 
-func kinds(gks []schema.GroupKind) string {
-	if len(gks) == 0 {
+func (p Policy) kindsRule() string {
+	if len(p.AllowedClusterKinds) == 0 {
 		return "none"
 	}
-	parts := make([]string, 0, len(gks))
-	for _, gk := range gks {
-		parts = append(parts, KindName(gk))
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(p.Kinds(), ", ")
 }
 
 // KindName spells a kind as the policy does: Kind.group, or Kind for the core group.

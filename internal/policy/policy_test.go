@@ -53,6 +53,7 @@ func TestCheck(t *testing.T) {
 		{"a cluster-scoped kind", onlyA, []Object{obj("rbac.authorization.k8s.io", "ClusterRole", "", "r")}, "", "", "no cluster-scoped kind"},
 		{"a listed cluster-scoped kind", withRoles, []Object{obj("rbac.authorization.k8s.io", "ClusterRole", "", "r")}, "", "", ""},
 		{"an unlisted cluster-scoped kind", kindsOnly, []Object{obj("apiextensions.k8s.io", "CustomResourceDefinition", "", "c")}, "", "", "CustomResourceDefinition.apiextensions.k8s.io c"},
+		{"the refusal names the kinds allowed", withRoles, []Object{obj("", "Namespace", "", "a"), obj("", "PersistentVolume", "", "pv")}, "", "", "cluster-scoped kinds allowed: ClusterRole.rbac.authorization.k8s.io ("},
 		{"kinds only: namespaced objects anywhere", kindsOnly, []Object{obj("", "ConfigMap", "z", "x")}, "z", "", ""},
 		{"no service account", sa, nil, "", "", "requires spec.serviceAccountName"},
 		{"a service account", sa, nil, "", "deployer", ""},
