@@ -30,6 +30,8 @@ type settings struct {
 	// The bulk workload: many VidraResources of more objects on one member.
 	BulkResources int `json:"bulkResources"`
 	BulkObjects   int `json:"bulkObjectsPerResource"`
+	// The bundle workload: one VidraResource of many objects.
+	BundleObjects int `json:"bundleObjects"`
 	// Rounds is how many times each workload and its limit are measured (medians kept).
 	Rounds int           `json:"rounds"`
 	Resync time.Duration `json:"resyncInterval"`
@@ -52,11 +54,12 @@ func main() {
 	flag.IntVar(&s.BulkResources, "bulk-resources", 200, "VidraResources of the bulk workload, all on the first member; 0 skips it.")
 	flag.IntVar(&s.Rounds, "rounds", 5, "Times each workload, and its tight-loop limit, are measured, alternating; the medians are kept.")
 	flag.IntVar(&s.BulkObjects, "bulk-objects", 25, "Objects (ConfigMaps) per VidraResource of the bulk workload.")
+	flag.IntVar(&s.BundleObjects, "bundle-objects", 5000, "Objects (ConfigMaps) of the bundle workload's one VidraResource, on the first member; 0 skips it.")
 	flag.DurationVar(&s.Resync, "resync", 30*time.Second, "The operator's --resync-interval; the resync phase waits one interval.")
 	flag.BoolVar(&s.Apart, "apart", false, "Deliver each workload a second time with the members' control planes on half of the CPUs and the hub, the operator and the bench on the other half, as separate machines would be.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,drift,isolation,leaks); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,leaks); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -112,6 +115,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"converge", "converge (and its tight-loop limit)", b.measureConverge},
 		{"resync", "an unchanged resync", b.measureResync},
 		{"bulk", "bulk converge on one member (and its limit)", b.measureBulk},
+		{"bundle", "one large bundle on one member (and its limit)", b.measureBundle},
 		{"drift", "drift", b.measureDrift},
 		{"isolation", "isolation", b.measureIsolation},
 		{"leaks", "leak check", b.measureLeaks},

@@ -366,6 +366,20 @@ func (b *bench) measureBulk(ctx context.Context, r *results) error {
 	return b.measureApart(ctx, r, w, b.members[:1])
 }
 
+// measureBundle delivers one VidraResource of many objects to one member: a large
+// bundle, which no other workload's many small ones show.
+func (b *bench) measureBundle(ctx context.Context, r *results) error {
+	if b.BundleObjects == 0 {
+		return nil
+	}
+	w := workload{Name: "bundle", Placement: placementShared, Members: 1, Resources: 1, Objects: b.BundleObjects}
+	if err := b.measureWorkload(ctx, &w, b.members[:1]); err != nil {
+		return err
+	}
+	r.Workloads = append(r.Workloads, w)
+	return b.measureApart(ctx, r, w, b.members[:1])
+}
+
 // measureResync counts what the periodic resync of converged, unchanged VidraResources
 // costs: writes to the members and to the hub, per reconcile.
 func (b *bench) measureResync(ctx context.Context, r *results) error {

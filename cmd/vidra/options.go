@@ -115,8 +115,9 @@ func parseOptions(args []string) (options, error) {
 	})
 	fs.BoolVar(&o.allowInsecureTLS, "allow-insecure-tls", false,
 		"Allow insecure-skip-tls-verify and plain http servers in enrollment kubeconfigs.")
-	fs.Float64Var(&o.clusterQPS, "cluster-qps", 50, "Client QPS towards each engaged cluster.")
-	fs.IntVar(&o.clusterBurst, "cluster-burst", 100, "Client burst towards each engaged cluster.")
+	fs.Float64Var(&o.clusterQPS, "cluster-qps", 0,
+		"Requests per second to each engaged cluster, all of the operator's clients of it together. 0: no client-side limit; the cluster's API Priority and Fairness paces the operator.")
+	fs.IntVar(&o.clusterBurst, "cluster-burst", 100, "Requests to each engaged cluster allowed at once above --cluster-qps, when it is set.")
 	fs.DurationVar(&o.clusterSyncTimeout, "cluster-sync-timeout", 30*time.Second,
 		"How long to wait for an engaged cluster's cache to sync.")
 	fs.DurationVar(&o.clusterProbeInterval, "cluster-probe-interval", 30*time.Second,

@@ -22,6 +22,10 @@ func TestOptionsDefaults(t *testing.T) {
 	if o.hubQPS != 100 || o.hubBurst != 200 || o.pprofBindAddress != "0" {
 		t.Errorf("hub client and pprof defaults = %+v", o)
 	}
+	// Members: no client-side limit unless asked (their API Priority and Fairness paces).
+	if o.clusterQPS != 0 || o.clusterBurst != 100 {
+		t.Errorf("cluster client defaults = %+v", o)
+	}
 	if o.infrahubSecretNamespace != "vidra-system" || o.webhookBindAddress != ":8090" || o.webhookSecret != "" || o.infrahubTimeout.Seconds() != 30 {
 		t.Errorf("Infrahub defaults = %+v", o)
 	}

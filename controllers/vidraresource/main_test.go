@@ -1,10 +1,15 @@
 package vidraresource_test
 
 import (
+	"context"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/internal/content"
@@ -31,9 +36,54 @@ var watches *vidraresource.DriftWatches
 // store is the operator's content store.
 var store *content.Store
 
+// limiters are the engaged clusters' rate limiters: they count, and never throttle.
+var limiters = &countingLimiters{counts: map[multicluster.ClusterName]*atomic.Int64{}}
+
 func TestMain(m *testing.M) {
-	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{},
+	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{ClusterRateLimiter: limiters.forCluster},
 		func(f *testfleet.Fleet, op *testoperator.Operator) {
 			fleet, registry, watches, store = f, op.Registry, op.Watches, op.Content
 		}))
+}
+
+// countingLimiters give each engaged cluster a rate limiter that counts the requests
+// passing it.
+type countingLimiters struct {
+	mu     sync.Mutex
+	counts map[multicluster.ClusterName]*atomic.Int64
+}
+
+func (c *countingLimiters) forCluster(name multicluster.ClusterName) flowcontrol.RateLimiter {
+	return countingLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(), n: c.counter(name)}
+}
+
+// count is how many requests to the cluster have passed its limiters so far.
+func (c *countingLimiters) count(name string) int64 {
+	return c.counter(multicluster.ClusterName(name)).Load()
+}
+
+func (c *countingLimiters) counter(name multicluster.ClusterName) *atomic.Int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counts[name] == nil {
+		c.counts[name] = new(atomic.Int64)
+	}
+	return c.counts[name]
+}
+
+type countingLimiter struct {
+	flowcontrol.RateLimiter
+	n *atomic.Int64
+}
+
+func (l countingLimiter) TryAccept() bool {
+	l.n.Add(1)
+	return true
+}
+
+func (l countingLimiter) Accept() { l.n.Add(1) }
+
+func (l countingLimiter) Wait(context.Context) error {
+	l.n.Add(1)
+	return nil
 }

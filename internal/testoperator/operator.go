@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
@@ -51,6 +53,8 @@ type Options struct {
 	// Unenrolled is how many of the fleet's last members Main leaves for the tests to
 	// enroll.
 	Unenrolled int
+	// ClusterRateLimiter gives each engaged cluster its rate limiter (none by default).
+	ClusterRateLimiter func(multicluster.ClusterName) flowcontrol.RateLimiter
 }
 
 // Operator is Vidra running in the test process.
@@ -82,7 +86,8 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	}
 	provider, err := secret.New(log.WithName("cluster-provider"), secret.Options{
 		Namespace: Namespace, Scheme: scheme, Metrics: prometheus.NewRegistry(), ProbeInterval: time.Second,
-		Cache: cache.Options{DefaultLabelSelector: labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})},
+		RateLimiter: opts.ClusterRateLimiter,
+		Cache:       cache.Options{DefaultLabelSelector: labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})},
 	})
 	if err != nil {
 		return nil, err

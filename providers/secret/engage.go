@@ -67,7 +67,10 @@ func (ec *engagedCluster) stop() {
 // it when connect fails. ctx bounds only the checks; the cluster lives until stop.
 func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, secret types.NamespacedName, hash string, cfg *kubeconfig.Config, namespaces []string) (*engagedCluster, error) {
 	restCfg := rest.CopyConfig(cfg.REST)
-	restCfg.QPS, restCfg.Burst = p.opts.QPS, p.opts.Burst
+	// One limiter on the config, so every client built from it shares it: the cache's,
+	// and those a reconcile builds for its delivery. From QPS and Burst, client-go would
+	// give each REST client (one per kind and client) a bucket of its own.
+	restCfg.QPS, restCfg.Burst, restCfg.RateLimiter = -1, 0, p.opts.RateLimiter(name)
 	restCfg.UserAgent = "vidra/" + string(name)
 	// An own dialer keeps client-go from sharing (and caching forever) the transport, and
 	// lets every connection of a disengaged or rotated cluster be closed.

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,9 +37,15 @@ type Options struct {
 	Namespace string
 	// Policy says which risky kubeconfig features are allowed (none by default).
 	Policy kubeconfig.Policy
-	// QPS and Burst limit each engaged cluster's client (50 and 100).
+	// QPS and Burst limit the requests to each engaged cluster, all of the operator's
+	// clients of it together (Burst 100). QPS 0 sets no client-side limit: the cluster's
+	// API Priority and Fairness paces the operator, as controller-runtime's default does.
 	QPS   float32
 	Burst int
+	// RateLimiter returns the limiter of an engaged cluster, which every request to it
+	// passes, whichever client makes it. Default: a token bucket of QPS and Burst, none
+	// when QPS is 0.
+	RateLimiter func(multicluster.ClusterName) flowcontrol.RateLimiter
 	// SyncTimeout bounds the wait for an engaged cluster's cache to sync (30s).
 	SyncTimeout time.Duration
 	// ProbeInterval and ProbeTimeout pace the health probe of engaged clusters (30s, 5s).
@@ -80,8 +87,16 @@ func (o *Options) defaults() error {
 	if o.Scheme == nil {
 		return errors.New("cluster provider: no scheme given")
 	}
-	setDefault(&o.QPS, 50)
 	setDefault(&o.Burst, 100)
+	if o.RateLimiter == nil {
+		qps, burst := o.QPS, o.Burst
+		o.RateLimiter = func(multicluster.ClusterName) flowcontrol.RateLimiter {
+			if qps <= 0 {
+				return nil
+			}
+			return flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+		}
+	}
 	setDefault(&o.SyncTimeout, 30*time.Second)
 	setDefault(&o.ProbeInterval, 30*time.Second)
 	setDefault(&o.ProbeTimeout, 5*time.Second)
