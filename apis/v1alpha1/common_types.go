@@ -90,6 +90,9 @@ const (
 	// ReasonContentUnavailable: spec.content names content that is missing from the
 	// content store, or that fails its checks; nothing is applied.
 	ReasonContentUnavailable = "ContentUnavailable"
+	// ReasonInventoryTooLarge: the bundle names more objects than a VidraResource can
+	// record within the hub's object size limit; nothing is applied.
+	ReasonInventoryTooLarge = "InventoryTooLarge"
 )
 
 // Condition reasons of an InfrahubSync.

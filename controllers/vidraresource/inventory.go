@@ -2,6 +2,7 @@ package vidraresource
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -81,6 +82,33 @@ func setInventory(vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) {
 	managed := managedOf(refs)
 	vr.Status.ManagedResources = managed
 	vr.Status.ResourceCount = int32(len(managed))
+}
+
+// hubObjectLimit is the most an object on the hub may hold: etcd's default request limit
+// (--max-request-bytes, 1.5 MiB), which managed control planes keep too.
+const hubObjectLimit = 3 << 19
+
+// recordLimit is how much of it a VidraResource's manifest and inventory may take: the
+// rest is for its metadata, managed fields, conditions and preview.
+const recordLimit = hubObjectLimit - 128<<10
+
+// entryOverhead is an inventory entry's JSON beyond its values, its health included.
+var entryOverhead = len(`{"kind":"","apiVersion":"","name":"","namespace":"","status":"InProgress"},`)
+
+// inventoryTooLarge says why the VidraResource cannot record refs, or "" when it can.
+// Recorded before anything is applied, in the status and in the revision, an inventory
+// that does not fit would stop every reconcile at its first write: the bundle must be
+// split instead.
+func inventoryTooLarge(vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) string {
+	size := len(vr.Spec.Manifest)
+	for _, r := range refs {
+		size += entryOverhead + len(r.GVK.Kind) + len(r.GVK.GroupVersion().String()) + len(r.Name) + len(r.Namespace)
+	}
+	if size <= recordLimit {
+		return ""
+	}
+	return fmt.Sprintf("the bundle has %d objects: with their inventory the VidraResource would hold %d KiB, more than the %d KiB it may record under the hub's object size limit (etcd's, %d KiB); split the bundle into several VidraResources",
+		len(refs), size>>10, recordLimit>>10, hubObjectLimit>>10)
 }
 
 // managedOf is the inventory entries naming refs, sorted.

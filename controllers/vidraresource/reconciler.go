@@ -235,6 +235,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// orphans an object: the new revision names it, or else the inventory in status does.
 	// Objects a newer revision recorded before an earlier reconcile stopped are owned too.
 	desired, mapErrs := refsOf(engine, objects)
+	if tooLarge := inventoryTooLarge(vr, desired); tooLarge != "" {
+		markStalled(vr, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
+		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
+		return ctrl.Result{}, nil // terminal until the spec changes
+	}
 	recorded, pending, err := r.recordRevision(ctx, vr, data, previousResult, desired)
 	if errors.Is(err, errHistoryUnread) {
 		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
@@ -509,9 +514,11 @@ func (r *Reconciler) engine(vr *vidrav1alpha1.VidraResource, dest *target) *appl
 	}
 }
 
-// applyParallelism is how many objects of one kind a reconcile applies at once: a bundle
-// of many objects keeps its member busy while the workers wait on the hub.
-const applyParallelism = 4
+// applyParallelism is how many objects of one kind a reconcile applies at once: enough
+// for one large bundle to keep its member busy (at 4, a bundle of 5,000 objects was
+// applied at 0.56 of the tight loop's rate; at 8, 0.63), while many small bundles
+// share the member among the workers anyway.
+const applyParallelism = 8
 
 // recordInventory writes the inventory to status at once, ahead of the apply.
 func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) error {
