@@ -67,3 +67,14 @@ func TestOptionsShardingElectsALeaderAndNamesThePod(t *testing.T) {
 		t.Error("a 1s fence accepted")
 	}
 }
+
+func TestOptionsRefuseAClusterRateLimitThatCannotBeMet(t *testing.T) {
+	for _, args := range [][]string{{"--cluster-qps=-1"}, {"--cluster-qps=20", "--cluster-burst=0"}} {
+		if _, err := parseOptions(args); err == nil {
+			t.Errorf("parseOptions(%v) accepted it", args)
+		}
+	}
+	if o, err := parseOptions([]string{"--cluster-qps=20", "--cluster-burst=40"}); err != nil || o.clusterQPS != 20 || o.clusterBurst != 40 {
+		t.Errorf("parseOptions(20, 40) = %v, %v", o.clusterQPS, err)
+	}
+}

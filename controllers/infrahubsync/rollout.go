@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
@@ -479,6 +480,6 @@ func markRolledOut(ihs *vidrav1alpha1.InfrahubSync, st vidrav1alpha1.RolloutStat
 		status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&ihs.Status.Conditions, metav1.Condition{
-		Type: vidrav1alpha1.ConditionRolledOut, Status: status, Reason: string(st.Phase), Message: st.Message, ObservedGeneration: ihs.Generation,
+		Type: vidrav1alpha1.ConditionRolledOut, Status: status, Reason: string(st.Phase), Message: conditions.Bounded(st.Message), ObservedGeneration: ihs.Generation,
 	})
 }

@@ -95,20 +95,25 @@ const recordLimit = hubObjectLimit - 128<<10
 // entryOverhead is an inventory entry's JSON beyond its values, its health included.
 var entryOverhead = len(`{"kind":"","apiVersion":"","name":"","namespace":"","status":"InProgress"},`)
 
-// inventoryTooLarge says why the VidraResource cannot record refs, or "" when it can.
+// inventoryTooLarge says why the VidraResource cannot record tracked, the objects of its
+// bundle (desired) and those it still tracks until they are released, or "" when it can.
 // Recorded before anything is applied, in the status and in the revision, an inventory
 // that does not fit would stop every reconcile at its first write: the bundle must be
 // split instead.
-func inventoryTooLarge(vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) string {
+func inventoryTooLarge(vr *vidrav1alpha1.VidraResource, desired, tracked []ownership.Ref) string {
 	size := len(vr.Spec.Manifest)
-	for _, r := range refs {
+	for _, r := range tracked {
 		size += entryOverhead + len(r.GVK.Kind) + len(r.GVK.GroupVersion().String()) + len(r.Name) + len(r.Namespace)
 	}
 	if size <= recordLimit {
 		return ""
 	}
-	return fmt.Sprintf("the bundle has %d objects: with their inventory the VidraResource would hold %d KiB, more than the %d KiB it may record under the hub's object size limit (etcd's, %d KiB); split the bundle into several VidraResources",
-		len(refs), size>>10, recordLimit>>10, hubObjectLimit>>10)
+	objects := fmt.Sprintf("%d objects", len(desired))
+	if len(tracked) > len(desired) {
+		objects += fmt.Sprintf(" (%d with those it replaces, tracked until they are released)", len(tracked))
+	}
+	return fmt.Sprintf("the bundle has %s: with their inventory the VidraResource would hold %d KiB, more than the %d KiB it may record under the hub's object size limit (etcd's, %d KiB); split the bundle into several VidraResources",
+		objects, size>>10, recordLimit>>10, hubObjectLimit>>10)
 }
 
 // managedOf is the inventory entries naming refs, sorted.

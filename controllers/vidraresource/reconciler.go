@@ -235,7 +235,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// orphans an object: the new revision names it, or else the inventory in status does.
 	// Objects a newer revision recorded before an earlier reconcile stopped are owned too.
 	desired, mapErrs := refsOf(engine, objects)
-	if tooLarge := inventoryTooLarge(vr, desired); tooLarge != "" {
+	// Until what left the bundle is released, the inventory names it too. A bundle adding
+	// nothing to what is recorded already fits, as it did before.
+	if tooLarge := inventoryTooLarge(vr, desired, union(previous, desired)); len(difference(desired, previous)) > 0 && tooLarge != "" {
 		markStalled(vr, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
 		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
 		return ctrl.Result{}, nil // terminal until the spec changes
@@ -369,6 +371,19 @@ func (r *Reconciler) onEvents(vr *vidrav1alpha1.VidraResource) bool {
 	return r.ReconcileOnEvents || vr.Spec.Destination.ReconcileOnEvents || vr.Spec.ReconcileOnEvents
 }
 
+// listedObjects is how many objects a condition names; the rest are counted. Each one's
+// state is in status.managedResources.
+const listedObjects = 10
+
+// firstFew names the first listedObjects of items and counts the rest: a condition's
+// message may hold 32 KiB, and a bundle may wait for thousands of objects.
+func firstFew(items []string) string {
+	if len(items) <= listedObjects {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more (status.managedResources lists each)", strings.Join(items[:listedObjects], "; "), len(items)-listedObjects)
+}
+
 // reconcileHealth keeps Ready false until every object is Current by kstatus. Status
 // changes do not trigger the drift watches, so progress is polled. Objects the apply
 // just returned are judged as returned, not read again.
@@ -379,10 +394,10 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.Vidr
 		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
 		return ctrl.Result{}, err
 	case len(failed) > 0:
-		markNotReady(vr, vidrav1alpha1.ReasonHealthCheckFailed, "failed: "+strings.Join(failed, "; "))
+		markNotReady(vr, vidrav1alpha1.ReasonHealthCheckFailed, "failed: "+firstFew(failed))
 		return ctrl.Result{RequeueAfter: healthPoll}, nil
 	case len(inProgress) > 0:
-		markNotReady(vr, vidrav1alpha1.ReasonProgressing, "applied; waiting for: "+strings.Join(inProgress, "; "))
+		markNotReady(vr, vidrav1alpha1.ReasonProgressing, "applied; waiting for: "+firstFew(inProgress))
 		setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionTrue, vidrav1alpha1.ReasonProgressing, "waiting for objects to become ready")
 		vr.Status.DeployState = vidrav1alpha1.StateRunning
 		return ctrl.Result{RequeueAfter: healthPoll}, nil

@@ -80,13 +80,16 @@ func (r *Reconciler) revisionMemoOf(vr *vidrav1alpha1.VidraResource, digest stri
 }
 
 // recalls says whether this process last recorded memo's revision for the VidraResource,
-// with no handover of its cluster since.
+// on the same cluster, with no handover of that cluster since.
 func (r *Reconciler) recalls(name string, memo revisionMemo) bool {
 	last, ok := r.revisions.Load(name)
-	return ok && last.(revisionMemo).same(memo)
+	return ok && last.(revisionMemo) == memo
 }
 
 func (r *Reconciler) handoversOf(cluster string) *atomic.Int64 {
+	if n, ok := r.handovers.Load(cluster); ok {
+		return n.(*atomic.Int64)
+	}
 	n, _ := r.handovers.LoadOrStore(cluster, new(atomic.Int64))
 	return n.(*atomic.Int64)
 }
@@ -113,16 +116,11 @@ type revisionMemo struct {
 	uid, digest string
 	revision    int64
 	limit       int
-	// cluster is the VidraResource's destination, to forget the memo when it moves.
+	// cluster is the VidraResource's destination: a memo of another cluster is not
+	// recalled, and one is forgotten when its cluster moves to another replica.
 	cluster string
 	// handovers is how many times this replica had lost the cluster when the memo was taken.
 	handovers int64
-}
-
-// same says whether o is the memo's revision, whatever the cluster.
-func (m revisionMemo) same(o revisionMemo) bool {
-	m.cluster = o.cluster
-	return m == o
 }
 
 // covers says whether recorded names every object of desired.

@@ -41,4 +41,10 @@ func TestARevisionMemoTakenBeforeAHandoverIsNotRecalled(t *testing.T) {
 	if !r.recalls(vr.Name, r.revisionMemoOf(vr, digest, limit)) {
 		t.Fatal("a memo taken after the handover is not recalled")
 	}
+
+	moved := vr.DeepCopy()
+	moved.Status.Cluster = destination.Label("edge-2")
+	if r.recalls(moved.Name, r.revisionMemoOf(moved, digest, limit)) {
+		t.Fatal("a memo of edge-1 is recalled for the VidraResource now on edge-2")
+	}
 }

@@ -29,9 +29,9 @@ func configMapsWithLongNames(prefix string, n int) []byte {
 // A bundle names as many objects as its VidraResource can record (its inventory is
 // written to the hub before anything is applied, where an object may hold 1.5 MiB):
 // 3,800 objects of long names are delivered, inventory and revision included. One of
-// 4,500 would never pass its first write ("etcdserver: request is too large", in the
-// operator's log only, at every retry): it stalls at once, saying why, with nothing
-// applied.
+// 4,500 would fit in its revision, and be applied, but its status never would: every
+// status write failed ("etcdserver: request is too large", in the operator's log only).
+// It stalls at once instead, saying why, with nothing applied.
 func TestABundleIsDeliveredIfItsInventoryFitsAndStalledIfNot(t *testing.T) {
 	ctx := context.Background()
 	member := fleet.Members[0]

@@ -4,6 +4,8 @@
 package conditions
 
 import (
+	"unicode/utf8"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,8 +28,25 @@ func IsReady(obj Object) bool {
 // Set sets one condition, observed at the object's generation.
 func Set(obj Object, conditionType string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(obj.StatusConditions(), metav1.Condition{
-		Type: conditionType, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.GetGeneration(),
+		Type: conditionType, Status: status, Reason: reason, Message: Bounded(message), ObservedGeneration: obj.GetGeneration(),
 	})
+}
+
+// MaxMessage is the longest message a condition may have: the API server refuses a
+// longer one, and with it the whole status.
+const MaxMessage = 32768
+
+// Bounded is message cut to MaxMessage bytes, at a character boundary, saying so.
+func Bounded(message string) string {
+	if len(message) <= MaxMessage {
+		return message
+	}
+	const cut = " … (cut)"
+	end := MaxMessage - len(cut)
+	for end > 0 && !utf8.RuneStart(message[end]) {
+		end--
+	}
+	return message[:end] + cut
 }
 
 // Remove removes one condition.

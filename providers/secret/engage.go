@@ -82,6 +82,9 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	}
 
 	probeCfg := rest.CopyConfig(restCfg)
+	// The probe says whether the cluster answers: never held back by the operator's own
+	// traffic, so --cluster-probe-timeout bounds it.
+	probeCfg.RateLimiter = nil
 	probeCfg.Timeout = p.opts.ProbeTimeout
 	probeHTTP := *httpClient
 	probeHTTP.Timeout = p.opts.ProbeTimeout
