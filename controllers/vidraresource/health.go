@@ -17,10 +17,23 @@ import (
 // It records each object's status in the inventory, so people see it from the hub, and
 // returns the objects still in progress and those that failed, each with the reason.
 func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref, current map[string]string) (inProgress, failed []string, err error) {
+	entries := make(map[string]*vidrav1alpha1.ManagedResource, len(vr.Status.ManagedResources))
+	for i := range vr.Status.ManagedResources {
+		if ref, ok := refOf(vr.Status.ManagedResources[i]); ok {
+			entries[ref.Key()] = &vr.Status.ManagedResources[i]
+		}
+	}
+	// setObjectStatus records an object's kstatus on its inventory entry (found by key: a
+	// bundle may have thousands).
+	setObjectStatus := func(ref ownership.Ref, st, message string) {
+		if m := entries[ref.Key()]; m != nil {
+			m.Status, m.Message = st, message
+		}
+	}
 	for _, ref := range refs {
 		if message, ok := current[ref.Key()]; ok {
 			// As judged last time, message included: an unchanged resync writes nothing.
-			setObjectStatus(vr, ref, string(status.CurrentStatus), message)
+			setObjectStatus(ref, string(status.CurrentStatus), message)
 			continue
 		}
 		u := &unstructured.Unstructured{}
@@ -32,7 +45,7 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 		if err != nil {
 			return nil, nil, fmt.Errorf("compute status of %s: %w", ref, err)
 		}
-		setObjectStatus(vr, ref, string(result.Status), result.Message)
+		setObjectStatus(ref, string(result.Status), result.Message)
 		switch result.Status {
 		case status.CurrentStatus:
 		case status.FailedStatus:
@@ -42,17 +55,6 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 		}
 	}
 	return inProgress, failed, nil
-}
-
-// setObjectStatus records an object's kstatus on its inventory entry.
-func setObjectStatus(vr *vidrav1alpha1.VidraResource, ref ownership.Ref, st, message string) {
-	for i := range vr.Status.ManagedResources {
-		m := &vr.Status.ManagedResources[i]
-		if m.Kind == ref.GVK.Kind && m.Name == ref.Name && m.Namespace == ref.Namespace && m.APIVersion == ref.GVK.GroupVersion().String() {
-			m.Status, m.Message = st, message
-			return
-		}
-	}
 }
 
 // statusOf is the kstatus last recorded of each object of the inventory, by key.
