@@ -610,7 +610,8 @@ func (r *Reconciler) wrote(vr *vidrav1alpha1.VidraResource) {
 
 func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, note string) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(vr, nil, eventType, reason, "Reconcile", "%s", note)
+		// A longer note would be refused, and the Event lost.
+		r.Recorder.Eventf(vr, nil, eventType, reason, "Reconcile", "%s", joinNotes([]string{note}))
 	}
 }
 
