@@ -168,7 +168,7 @@ func parseOptions(args []string) (options, error) {
 	if o.clusterProvider != providerSecret && o.clusterProvider != providerNone {
 		return o, fmt.Errorf("--cluster-provider=%q: want %q or %q", o.clusterProvider, providerSecret, providerNone)
 	}
-	if o.clusterQPS < 0 || (o.clusterQPS > 0 && o.clusterBurst < 1) {
+	if !(o.clusterQPS >= 0) || (o.clusterQPS > 0 && o.clusterBurst < 1) { // NaN too
 		return o, fmt.Errorf("--cluster-qps=%v --cluster-burst=%d: want a rate of 0 (no limit) or more, and a burst of at least 1 with a rate", o.clusterQPS, o.clusterBurst)
 	}
 	if o.sharding {

@@ -444,7 +444,7 @@ func (r *Reconciler) event(ihs *vidrav1alpha1.InfrahubSync, related *vidrav1alph
 		return
 	}
 	if len(note) > maxEventNote {
-		note = note[:maxEventNote-3] + "..."
+		note = strings.ToValidUTF8(note[:maxEventNote-3], "") + "..."
 	}
 	if related == nil {
 		r.Recorder.Eventf(ihs, nil, eventType, reason, "Sync", "%s", note)

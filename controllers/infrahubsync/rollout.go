@@ -252,6 +252,7 @@ func (d *delivery) rollout(ctx context.Context, artifacts []infrahub.Artifact, d
 
 	// Status: the rollout, and the stable content once a revision completed.
 	st := plan.status
+	st.Message = conditions.Bounded(st.Message) // it names clusters and their reasons
 	ihs.Status.Rollout = &st
 	out := make([]vidrav1alpha1.ArtifactStatus, 0, len(arts))
 	for _, ra := range arts {

@@ -29,7 +29,7 @@ func markFailed(ihs *vidrav1alpha1.InfrahubSync, reason, message string) {
 	conditions.MarkNotReady(ihs, reason, message)
 	conditions.Remove(ihs, vidrav1alpha1.ConditionReconciling)
 	ihs.Status.SyncState = vidrav1alpha1.StateFailed
-	ihs.Status.LastError = message
+	ihs.Status.LastError = conditions.Bounded(message)
 }
 
 func markStalled(ihs *vidrav1alpha1.InfrahubSync, reason, message string) {

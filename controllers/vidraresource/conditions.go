@@ -40,7 +40,7 @@ func markReady(vr *vidrav1alpha1.VidraResource, message string, changed bool) {
 func markNotReady(vr *vidrav1alpha1.VidraResource, reason, message string) {
 	conditions.MarkNotReady(vr, reason, message)
 	vr.Status.DeployState = vidrav1alpha1.StateFailed
-	vr.Status.LastError = message
+	vr.Status.LastError = conditions.Bounded(message)
 }
 
 func markStalled(vr *vidrav1alpha1.VidraResource, reason, message string) {

@@ -3,6 +3,7 @@ package vidraresource
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,11 +25,22 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 		}
 	}
 	// setObjectStatus records an object's kstatus on its inventory entry (found by key: a
-	// bundle may have thousands).
+	// bundle may have thousands). Messages are cut, and left out once the inventory's
+	// share of them is spent, so the status stays within what inventoryTooLarge allowed.
+	budget := messageAllowance*len(refs) + messageReserve
 	setObjectStatus := func(ref ownership.Ref, st, message string) {
-		if m := entries[ref.Key()]; m != nil {
-			m.Status, m.Message = st, message
+		m := entries[ref.Key()]
+		if m == nil {
+			return
 		}
+		if len(message) > maxEntryMessage {
+			message = strings.ToValidUTF8(message[:maxEntryMessage-len("...")], "") + "..."
+		}
+		if len(message) > budget {
+			message = ""
+		}
+		budget -= len(message)
+		m.Status, m.Message = st, message
 	}
 	for _, ref := range refs {
 		if message, ok := current[ref.Key()]; ok {

@@ -92,8 +92,19 @@ const hubObjectLimit = 3 << 19
 // rest is for its metadata, managed fields, conditions and preview.
 const recordLimit = hubObjectLimit - 128<<10
 
-// entryOverhead is an inventory entry's JSON beyond its values, its health included.
-var entryOverhead = len(`{"kind":"","apiVersion":"","name":"","namespace":"","status":"InProgress"},`)
+// entryOverhead is an inventory entry's JSON beyond its values, its health included, and
+// a message of messageAllowance bytes ("Resource is always ready", "Deployment is
+// available. Replicas: 3").
+var entryOverhead = len(`{"kind":"","apiVersion":"","name":"","namespace":"","status":"InProgress","message":""},`) + messageAllowance
+
+// An entry's message is cut to maxEntryMessage bytes. The inventory's messages together
+// take at most messageAllowance bytes per entry, and messageReserve more, out of the room
+// recordLimit leaves: a longer one is left out.
+const (
+	maxEntryMessage  = 256
+	messageAllowance = 32
+	messageReserve   = 32 << 10
+)
 
 // inventoryTooLarge says why the VidraResource cannot record tracked, the objects of its
 // bundle (desired) and those it still tracks until they are released, or "" when it can.

@@ -42,9 +42,13 @@ func TestARevisionMemoTakenBeforeAHandoverIsNotRecalled(t *testing.T) {
 		t.Fatal("a memo taken after the handover is not recalled")
 	}
 
+	// A VidraResource that moved to another cluster reads the history: no memo of the
+	// cluster it left stands for it (neither cluster was ever lost here).
+	fresh := &Reconciler{Watches: NewDriftWatches(logr.Discard(), "hub")}
+	fresh.revisions.Store(vr.Name, fresh.revisionMemoOf(vr, digest, limit))
 	moved := vr.DeepCopy()
 	moved.Status.Cluster = destination.Label("edge-2")
-	if r.recalls(moved.Name, r.revisionMemoOf(moved, digest, limit)) {
+	if fresh.recalls(moved.Name, fresh.revisionMemoOf(moved, digest, limit)) {
 		t.Fatal("a memo of edge-1 is recalled for the VidraResource now on edge-2")
 	}
 }

@@ -28,7 +28,7 @@ func configMapsWithLongNames(prefix string, n int) []byte {
 
 // A bundle names as many objects as its VidraResource can record (its inventory is
 // written to the hub before anything is applied, where an object may hold 1.5 MiB):
-// 3,800 objects of long names are delivered, inventory and revision included. One of
+// 3,400 objects of long names are delivered, inventory and revision included. One of
 // 4,500 would fit in its revision, and be applied, but its status never would: every
 // status write failed ("etcdserver: request is too large", in the operator's log only).
 // It stalls at once instead, saying why, with nothing applied.
@@ -36,14 +36,14 @@ func TestABundleIsDeliveredIfItsInventoryFitsAndStalledIfNot(t *testing.T) {
 	ctx := context.Background()
 	member := fleet.Members[0]
 
-	fits, err := store.Put(ctx, configMapsWithLongNames("fits", 3800))
+	fits, err := store.Put(ctx, configMapsWithLongNames("fits", 3400))
 	if err != nil {
 		t.Fatal(err)
 	}
 	deliver(t, "inventory-fits", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "inventory-fits"}, "", withContent(fits))
 	vr := readyWithin(t, "inventory-fits", 3*time.Minute)
-	if vr.Status.ResourceCount != 3801 || vr.Status.Revision == 0 {
-		t.Fatalf("delivered with %d objects in its inventory and revision %d, want 3,800 and the namespace, and a revision", vr.Status.ResourceCount, vr.Status.Revision)
+	if vr.Status.ResourceCount != 3401 || vr.Status.Revision == 0 {
+		t.Fatalf("delivered with %d objects in its inventory and revision %d, want 3,400 and the namespace, and a revision", vr.Status.ResourceCount, vr.Status.Revision)
 	}
 
 	tooMany, err := store.Put(ctx, configMapsWithLongNames("toomany", 4500))

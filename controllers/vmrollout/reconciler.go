@@ -33,6 +33,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/tracing"
@@ -371,6 +372,7 @@ func rolloutCondition(p plan, spec vidrav1alpha1.VMRolloutSpec, actErr error) me
 	if len(p.held) > 0 {
 		c.Message += fmt.Sprintf("; %d VMs need a restart their runStrategy does not allow: %s", len(p.held), strings.Join(p.held, ", "))
 	}
+	c.Message = conditions.Bounded(c.Message) // it names VMs: a bundle may have thousands
 	return c
 }
 

@@ -43,8 +43,8 @@ type Options struct {
 	QPS   float32
 	Burst int
 	// RateLimiter returns the limiter of an engaged cluster, which every request to it
-	// passes, whichever client makes it. Default: a token bucket of QPS and Burst, none
-	// when QPS is 0.
+	// but the health probe passes, whichever client makes it. Default: a token bucket of
+	// QPS and Burst, none when QPS is 0.
 	RateLimiter func(multicluster.ClusterName) flowcontrol.RateLimiter
 	// SyncTimeout bounds the wait for an engaged cluster's cache to sync (30s).
 	SyncTimeout time.Duration

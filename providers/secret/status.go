@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
 
@@ -54,6 +55,7 @@ func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, l
 			ready.Status, ready.Reason = metav1.ConditionFalse, reasonUnreachable
 			ready.Message = fmt.Sprintf("engaged, but %d probes in a row failed; last: %s", ec.failures, probeError)
 		}
+		ready.Message = conditions.Bounded(ready.Message)
 		meta.SetStatusCondition(&s.Conditions, ready)
 		current := metav1.Condition{Type: vidrav1alpha1.ConditionKubeconfigCurrent, Status: metav1.ConditionTrue, Reason: reasonRotated,
 			Message: "the engaged kubeconfig is the Secret's current one"}
@@ -63,6 +65,7 @@ func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, l
 			current.Message = "the Secret's new kubeconfig was not engaged, the previous one still is: " + ec.rotationError
 			s.Message = "kubeconfig rotation failed, still using the previous kubeconfig: " + ec.rotationError
 		}
+		current.Message = conditions.Bounded(current.Message)
 		meta.SetStatusCondition(&s.Conditions, current)
 		s.DeliveryPolicy = policyStatus(ec.policy, ec.policyErr)
 		s.Identity = ec.creds.status(now, p.opts.TokenRenewalPoint)
@@ -89,7 +92,7 @@ func (p *Provider) writeNotEngagedStatus(ctx context.Context, name string, secre
 		s.Message = message
 		s.KubernetesVersion = ""
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-			Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: message,
+			Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: conditions.Bounded(message),
 		})
 		meta.RemoveStatusCondition(&s.Conditions, vidrav1alpha1.ConditionKubeconfigCurrent)
 	})
