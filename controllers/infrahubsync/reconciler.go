@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/tracing"
@@ -443,9 +444,7 @@ func (r *Reconciler) event(ihs *vidrav1alpha1.InfrahubSync, related *vidrav1alph
 	if r.Recorder == nil {
 		return
 	}
-	if len(note) > maxEventNote {
-		note = strings.ToValidUTF8(note[:maxEventNote-3], "") + "..."
-	}
+	note = conditions.Cut(note, maxEventNote, "...")
 	if related == nil {
 		r.Recorder.Eventf(ihs, nil, eventType, reason, "Sync", "%s", note)
 		return

@@ -3,7 +3,6 @@ package vidraresource
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,6 +10,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -33,9 +33,7 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 		if m == nil {
 			return
 		}
-		if len(message) > maxEntryMessage {
-			message = strings.ToValidUTF8(message[:maxEntryMessage-len("...")], "") + "..."
-		}
+		message = conditions.Cut(message, maxEntryMessage, "...")
 		if len(message) > budget {
 			message = ""
 		}

@@ -29,6 +29,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
@@ -672,10 +673,7 @@ func joinNotes(notes []string) string {
 		}
 		note += "; " + n
 	}
-	if len(note) > maxNote {
-		note = strings.ToValidUTF8(note[:maxNote-len("...")], "") + "..."
-	}
-	return note
+	return conditions.Cut(note, maxNote, "...")
 }
 
 func prunes(vr *vidrav1alpha1.VidraResource) bool {

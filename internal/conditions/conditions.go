@@ -4,7 +4,7 @@
 package conditions
 
 import (
-	"unicode/utf8"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,17 +36,19 @@ func Set(obj Object, conditionType string, status metav1.ConditionStatus, reason
 // longer one, and with it the whole status.
 const MaxMessage = 32768
 
-// Bounded is message cut to MaxMessage bytes, at a character boundary, saying so.
+// Bounded is message cut to MaxMessage bytes, saying so.
 func Bounded(message string) string {
-	if len(message) <= MaxMessage {
-		return message
+	return Cut(message, MaxMessage, " … (cut)")
+}
+
+// Cut is text cut to at most limit bytes, at a character boundary, ending in mark when
+// it was cut: for what the API server bounds, such as a condition's message or an
+// Event's note, which it refuses whole when too long.
+func Cut(text string, limit int, mark string) string {
+	if len(text) <= limit {
+		return text
 	}
-	const cut = " … (cut)"
-	end := MaxMessage - len(cut)
-	for end > 0 && !utf8.RuneStart(message[end]) {
-		end--
-	}
-	return message[:end] + cut
+	return strings.ToValidUTF8(text[:limit-len(mark)], "") + mark
 }
 
 // Remove removes one condition.
