@@ -237,11 +237,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// Objects a newer revision recorded before an earlier reconcile stopped are owned too.
 	desired, mapErrs := refsOf(engine, objects)
 	// Until what left the bundle is released, the inventory names it too. A bundle adding
-	// nothing to what is recorded already fits, as it did before.
-	if tooLarge := inventoryTooLarge(vr, desired, union(previous, desired)); len(difference(desired, previous)) > 0 && tooLarge != "" {
-		markStalled(vr, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
-		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
-		return ctrl.Result{}, nil // terminal until the spec changes
+	// nothing to what is recorded already fits, as it did before: a resync is not sized.
+	if added := difference(desired, previous); len(added) > 0 {
+		if tooLarge := inventoryTooLarge(vr, desired, union(previous, added)); tooLarge != "" {
+			markStalled(vr, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
+			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
+			return ctrl.Result{}, nil // terminal until the spec changes
+		}
 	}
 	recorded, pending, err := r.recordRevision(ctx, vr, data, previousResult, desired)
 	if errors.Is(err, errHistoryUnread) {
