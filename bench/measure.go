@@ -358,12 +358,7 @@ func (b *bench) measureBulk(ctx context.Context, r *results) error {
 	if b.BulkResources == 0 {
 		return nil
 	}
-	w := workload{Name: "bulk", Placement: placementShared, Members: 1, Resources: b.BulkResources, Objects: b.BulkObjects}
-	if err := b.measureWorkload(ctx, &w, b.members[:1]); err != nil {
-		return err
-	}
-	r.Workloads = append(r.Workloads, w)
-	return b.measureApart(ctx, r, w, b.members[:1])
+	return b.measureOnFirstMember(ctx, r, "bulk", b.BulkResources, b.BulkObjects)
 }
 
 // measureBundle delivers one VidraResource of many objects to one member: a large
@@ -372,7 +367,13 @@ func (b *bench) measureBundle(ctx context.Context, r *results) error {
 	if b.BundleObjects == 0 {
 		return nil
 	}
-	w := workload{Name: "bundle", Placement: placementShared, Members: 1, Resources: 1, Objects: b.BundleObjects}
+	return b.measureOnFirstMember(ctx, r, "bundle", 1, b.BundleObjects)
+}
+
+// measureOnFirstMember delivers a workload of resources VidraResources of objects each
+// to the first member, shared and (with -apart) apart.
+func (b *bench) measureOnFirstMember(ctx context.Context, r *results, name string, resources, objects int) error {
+	w := workload{Name: name, Placement: placementShared, Members: 1, Resources: resources, Objects: objects}
 	if err := b.measureWorkload(ctx, &w, b.members[:1]); err != nil {
 		return err
 	}
