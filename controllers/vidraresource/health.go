@@ -20,7 +20,7 @@ import (
 func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref, current map[string]string) (inProgress, failed []string, err error) {
 	entries := make(map[string]*vidrav1alpha1.ManagedResource, len(vr.Status.ManagedResources))
 	for i := range vr.Status.ManagedResources {
-		if ref, ok := refOf(vr.Status.ManagedResources[i]); ok {
+		if ref, ok := ownership.EntryRef(vr.Status.ManagedResources[i]); ok {
 			entries[ref.Key()] = &vr.Status.ManagedResources[i]
 		}
 	}
@@ -71,7 +71,7 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]vidrav1alpha1.ManagedResource {
 	judged := make(map[string]vidrav1alpha1.ManagedResource, len(managed))
 	for _, m := range managed {
-		if ref, ok := refOf(m); ok {
+		if ref, ok := ownership.EntryRef(m); ok {
 			judged[ref.Key()] = m
 		}
 	}

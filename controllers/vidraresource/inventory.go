@@ -62,20 +62,11 @@ func scopeInBundle(o *unstructured.Unstructured, objects []*unstructured.Unstruc
 func refsFromStatus(managed []vidrav1alpha1.ManagedResource) []ownership.Ref {
 	refs := make([]ownership.Ref, 0, len(managed))
 	for _, m := range managed {
-		if ref, ok := refOf(m); ok {
+		if ref, ok := ownership.EntryRef(m); ok {
 			refs = append(refs, ref)
 		}
 	}
 	return sortRefs(refs)
-}
-
-// refOf is the object an inventory entry names (false: its apiVersion does not parse).
-func refOf(m vidrav1alpha1.ManagedResource) (ownership.Ref, bool) {
-	gv, err := schema.ParseGroupVersion(m.APIVersion)
-	if err != nil {
-		return ownership.Ref{}, false
-	}
-	return ownership.Ref{GVK: gv.WithKind(m.Kind), Namespace: m.Namespace, Name: m.Name}, true
 }
 
 func setInventory(vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) {

@@ -23,7 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -256,8 +255,8 @@ func (h *History) Pending(ctx context.Context, vr *vidrav1alpha1.VidraResource) 
 
 // identity is an inventory entry's object, whatever version names it.
 func identity(m vidrav1alpha1.ManagedResource) string {
-	gv, _ := schema.ParseGroupVersion(m.APIVersion)
-	return ownership.Ref{GVK: gv.WithKind(m.Kind), Namespace: m.Namespace, Name: m.Name}.Key()
+	ref, _ := ownership.EntryRef(m)
+	return ref.Key()
 }
 
 // names is a set of objects, by identity.

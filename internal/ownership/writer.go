@@ -44,6 +44,13 @@ func (r Ref) Key() string {
 	return r.GVK.Group + "/" + r.GVK.Kind + "/" + r.Namespace + "/" + r.Name
 }
 
+// EntryRef is the object an inventory entry names; false when its apiVersion does not
+// parse (the ref then has no group or version).
+func EntryRef(m vidrav1alpha1.ManagedResource) (Ref, bool) {
+	gv, err := schema.ParseGroupVersion(m.APIVersion)
+	return Ref{GVK: gv.WithKind(m.Kind), Namespace: m.Namespace, Name: m.Name}, err == nil
+}
+
 func (r Ref) String() string {
 	if r.Namespace == "" {
 		return fmt.Sprintf("%s %s", r.GVK.Kind, r.Name)
