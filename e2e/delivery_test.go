@@ -13,8 +13,8 @@ import (
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
 	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/testbundle"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testbundle"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // plugin runs "kubectl vidra ARGS..." (the plugin binary kubectl would run) against the

@@ -16,9 +16,9 @@ import (
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
 	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/testfleet"
-	"github.com/vidra-operator/vidra/internal/tracing/otlptest"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/otlptest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 type infrahubKey struct{}

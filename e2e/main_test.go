@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 var testenv env.Environment
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// KubeVirt's CRDs on every cluster: the hub too, as a standalone cluster running VMs.
-	kubevirtCRDs := "../internal/kubevirtsim/testdata/crds"
+	kubevirtCRDs := "../internal/test/kubevirtsim/testdata/crds"
 	testenv.Setup(fleetenv.StartFleet(testfleet.Options{
 		Members: 2, HubCRDDirectories: []string{vidraCRDs, kubevirtCRDs}, MemberCRDDirectories: []string{kubevirtCRDs},
 	}))

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // pluginExit runs kubectl vidra and returns its output and exit code.

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
-	"github.com/vidra-operator/vidra/internal/kubevirtsim"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/kubevirtsim"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 type simulatorKey struct{}

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Generates the KubeVirt VirtualMachine and VirtualMachineInstance CRDs that tests install
 # on member clusters (KubeVirt itself cannot run here), from kubevirt.io/api, into
-# internal/kubevirtsim/testdata/crds. Usage: hack/kubevirt-crds.sh CONTROLLER_GEN
+# internal/test/kubevirtsim/testdata/crds. Usage: hack/kubevirt-crds.sh CONTROLLER_GEN
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 controller_gen="$(realpath "${1:?usage: $0 CONTROLLER_GEN}")"
 kubevirt_api_version=v1.8.0
-out=internal/kubevirtsim/testdata/crds
+out=internal/test/kubevirtsim/testdata/crds
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // hub is a real kube-apiserver with the generated CRDs installed, shared by the tests of

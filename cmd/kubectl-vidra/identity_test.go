@@ -19,7 +19,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/identity"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // identityClient is a clientset of the member with the kubeconfig of an enrollment Secret.

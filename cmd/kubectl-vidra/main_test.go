@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // fleet is a real hub (Vidra's CRDs installed, no operator running) and one member. The

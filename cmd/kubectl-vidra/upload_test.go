@@ -15,7 +15,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/testbundle"
+	"github.com/vidra-operator/vidra/internal/test/testbundle"
 )
 
 func contentNamespace(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 )
 
 // With a username and password the sync logs in once, keeps its token between syncs,

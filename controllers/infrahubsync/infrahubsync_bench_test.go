@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // BenchmarkWebhookToApplied measures the time from Infrahub delivering a signed artifact

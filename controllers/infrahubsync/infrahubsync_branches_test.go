@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 )
 
 // Two syncs of the same artifact name on different branches — where Infrahub keeps the

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // One artifact name rendered for three targets becomes three VidraResources on the

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 )
 
 // A listing that fails — GraphQL errors in a 200, a server error, a timeout, an answer

@@ -15,9 +15,9 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/testbundle"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testbundle"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // TestArtifactOfRealSizeIsStoredOnceAndDeliveredToEveryCluster: an artifact of more than

@@ -19,8 +19,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // setRing puts a member in a ring ("" takes it out).

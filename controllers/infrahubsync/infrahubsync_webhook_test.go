@@ -15,8 +15,8 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 const webhookKey = "supersecretkey"

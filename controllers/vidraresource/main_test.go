@@ -13,8 +13,8 @@ import (
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/testfleet"
-	"github.com/vidra-operator/vidra/internal/testoperator"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 const (

@@ -13,8 +13,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/testbundle"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testbundle"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 func withContent(digest string) func(*vidrav1alpha1.VidraResource) {

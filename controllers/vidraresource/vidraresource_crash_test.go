@@ -12,8 +12,8 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/testfleet"
-	"github.com/vidra-operator/vidra/internal/testoperator"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // crashAfterRecording leaves a VidraResource as an operator stopped mid-reconcile would:

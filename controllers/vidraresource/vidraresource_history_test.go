@@ -13,8 +13,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/testfleet"
-	"github.com/vidra-operator/vidra/internal/testoperator"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // Each delivered content is a revision, numbered in order; historyLimit bounds how many

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/testfleet"
-	"github.com/vidra-operator/vidra/internal/testoperator"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // setPolicy sets (nil: removes) the delivery policy annotations of a member's enrollment

@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/vidra-operator/vidra/internal/kubevirtsim"
-	"github.com/vidra-operator/vidra/internal/testfleet"
-	"github.com/vidra-operator/vidra/internal/testoperator"
+	"github.com/vidra-operator/vidra/internal/test/kubevirtsim"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // fleet is a hub and two members with KubeVirt's CRDs, enrolled. A KubeVirt simulator
@@ -21,7 +21,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testfleet.Main(m, testfleet.Options{Members: 2, ControllerManager: true, MemberCRDDirectories: []string{"../../internal/kubevirtsim/testdata/crds"}}, func(f *testfleet.Fleet) {
+	os.Exit(testfleet.Main(m, testfleet.Options{Members: 2, ControllerManager: true, MemberCRDDirectories: []string{"../../internal/test/kubevirtsim/testdata/crds"}}, func(f *testfleet.Fleet) {
 		fleet = f
 		if err := setUp(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, "set up KubeVirt simulators:", err)

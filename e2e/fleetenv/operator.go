@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // Operator is a running bin/vidra process.

@@ -26,8 +26,8 @@ import (
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/sharding"
-	"github.com/vidra-operator/vidra/internal/testfleet"
-	"github.com/vidra-operator/vidra/internal/testoperator"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 const (

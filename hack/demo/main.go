@@ -28,9 +28,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/kubevirtsim"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/kubevirtsim"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 func main() {
@@ -115,7 +115,7 @@ func (s *sandbox) startFleet(ctx context.Context, log logr.Logger) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
-	kubevirtCRDs := filepath.Join(s.root, "internal", "kubevirtsim", "testdata", "crds")
+	kubevirtCRDs := filepath.Join(s.root, "internal", "test", "kubevirtsim", "testdata", "crds")
 	vidraCRDs, err := testfleet.CRDDirectory()
 	if err != nil {
 		return err

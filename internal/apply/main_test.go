@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // member is a real destination cluster: server-side apply, conflicts and preconditions

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // hub is a real API server: object size limits, preconditions and ConfigMap validation are

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/infrahub/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 )
 
 const manifestYAML = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  site: %s\n"

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // cluster is a real API server: preconditions and conflicts are its decisions.

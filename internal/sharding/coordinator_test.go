@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/vidra-operator/vidra/internal/sharding"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // hub holds the Leases; the coordinators under test only ever talk to it.

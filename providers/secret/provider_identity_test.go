@@ -18,7 +18,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/identity"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // enrollIdentity does what kubectl vidra enroll does: it creates the identity on the

@@ -10,7 +10,7 @@ import (
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // upstreamEngageLeak marks the goroutine multicluster-runtime v0.24.1 starts for every

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 func rotate(t *testing.T, name string, kubeconfig []byte) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/vidra-operator/vidra/internal/manifest"
-	"github.com/vidra-operator/vidra/internal/testbundle"
+	"github.com/vidra-operator/vidra/internal/test/testbundle"
 )
 
 // TestBundleHasTheSizeAskedAndDecodes: the generated bundle is at least as large as asked

@@ -32,7 +32,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
 	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
-	"github.com/vidra-operator/vidra/internal/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
 
