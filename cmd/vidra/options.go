@@ -8,152 +8,41 @@ import (
 	"time"
 
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/vidra-operator/vidra/operator"
 )
 
-// options are the operator's command-line settings, grouped by concern.
+// options are the binary's command-line settings: the operator's, and what belongs to
+// the process (the hub's kubeconfig, tracing, logging).
 type options struct {
-	// Connection to the hub (or, in standalone mode, the local cluster).
+	// kubeconfig of the hub (or, in standalone mode, the local cluster).
 	kubeconfig string
-	hubQPS     float64
-	hubBurst   int
-
-	// Serving.
-	metricsBindAddress     string
-	healthProbeBindAddress string
-	pprofBindAddress       string
-
-	// High availability.
-	leaderElect             bool
-	leaderElectionNamespace string
-	sharding                bool
-	shardID                 string
-	shardLeaseDuration      time.Duration
-
-	// The fleet: how clusters are enrolled and engaged.
-	clusterProvider        string
-	clusterSecretNamespace string
-	allowKubeconfigExec    bool
-	kubeconfigExecAllow    []string
-	allowInsecureTLS       bool
-	clusterQPS             float64
-	clusterBurst           int
-	clusterSyncTimeout     time.Duration
-	clusterProbeInterval   time.Duration
-	tokenRenewalPoint      float64
-	otlpEndpoint           string
-	clusterProbeTimeout    time.Duration
-
-	// Delivery: how VidraResources are reconciled.
-	hubID                   string
-	disableLocalCluster     bool
-	resyncInterval          time.Duration
-	maxConcurrentReconciles int
-	requestTimeout          time.Duration
-	reconcileOnEvents       bool
-
-	// The content store: large bundles kept on the hub.
-	contentNamespace   string
-	contentGracePeriod time.Duration
-
-	// Infrahub: how InfrahubSyncs read it and hear from it.
-	infrahubSecretNamespace string
-	infrahubTimeout         time.Duration
-	maxConcurrentSyncs      int
-	webhookBindAddress      string
-	webhookSecret           string
-
-	// Logging: controller-runtime's zap flags (--zap-log-level, --zap-encoder, ...).
+	// otlpEndpoint receives the process's traces.
+	otlpEndpoint string
+	// logging: controller-runtime's zap flags (--zap-log-level, --zap-encoder, ...).
 	logging crzap.Options
+	// operator is everything the operator is built from.
+	operator operator.Options
 }
-
-// Cluster providers.
-const (
-	providerSecret = "secret"
-	providerNone   = "none"
-)
-
-const leaderElectionID = "vidra.infrahub.operators.com"
 
 // parseOptions reads args into options; -h prints the usage and returns flag.ErrHelp.
 func parseOptions(args []string) (options, error) {
-	var o options
+	o := options{operator: operator.DefaultOptions()}
+	ns := defaultNamespace()
+	o.operator.LeaderElectionNamespace, o.operator.ClusterSecretNamespace = ns, ns
+	o.operator.ContentNamespace, o.operator.InfrahubSecretNamespace = ns, ns
+	o.operator.ShardID = defaultShardID()
+
 	fs := flag.NewFlagSet("vidra", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"Path to the kubeconfig of the hub cluster. Empty: $KUBECONFIG, then in-cluster config, then ~/.kube/config.")
-	fs.Float64Var(&o.hubQPS, "hub-qps", 100,
-		"Client QPS towards the hub: every VidraResource reconcile writes its status there, so this bounds delivery rate.")
-	fs.IntVar(&o.hubBurst, "hub-burst", 200, "Client burst towards the hub.")
-	fs.StringVar(&o.metricsBindAddress, "metrics-bind-address", ":8080",
-		"Address the Prometheus metrics endpoint binds to; 0 disables it.")
-	fs.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", ":8081",
-		"Address the /healthz and /readyz endpoints bind to; 0 disables them.")
-	fs.StringVar(&o.pprofBindAddress, "pprof-bind-address", "0",
-		"Address Go's pprof endpoints (/debug/pprof) bind to, for profiling; 0 (the default) disables them.")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false,
-		"Elect a leader through a Lease so only one replica reconciles at a time.")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", defaultNamespace(),
-		"Namespace of the leader election Lease.")
-	fs.BoolVar(&o.sharding, "sharding", false,
-		"Split the fleet across replicas: each enrolled cluster is reconciled by one replica at a time, fenced by a Lease per cluster in --leader-election-namespace. Implies --leader-elect (the leader syncs Infrahub and serves the local cluster).")
-	fs.StringVar(&o.shardID, "shard-id", defaultShardID(),
-		"This replica's identity among its peers when --sharding; unique per replica. Default: $POD_NAME, else the host name.")
-	fs.DurationVar(&o.shardLeaseDuration, "shard-lease-duration", 15*time.Second,
-		"How long a cluster's fence Lease outlives its holder's last renewal when --sharding; it is renewed every third of it.")
-	fs.StringVar(&o.clusterProvider, "cluster-provider", providerSecret,
-		"How member clusters are enrolled: 'secret' (labeled kubeconfig Secrets) or 'none' (standalone: only the local cluster, no Secret is read).")
-	fs.StringVar(&o.clusterSecretNamespace, "cluster-secret-namespace", defaultNamespace(),
-		"The only namespace whose labeled kubeconfig Secrets enroll clusters.")
-	fs.BoolVar(&o.allowKubeconfigExec, "allow-kubeconfig-exec", false,
-		"Allow exec credential plugins and auth-provider plugins in enrollment kubeconfigs (exec plugins must also be in --kubeconfig-exec-allowlist).")
-	fs.Func("kubeconfig-exec-allowlist", "Comma-separated exec plugin commands allowed with --allow-kubeconfig-exec.", func(v string) error {
-		for _, c := range strings.Split(v, ",") {
-			if c = strings.TrimSpace(c); c != "" {
-				o.kubeconfigExecAllow = append(o.kubeconfigExecAllow, c)
-			}
-		}
-		return nil
-	})
-	fs.BoolVar(&o.allowInsecureTLS, "allow-insecure-tls", false,
-		"Allow insecure-skip-tls-verify and plain http servers in enrollment kubeconfigs.")
-	fs.Float64Var(&o.clusterQPS, "cluster-qps", 0,
-		"Requests per second to each engaged cluster, all of the operator's clients of it together. 0: no client-side limit; the cluster's API Priority and Fairness paces the operator.")
-	fs.IntVar(&o.clusterBurst, "cluster-burst", 100, "Requests to each engaged cluster allowed at once above --cluster-qps, when it is set.")
-	fs.DurationVar(&o.clusterSyncTimeout, "cluster-sync-timeout", 30*time.Second,
-		"How long to wait for an engaged cluster's cache to sync.")
-	fs.DurationVar(&o.clusterProbeInterval, "cluster-probe-interval", 30*time.Second,
-		"How often each engaged cluster's API server is probed.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "",
 		"OTLP/HTTP endpoint URL to send traces to (such as http://otel-collector:4318). Empty: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; with neither set, tracing is off. The other OTEL_EXPORTER_OTLP_* variables apply.")
-	fs.Float64Var(&o.tokenRenewalPoint, "token-renewal-point", 2.0/3,
-		"The fraction of its lifetime after which the token of an identity kubectl vidra enroll created is renewed (between 0 and 1); checked at every probe.")
-	fs.DurationVar(&o.clusterProbeTimeout, "cluster-probe-timeout", 5*time.Second,
-		"Timeout of one probe (and of reaching a cluster when it is enrolled).")
-	fs.StringVar(&o.hubID, "hub-id", "",
-		"This operator's identity in the owners sets of applied objects, so hubs sharing a member never take each other's objects. Empty: derived from the UID of the hub's kube-system namespace.")
-	fs.BoolVar(&o.disableLocalCluster, "disable-local-cluster", false,
-		"Refuse destinations that name the cluster the operator runs in.")
-	fs.DurationVar(&o.resyncInterval, "resync-interval", 10*time.Minute,
-		"Reapply every VidraResource at least this often, whatever the watches report.")
-	fs.BoolVar(&o.reconcileOnEvents, "reconcile-on-events", false,
-		"Repair drift on every VidraResource as the destination reports it, as if each had destination.reconcileOnEvents: true. Off: only those that ask for it; the others wait for --resync-interval.")
-	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 10,
-		"VidraResources reconciled at once.")
-	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second,
-		"Timeout of every request to a destination cluster, so one hung cluster holds no worker for long.")
-	fs.StringVar(&o.contentNamespace, "content-namespace", defaultNamespace(),
-		"Namespace of the content store: ConfigMaps holding bundles too large to be inline in a VidraResource (compressed, content-addressed, in chunks).")
-	fs.DurationVar(&o.contentGracePeriod, "content-grace-period", 10*time.Minute,
-		"How long stored content that no VidraResource names is kept after it was last stored, so an upload can be named before it is collected.")
-	fs.StringVar(&o.infrahubSecretNamespace, "infrahub-secret-namespace", defaultNamespace(),
-		"The only namespace InfrahubSyncs' credentials and CA Secrets are read from.")
-	fs.DurationVar(&o.infrahubTimeout, "infrahub-timeout", 30*time.Second,
-		"Timeout of every request to Infrahub.")
-	fs.IntVar(&o.maxConcurrentSyncs, "max-concurrent-syncs", 4,
-		"InfrahubSyncs synced at once.")
-	fs.StringVar(&o.webhookBindAddress, "webhook-bind-address", ":8090",
-		"Address Infrahub's webhooks (POST /hooks/infrahub) are received on; 0 disables them.")
-	fs.StringVar(&o.webhookSecret, "infrahub-webhook-secret", "",
-		"Secret, in --infrahub-secret-namespace, whose 'key' is the key Infrahub signs webhooks with. Empty: webhooks are not received.")
+	bindServingFlags(fs, &o.operator)
+	bindAvailabilityFlags(fs, &o.operator)
+	bindFleetFlags(fs, &o.operator)
+	bindDeliveryFlags(fs, &o.operator)
+	bindInfrahubFlags(fs, &o.operator)
 	o.logging.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "vidra: multi-cluster delivery operator for Infrahub artifacts.\n\nUsage: vidra [flags]\n\n")
@@ -165,22 +54,120 @@ func parseOptions(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if o.clusterProvider != providerSecret && o.clusterProvider != providerNone {
-		return o, fmt.Errorf("--cluster-provider=%q: want %q or %q", o.clusterProvider, providerSecret, providerNone)
+	return o, validate(&o.operator)
+}
+
+// validate refuses settings that cannot be met, naming their flags.
+func validate(o *operator.Options) error {
+	if o.ClusterProvider != operator.ProviderSecret && o.ClusterProvider != operator.ProviderNone {
+		return fmt.Errorf("--cluster-provider=%q: want %q or %q", o.ClusterProvider, operator.ProviderSecret, operator.ProviderNone)
 	}
-	if !(o.clusterQPS >= 0) || (o.clusterQPS > 0 && o.clusterBurst < 1) { // NaN too
-		return o, fmt.Errorf("--cluster-qps=%v --cluster-burst=%d: want a rate of 0 (no limit) or more, and a burst of at least 1 with a rate", o.clusterQPS, o.clusterBurst)
+	if !(o.ClusterQPS >= 0) || (o.ClusterQPS > 0 && o.ClusterBurst < 1) { // NaN too
+		return fmt.Errorf("--cluster-qps=%v --cluster-burst=%d: want a rate of 0 (no limit) or more, and a burst of at least 1 with a rate", o.ClusterQPS, o.ClusterBurst)
 	}
-	if o.sharding {
-		if o.clusterProvider == providerNone {
-			return o, fmt.Errorf("--sharding splits a fleet of enrolled clusters: it needs --cluster-provider=%s", providerSecret)
+	if o.Sharding {
+		if o.ClusterProvider == operator.ProviderNone {
+			return fmt.Errorf("--sharding splits a fleet of enrolled clusters: it needs --cluster-provider=%s", operator.ProviderSecret)
 		}
-		if o.shardLeaseDuration < 3*time.Second {
-			return o, fmt.Errorf("--shard-lease-duration=%v: want at least 3s", o.shardLeaseDuration)
+		if o.ShardLeaseDuration < 3*time.Second {
+			return fmt.Errorf("--shard-lease-duration=%v: want at least 3s", o.ShardLeaseDuration)
 		}
-		o.leaderElect = true
+		o.LeaderElection = true
 	}
-	return o, nil
+	return nil
+}
+
+// bindServingFlags binds the hub client's and the endpoints' flags.
+func bindServingFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.Float64Var(&o.HubQPS, "hub-qps", o.HubQPS,
+		"Client QPS towards the hub: every VidraResource reconcile writes its status there, so this bounds delivery rate.")
+	fs.IntVar(&o.HubBurst, "hub-burst", o.HubBurst, "Client burst towards the hub.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		"Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		"Address the /healthz and /readyz endpoints bind to; 0 disables them.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
+		"Address Go's pprof endpoints (/debug/pprof) bind to, for profiling; 0 (the default) disables them.")
+}
+
+// bindAvailabilityFlags binds leader election and sharding.
+func bindAvailabilityFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection,
+		"Elect a leader through a Lease so only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader election Lease.")
+	fs.BoolVar(&o.Sharding, "sharding", o.Sharding,
+		"Split the fleet across replicas: each enrolled cluster is reconciled by one replica at a time, fenced by a Lease per cluster in --leader-election-namespace. Implies --leader-elect (the leader syncs Infrahub and serves the local cluster).")
+	fs.StringVar(&o.ShardID, "shard-id", o.ShardID,
+		"This replica's identity among its peers when --sharding; unique per replica. Default: $POD_NAME, else the host name.")
+	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration,
+		"How long a cluster's fence Lease outlives its holder's last renewal when --sharding; it is renewed every third of it.")
+}
+
+// bindFleetFlags binds how clusters are enrolled and engaged.
+func bindFleetFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.StringVar(&o.ClusterProvider, "cluster-provider", o.ClusterProvider,
+		"How member clusters are enrolled: 'secret' (labeled kubeconfig Secrets) or 'none' (standalone: only the local cluster, no Secret is read).")
+	fs.StringVar(&o.ClusterSecretNamespace, "cluster-secret-namespace", o.ClusterSecretNamespace,
+		"The only namespace whose labeled kubeconfig Secrets enroll clusters.")
+	fs.BoolVar(&o.KubeconfigPolicy.AllowExec, "allow-kubeconfig-exec", o.KubeconfigPolicy.AllowExec,
+		"Allow exec credential plugins and auth-provider plugins in enrollment kubeconfigs (exec plugins must also be in --kubeconfig-exec-allowlist).")
+	fs.Func("kubeconfig-exec-allowlist", "Comma-separated exec plugin commands allowed with --allow-kubeconfig-exec.", func(v string) error {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				o.KubeconfigPolicy.ExecAllowlist = append(o.KubeconfigPolicy.ExecAllowlist, c)
+			}
+		}
+		return nil
+	})
+	fs.BoolVar(&o.KubeconfigPolicy.AllowInsecureTLS, "allow-insecure-tls", o.KubeconfigPolicy.AllowInsecureTLS,
+		"Allow insecure-skip-tls-verify and plain http servers in enrollment kubeconfigs.")
+	fs.Float64Var(&o.ClusterQPS, "cluster-qps", o.ClusterQPS,
+		"Requests per second to each engaged cluster, all of the operator's clients of it together. 0: no client-side limit; the cluster's API Priority and Fairness paces the operator.")
+	fs.IntVar(&o.ClusterBurst, "cluster-burst", o.ClusterBurst, "Requests to each engaged cluster allowed at once above --cluster-qps, when it is set.")
+	fs.DurationVar(&o.ClusterSyncTimeout, "cluster-sync-timeout", o.ClusterSyncTimeout,
+		"How long to wait for an engaged cluster's cache to sync.")
+	fs.DurationVar(&o.ClusterProbeInterval, "cluster-probe-interval", o.ClusterProbeInterval,
+		"How often each engaged cluster's API server is probed.")
+	fs.Float64Var(&o.TokenRenewalPoint, "token-renewal-point", o.TokenRenewalPoint,
+		"The fraction of its lifetime after which the token of an identity kubectl vidra enroll created is renewed (between 0 and 1); checked at every probe.")
+	fs.DurationVar(&o.ClusterProbeTimeout, "cluster-probe-timeout", o.ClusterProbeTimeout,
+		"Timeout of one probe (and of reaching a cluster when it is enrolled).")
+}
+
+// bindDeliveryFlags binds how VidraResources are reconciled and where large bundles are
+// kept.
+func bindDeliveryFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.StringVar(&o.HubID, "hub-id", o.HubID,
+		"This operator's identity in the owners sets of applied objects, so hubs sharing a member never take each other's objects. Empty: derived from the UID of the hub's kube-system namespace.")
+	fs.BoolVar(&o.DisableLocalCluster, "disable-local-cluster", o.DisableLocalCluster,
+		"Refuse destinations that name the cluster the operator runs in.")
+	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval,
+		"Reapply every VidraResource at least this often, whatever the watches report.")
+	fs.BoolVar(&o.ReconcileOnEvents, "reconcile-on-events", o.ReconcileOnEvents,
+		"Repair drift on every VidraResource as the destination reports it, as if each had destination.reconcileOnEvents: true. Off: only those that ask for it; the others wait for --resync-interval.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
+		"VidraResources reconciled at once.")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout,
+		"Timeout of every request to a destination cluster, so one hung cluster holds no worker for long.")
+	fs.StringVar(&o.ContentNamespace, "content-namespace", o.ContentNamespace,
+		"Namespace of the content store: ConfigMaps holding bundles too large to be inline in a VidraResource (compressed, content-addressed, in chunks).")
+	fs.DurationVar(&o.ContentGracePeriod, "content-grace-period", o.ContentGracePeriod,
+		"How long stored content that no VidraResource names is kept after it was last stored, so an upload can be named before it is collected.")
+}
+
+// bindInfrahubFlags binds how InfrahubSyncs read Infrahub and hear from it.
+func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.StringVar(&o.InfrahubSecretNamespace, "infrahub-secret-namespace", o.InfrahubSecretNamespace,
+		"The only namespace InfrahubSyncs' credentials and CA Secrets are read from.")
+	fs.DurationVar(&o.InfrahubTimeout, "infrahub-timeout", o.InfrahubTimeout,
+		"Timeout of every request to Infrahub.")
+	fs.IntVar(&o.MaxConcurrentSyncs, "max-concurrent-syncs", o.MaxConcurrentSyncs,
+		"InfrahubSyncs synced at once.")
+	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress,
+		"Address Infrahub's webhooks (POST /hooks/infrahub) are received on; 0 disables them.")
+	fs.StringVar(&o.WebhookSecret, "infrahub-webhook-secret", o.WebhookSecret,
+		"Secret, in --infrahub-secret-namespace, whose 'key' is the key Infrahub signs webhooks with. Empty: webhooks are not received.")
 }
 
 // defaultShardID is $POD_NAME (set by the chart through the downward API), else the
@@ -199,5 +186,5 @@ func defaultNamespace() string {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns
 	}
-	return "vidra-system"
+	return operator.DefaultNamespace
 }

@@ -12,21 +12,21 @@ func TestOptionsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.metricsBindAddress != ":8080" || o.healthProbeBindAddress != ":8081" || o.leaderElect {
+	if o.operator.MetricsBindAddress != ":8080" || o.operator.HealthProbeBindAddress != ":8081" || o.operator.LeaderElection {
 		t.Errorf("defaults = %+v", o)
 	}
-	if o.leaderElectionNamespace != "vidra-system" {
-		t.Errorf("leader election namespace = %q, want vidra-system", o.leaderElectionNamespace)
+	if o.operator.LeaderElectionNamespace != "vidra-system" {
+		t.Errorf("leader election namespace = %q, want vidra-system", o.operator.LeaderElectionNamespace)
 	}
 	// Infrahub: Secrets from the operator's namespace; webhooks only with a key.
-	if o.hubQPS != 100 || o.hubBurst != 200 || o.pprofBindAddress != "0" {
+	if o.operator.HubQPS != 100 || o.operator.HubBurst != 200 || o.operator.PprofBindAddress != "0" {
 		t.Errorf("hub client and pprof defaults = %+v", o)
 	}
 	// Members: no client-side limit unless asked (their API Priority and Fairness paces).
-	if o.clusterQPS != 0 || o.clusterBurst != 100 {
+	if o.operator.ClusterQPS != 0 || o.operator.ClusterBurst != 100 {
 		t.Errorf("cluster client defaults = %+v", o)
 	}
-	if o.infrahubSecretNamespace != "vidra-system" || o.webhookBindAddress != ":8090" || o.webhookSecret != "" || o.infrahubTimeout.Seconds() != 30 {
+	if o.operator.InfrahubSecretNamespace != "vidra-system" || o.operator.WebhookBindAddress != ":8090" || o.operator.WebhookSecret != "" || o.operator.InfrahubTimeout.Seconds() != 30 {
 		t.Errorf("Infrahub defaults = %+v", o)
 	}
 }
@@ -37,7 +37,7 @@ func TestOptionsLeaderElectionNamespaceFollowsPodNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.leaderElect || o.leaderElectionNamespace != "platform" {
+	if !o.operator.LeaderElection || o.operator.LeaderElectionNamespace != "platform" {
 		t.Errorf("options = %+v, want leader election in namespace platform", o)
 	}
 }
@@ -57,7 +57,7 @@ func TestOptionsShardingElectsALeaderAndNamesThePod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.sharding || !o.leaderElect || o.shardID != "vidra-7d9f-abcde" || o.shardLeaseDuration.Seconds() != 15 {
+	if !o.operator.Sharding || !o.operator.LeaderElection || o.operator.ShardID != "vidra-7d9f-abcde" || o.operator.ShardLeaseDuration.Seconds() != 15 {
 		t.Errorf("options = %+v, want sharding with leader election, shard ID from POD_NAME and a 15s fence", o)
 	}
 	if _, err := parseOptions([]string{"--sharding", "--cluster-provider=none"}); err == nil {
@@ -74,7 +74,7 @@ func TestOptionsRefuseAClusterRateLimitThatCannotBeMet(t *testing.T) {
 			t.Errorf("parseOptions(%v) accepted it", args)
 		}
 	}
-	if o, err := parseOptions([]string{"--cluster-qps=20", "--cluster-burst=40"}); err != nil || o.clusterQPS != 20 || o.clusterBurst != 40 {
-		t.Errorf("parseOptions(20, 40) = %v, %v", o.clusterQPS, err)
+	if o, err := parseOptions([]string{"--cluster-qps=20", "--cluster-burst=40"}); err != nil || o.operator.ClusterQPS != 20 || o.operator.ClusterBurst != 40 {
+		t.Errorf("parseOptions(20, 40) = %v, %v", o.operator.ClusterQPS, err)
 	}
 }

@@ -22,6 +22,6 @@ var fleet *testfleet.Fleet
 var registry prometheus.Gatherer
 
 func TestMain(m *testing.M) {
-	os.Exit(testoperator.Main(m, testfleet.Options{Members: 3, ControllerManager: true}, testoperator.Options{InfrahubSync: true, Unenrolled: 1},
+	os.Exit(testoperator.Main(m, testfleet.Options{Members: 3, ControllerManager: true}, testoperator.Options{Unenrolled: 1},
 		func(f *testfleet.Fleet, op *testoperator.Operator) { fleet, registry = f, op.Registry }))
 }

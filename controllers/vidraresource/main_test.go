@@ -15,6 +15,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
+	"github.com/vidra-operator/vidra/operator"
 )
 
 const (
@@ -40,7 +41,7 @@ var store *content.Store
 var limiters = &countingLimiters{counts: map[multicluster.ClusterName]*atomic.Int64{}}
 
 func TestMain(m *testing.M) {
-	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{ClusterRateLimiter: limiters.forCluster},
+	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{Configure: func(o *operator.Options) { o.ClusterRateLimiter = limiters.forCluster }},
 		func(f *testfleet.Fleet, op *testoperator.Operator) {
 			fleet, registry, watches, store = f, op.Registry, op.Watches, op.Content
 		}))

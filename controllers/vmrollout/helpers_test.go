@@ -22,12 +22,11 @@ import (
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
-// startOperator runs the operator, with the VM rollout controller, until stop is called
-// or the test ends.
+// startOperator runs the operator until stop is called or the test ends.
 func startOperator(t *testing.T) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	op, err := testoperator.Start(ctx, fleet, testoperator.Options{VMRollout: true})
+	op, err := testoperator.Start(ctx, fleet, testoperator.Options{})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

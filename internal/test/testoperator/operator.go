@@ -1,6 +1,6 @@
-// Package testoperator runs Vidra's cluster provider and controllers in the test process
-// against a testfleet, so controller tests drive them through the hub's API as users do
-// and can read their metrics.
+// Package testoperator runs Vidra in the test process against a testfleet, wired by the
+// operator package as the binary is, so controller tests drive the operator users run
+// through the hub's API and can read its metrics.
 package testoperator
 
 import (
@@ -13,27 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/controllers/infrahubsync"
-	"github.com/vidra-operator/vidra/controllers/vidraresource"
-	"github.com/vidra-operator/vidra/controllers/vmrollout"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/history"
-	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
-	"github.com/vidra-operator/vidra/providers/secret"
+	"github.com/vidra-operator/vidra/operator"
 )
 
 // Namespace is the operator's namespace on the hub.
@@ -42,147 +26,63 @@ const Namespace = "vidra-system"
 // HubID is the operator's hub ID.
 const HubID = "hub"
 
-// Options choose what runs.
+// Options change the operator the tests run from the binary's.
 type Options struct {
-	// InfrahubSync runs the InfrahubSync controller beside the VidraResource controller.
-	InfrahubSync bool
-	// InfrahubTimeout bounds each request to Infrahub (default 2s).
-	InfrahubTimeout time.Duration
-	// VMRollout runs the VirtualMachine rollout controller.
-	VMRollout bool
 	// Unenrolled is how many of the fleet's last members Main leaves for the tests to
 	// enroll.
 	Unenrolled int
-	// ClusterRateLimiter gives each engaged cluster its rate limiter (none by default).
-	ClusterRateLimiter func(multicluster.ClusterName) flowcontrol.RateLimiter
+	// Configure, when set, changes the operator's options as a flag would.
+	Configure func(*operator.Options)
 }
 
 // Operator is Vidra running in the test process.
 type Operator struct {
-	// Registry holds the controllers' metrics.
+	*operator.Operator
+	// Registry holds the operator's metrics.
 	Registry *prometheus.Registry
-	// Watches are the VidraResource controller's drift watches.
-	Watches *vidraresource.DriftWatches
-	// Content is the content store of large bundles, in Namespace.
-	Content *content.Store
 	// Stopped is closed when the manager has stopped after ctx ended.
 	Stopped <-chan struct{}
 }
 
-// Start creates the operator's namespace on the hub and runs the Secret cluster provider
-// and the controllers until ctx ends.
+// Start creates the operator's namespace on the hub and runs the operator, wired as the
+// binary wires it, until ctx ends. What differs from the binary's defaults suits a test:
+// no endpoints are served, every namespace is Namespace, the hub ID is HubID, probes and
+// requests are quick, and the metrics go to a registry of the operator's own.
 func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator, error) {
 	log, err := testfleet.Logger()
-	if err != nil {
-		return nil, err
-	}
-	// The operator's own scheme, not the tests' richer one: what works here works in bin/vidra.
-	scheme, err := operatorscheme.New()
 	if err != nil {
 		return nil, err
 	}
 	if err := fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace %s: %w", Namespace, err)
 	}
-	provider, err := secret.New(log.WithName("cluster-provider"), secret.Options{
-		Namespace: Namespace, Scheme: scheme, Metrics: prometheus.NewRegistry(), ProbeInterval: time.Second,
-		RateLimiter: opts.ClusterRateLimiter,
-		Cache:       cache.Options{DefaultLabelSelector: labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})},
-	})
-	if err != nil {
+	op := &Operator{Registry: prometheus.NewRegistry()}
+	o := operator.DefaultOptions()
+	o.Logger, o.Metrics = log, op.Registry
+	o.MetricsBindAddress, o.HealthProbeBindAddress, o.WebhookBindAddress = "0", "0", "0"
+	o.LeaderElectionNamespace, o.ClusterSecretNamespace, o.ContentNamespace, o.InfrahubSecretNamespace = Namespace, Namespace, Namespace, Namespace
+	o.HubID = HubID
+	o.ClusterProbeInterval = time.Second
+	o.RequestTimeout, o.InfrahubTimeout = 2*time.Second, 2*time.Second
+	o.MaxConcurrentReconciles, o.MaxConcurrentSyncs = 4, 4
+	o.ContentGracePeriod = time.Minute
+	// A test may run the operator again after stopping it, as a restarted pod would.
+	o.SkipControllerNameValidation = true
+	if opts.Configure != nil {
+		opts.Configure(&o)
+	}
+	if op.Operator, err = operator.New(ctx, fleet.Hub.Config, o); err != nil {
 		return nil, err
-	}
-	mgr, err := mcmanager.New(fleet.Hub.Config, provider, manager.Options{
-		Scheme: scheme, Logger: log, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		// A test may run the operator again after stopping it, as a restarted pod would.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := provider.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	op := &Operator{Registry: prometheus.NewRegistry(), Watches: vidraresource.NewDriftWatches(log.WithName("drift"), HubID)}
-	metrics, err := vidraresource.NewMetrics(op.Registry)
-	if err != nil {
-		return nil, err
-	}
-	local := mgr.GetLocalManager()
-	op.Content = &content.Store{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: Namespace, Grace: time.Minute}
-	r := &vidraresource.Reconciler{
-		Content:        op.Content,
-		Metrics:        metrics,
-		Hub:            local.GetClient(),
-		HubReader:      local.GetAPIReader(),
-		Manager:        mgr,
-		Resolver:       destination.Resolver{Fleet: provider},
-		Policies:       provider,
-		HubID:          HubID,
-		ResyncInterval: 10 * time.Minute,
-		Recorder:       local.GetEventRecorder("vidra"),
-		Watches:        op.Watches,
-		RequestTimeout: 2 * time.Second,
-		History:        &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: Namespace},
-	}
-	if err := r.SetupWithManager(4); err != nil {
-		return nil, err
-	}
-	if opts.InfrahubSync {
-		if err := setupInfrahubSync(local, op.Registry, op.Content, opts); err != nil {
-			return nil, err
-		}
-	}
-	if opts.VMRollout {
-		if err := setupVMRollout(mgr, op.Registry); err != nil {
-			return nil, err
-		}
 	}
 	stopped := make(chan struct{})
 	op.Stopped = stopped
 	go func() {
 		defer close(stopped)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
+		if err := op.Start(ctx); err != nil {
+			log.Error(err, "operator stopped")
 		}
 	}()
 	return op, nil
-}
-
-func setupInfrahubSync(mgr manager.Manager, registry prometheus.Registerer, store *content.Store, opts Options) error {
-	metrics, err := infrahubsync.NewMetrics(registry)
-	if err != nil {
-		return err
-	}
-	timeout := opts.InfrahubTimeout
-	if timeout == 0 {
-		timeout = 2 * time.Second
-	}
-	r := &infrahubsync.Reconciler{
-		Hub:         mgr.GetClient(),
-		HubReader:   mgr.GetAPIReader(),
-		Namespace:   Namespace,
-		HTTPTimeout: timeout,
-		Content:     store,
-		Recorder:    mgr.GetEventRecorder("vidra"),
-		Metrics:     metrics,
-	}
-	return r.SetupWithManager(mgr, 4)
-}
-
-func setupVMRollout(mgr mcmanager.Manager, registry prometheus.Registerer) error {
-	metrics, err := vmrollout.NewMetrics(registry)
-	if err != nil {
-		return err
-	}
-	r := &vmrollout.Reconciler{
-		Hub:      mgr.GetLocalManager().GetClient(),
-		Manager:  mgr,
-		HubID:    HubID,
-		Recorder: mgr.GetLocalManager().GetEventRecorder("vidra"),
-		Metrics:  metrics,
-	}
-	return r.SetupWithManager(mgr, 4)
 }
 
 // CreateEnrollments creates the operator's namespace and the labeled kubeconfig Secrets

@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func (r *descRecorder) MustRegister(cs ...prometheus.Collector) {
 func (r *descRecorder) Unregister(prometheus.Collector) bool { return true }
 
 // exported lists every metric the operator registers: the controllers' (registerMetrics,
-// as main calls it) and the cluster provider's.
+// as New calls it) and the cluster provider's.
 func exported(t *testing.T) []string {
 	t.Helper()
 	rec := &descRecorder{}
@@ -86,7 +86,7 @@ func TestChartDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		}
 	}
 
-	data, err := os.ReadFile("../../charts/vidra/dashboards/vidra-fleet.json")
+	data, err := os.ReadFile("../charts/vidra/dashboards/vidra-fleet.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestChartDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		}
 	}
 
-	rules, err := os.ReadFile("../../charts/vidra/templates/prometheusrule.yaml")
+	rules, err := os.ReadFile("../charts/vidra/templates/prometheusrule.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

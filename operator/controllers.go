@@ -1,0 +1,168 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/controllers/vmrollout"
+	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/history"
+)
+
+// eventSource names the operator's controllers in the Events they record.
+const eventSource = "vidra"
+
+// setupControllers registers Vidra's controllers, their metrics and the content store
+// with the manager.
+func (o *Operator) setupControllers(ctx context.Context, opts Options) error {
+	local := o.Manager.GetLocalManager()
+	metrics, err := registerMetrics(opts.Metrics, local.GetClient(), opts.Logger.WithName("fleet-metrics"))
+	if err != nil {
+		return err
+	}
+	if o.HubID, err = resolveHubID(ctx, local.GetAPIReader(), opts.HubID); err != nil {
+		return err
+	}
+	if o.Content, err = setupContentStore(local, opts); err != nil {
+		return err
+	}
+	if err := o.setupVidraResources(metrics.resources, opts); err != nil {
+		return err
+	}
+	if err := o.setupVMRollout(metrics.vms, opts); err != nil {
+		return err
+	}
+	return o.setupInfrahubSync(metrics.syncs, opts)
+}
+
+// setupVidraResources registers the VidraResource controller and its drift watches.
+func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Options) error {
+	local := o.Manager.GetLocalManager()
+	o.Watches = vidraresource.NewDriftWatches(opts.Logger.WithName("drift"), o.HubID)
+	r := &vidraresource.Reconciler{
+		Content:           o.Content,
+		Metrics:           metrics,
+		Hub:               local.GetClient(),
+		HubReader:         local.GetAPIReader(),
+		Manager:           o.Manager,
+		Resolver:          destination.Resolver{DisableLocalCluster: opts.DisableLocalCluster},
+		HubID:             o.HubID,
+		ResyncInterval:    opts.ResyncInterval,
+		ReconcileOnEvents: opts.ReconcileOnEvents,
+		RequestTimeout:    opts.RequestTimeout,
+		Recorder:          local.GetEventRecorder(eventSource),
+		Watches:           o.Watches,
+		History:           &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: opts.ContentNamespace},
+	}
+	if o.Provider != nil {
+		r.Resolver.Fleet, r.Policies = o.Provider, o.Provider
+	}
+	if o.Shard != nil {
+		r.Shard = o.Shard
+		o.Shard.OnGained(r.ClusterGained)
+		o.Shard.OnLost(r.ClusterLost)
+		// The leader reconciles what no fence covers: look at everything once elected.
+		if err := local.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			r.RequeueAll(ctx)
+			return nil
+		})); err != nil {
+			return fmt.Errorf("add requeue on election: %w", err)
+		}
+	}
+	return r.SetupWithManager(opts.MaxConcurrentReconciles)
+}
+
+// setupContentStore returns the store of large bundles and runs its collector on the
+// leader.
+func setupContentStore(mgr manager.Manager, opts Options) (*content.Store, error) {
+	store := &content.Store{
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetAPIReader(),
+		Namespace: opts.ContentNamespace,
+		Grace:     opts.ContentGracePeriod,
+	}
+	collector := &content.Collector{
+		Store: store,
+		InUse: content.NamedByAny(content.NamedByVidraResources(mgr.GetClient()), content.NamedByInfrahubSyncs(mgr.GetClient()),
+			history.Digests(mgr.GetAPIReader(), opts.ContentNamespace)),
+		Interval: max(opts.ContentGracePeriod/4, time.Second),
+		Log:      opts.Logger.WithName("content"),
+	}
+	if err := mgr.Add(collector); err != nil {
+		return nil, fmt.Errorf("add content collector: %w", err)
+	}
+	return store, nil
+}
+
+// setupInfrahubSync registers the InfrahubSync controller and, when a key is configured,
+// the receiver of Infrahub's webhooks.
+func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options) error {
+	local := o.Manager.GetLocalManager()
+	r := &infrahubsync.Reconciler{
+		Hub:         local.GetClient(),
+		HubReader:   local.GetAPIReader(),
+		Namespace:   opts.InfrahubSecretNamespace,
+		HTTPTimeout: opts.InfrahubTimeout,
+		Content:     o.Content,
+		Recorder:    local.GetEventRecorder(eventSource),
+		Metrics:     metrics,
+	}
+	if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
+		return err
+	}
+	if opts.WebhookBindAddress == "0" || opts.WebhookSecret == "" {
+		opts.Logger.Info("Infrahub webhooks are not received: set --infrahub-webhook-secret (and --webhook-bind-address) to receive them")
+		return nil
+	}
+	receiver := &infrahubsync.Receiver{
+		Addr:      opts.WebhookBindAddress,
+		Hub:       local.GetClient(),
+		Secrets:   local.GetAPIReader(),
+		KeySecret: types.NamespacedName{Namespace: opts.InfrahubSecretNamespace, Name: opts.WebhookSecret},
+		Log:       opts.Logger.WithName("webhook"),
+		Metrics:   metrics,
+	}
+	if err := local.Add(receiver); err != nil {
+		return fmt.Errorf("add webhook receiver: %w", err)
+	}
+	return nil
+}
+
+// setupVMRollout registers the VirtualMachine rollout controller.
+func (o *Operator) setupVMRollout(metrics *vmrollout.Metrics, opts Options) error {
+	local := o.Manager.GetLocalManager()
+	r := &vmrollout.Reconciler{
+		Hub:                 local.GetClient(),
+		Manager:             o.Manager,
+		HubID:               o.HubID,
+		DisableLocalCluster: opts.DisableLocalCluster,
+		Recorder:            local.GetEventRecorder(eventSource),
+		Metrics:             metrics,
+	}
+	if o.Shard != nil {
+		r.Shard = o.Shard
+	}
+	return r.SetupWithManager(o.Manager, opts.MaxConcurrentReconciles)
+}
+
+// resolveHubID returns the hub ID: the one given, or the first 8 characters of the UID of
+// the hub's kube-system namespace, which is stable for the life of the cluster.
+func resolveHubID(ctx context.Context, hub client.Reader, given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+		return "", fmt.Errorf("derive the hub ID from namespace kube-system (or set --hub-id): %w", err)
+	}
+	return string(ns.UID)[:8], nil
+}

@@ -1,0 +1,133 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/sharding"
+	"github.com/vidra-operator/vidra/providers/secret"
+)
+
+// newClusterProvider returns the Secret-based cluster provider, or nil in standalone mode,
+// where no Secret is ever read. A nil one must not reach an interface (the manager's
+// provider, the resolver's fleet) as a non-nil value: its users check for nil first.
+func newClusterProvider(opts Options, scheme *runtime.Scheme, shard *sharding.Coordinator) (*secret.Provider, error) {
+	if opts.ClusterProvider == ProviderNone {
+		return nil, nil
+	}
+	var owner secret.Shard
+	if shard != nil {
+		owner = shard
+	}
+	return secret.New(opts.Logger.WithName("cluster-provider"), secret.Options{
+		Shard:             owner,
+		Namespace:         opts.ClusterSecretNamespace,
+		Policy:            opts.KubeconfigPolicy,
+		QPS:               float32(opts.ClusterQPS),
+		Burst:             opts.ClusterBurst,
+		RateLimiter:       opts.ClusterRateLimiter,
+		SyncTimeout:       opts.ClusterSyncTimeout,
+		ProbeInterval:     opts.ClusterProbeInterval,
+		ProbeTimeout:      opts.ClusterProbeTimeout,
+		TokenRenewalPoint: opts.TokenRenewalPoint,
+		Scheme:            scheme,
+		Metrics:           opts.Metrics,
+		// Member caches hold only what Vidra manages, so memory follows Vidra's objects
+		// rather than the size of each cluster.
+		Cache: cache.Options{DefaultLabelSelector: managedSelector()},
+	})
+}
+
+// newShard returns the coordinator that splits the fleet across replicas, or nil when
+// sharding is off (then multicluster-runtime's basic coordinator engages every cluster).
+func newShard(cfg *rest.Config, scheme *runtime.Scheme, elected <-chan struct{}, opts Options) (*sharding.Coordinator, error) {
+	if !opts.Sharding {
+		return nil, nil
+	}
+	// Fences decide who writes to a cluster: they are read from the API server, never a cache.
+	leases, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client for shard Leases: %w", err)
+	}
+	shard, err := sharding.New(leases, elected, opts.Logger.WithName("sharding"), sharding.Options{
+		PeerID:        opts.ShardID,
+		Namespace:     opts.LeaderElectionNamespace,
+		LeaseDuration: opts.ShardLeaseDuration,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sharding: %w", err)
+	}
+	return shard, nil
+}
+
+// withFleet makes the hub's manager multi-cluster. Sharded, the provider runs on every
+// replica, not only the leader as multicluster-runtime would run it: every replica
+// engages every cluster, and the coordinator starts the controllers on the cluster's owner.
+func withFleet(local manager.Manager, provider *secret.Provider, shard *sharding.Coordinator) (mcmanager.Manager, error) {
+	if provider == nil {
+		return mcmanager.WithMultiCluster(local, nil)
+	}
+	if shard == nil {
+		return mcmanager.WithMultiCluster(local, provider)
+	}
+	mgr, err := mcmanager.WithMultiCluster(local, unstartedProvider{provider}, mcmanager.WithCoordinator(shard))
+	if err != nil {
+		return nil, err
+	}
+	shard.OnGained(provider.ClusterGained)
+	if err := local.Add(everyReplica(func(ctx context.Context) error { return provider.Start(ctx, mgr) })); err != nil {
+		return nil, fmt.Errorf("add cluster provider: %w", err)
+	}
+	return mgr, nil
+}
+
+// unstartedProvider hides the provider's Start from the manager, which would run it on
+// the leader only.
+type unstartedProvider struct{ multicluster.Provider }
+
+// everyReplica is a runnable that runs whether or not this replica leads.
+type everyReplica func(context.Context) error
+
+func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
+func (r everyReplica) NeedLeaderElection() bool        { return false }
+
+// shardID is this replica's peer ID, or empty when not sharded.
+func shardID(shard *sharding.Coordinator) string {
+	if shard == nil {
+		return ""
+	}
+	return shard.PeerID()
+}
+
+// managedSelector selects the objects Vidra manages.
+func managedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
+}
+
+// hubCacheOptions has the hub's cache hold only the VirtualMachines Vidra manages, as
+// member caches do, when the hub serves them: naming a kind the hub does not serve would
+// stop the manager from starting.
+func hubCacheOptions(log logr.Logger, cfg *rest.Config) cache.Options {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return cache.Options{}
+	}
+	if _, err := dc.ServerResourcesForGroupVersion(kubevirtv1.GroupVersion.String()); err != nil {
+		log.V(1).Info("the hub serves no KubeVirt VirtualMachines", "reason", err.Error())
+		return cache.Options{}
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachine{}: {Label: managedSelector()}}}
+}

@@ -1,0 +1,125 @@
+package operator
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/vidra-operator/vidra/internal/kubeconfig"
+)
+
+// Cluster providers.
+const (
+	// ProviderSecret enrolls clusters by labeled kubeconfig Secrets.
+	ProviderSecret = "secret"
+	// ProviderNone runs standalone: only the local cluster, no Secret is read.
+	ProviderNone = "none"
+)
+
+// DefaultNamespace is the operator's namespace when none is given.
+const DefaultNamespace = "vidra-system"
+
+// Options are everything the operator is built from: the binary's flags set them, and
+// tests start from the same defaults.
+type Options struct {
+	// Logger logs for the operator and its manager.
+	Logger logr.Logger
+	// Metrics registers the operator's metrics; nil: controller-runtime's registry, which
+	// the metrics endpoint serves.
+	Metrics prometheus.Registerer
+
+	// Connection to the hub (or, in standalone mode, the local cluster): every reconcile
+	// writes its status there, so this bounds the delivery rate.
+	HubQPS   float64
+	HubBurst int
+
+	// Serving: addresses of the metrics, probe and pprof endpoints ("0" disables one).
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	PprofBindAddress       string
+
+	// High availability.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// Sharding splits the fleet across replicas, each cluster fenced by a Lease in
+	// LeaderElectionNamespace; it needs LeaderElection and ProviderSecret.
+	Sharding           bool
+	ShardID            string
+	ShardLeaseDuration time.Duration
+
+	// The fleet: how clusters are enrolled and engaged.
+	ClusterProvider        string
+	ClusterSecretNamespace string
+	KubeconfigPolicy       kubeconfig.Policy
+	// ClusterQPS and ClusterBurst limit each engaged cluster's requests, all clients
+	// together; QPS 0 sets no client-side limit.
+	ClusterQPS   float64
+	ClusterBurst int
+	// ClusterRateLimiter, when set, gives each engaged cluster its limiter instead.
+	ClusterRateLimiter   func(multicluster.ClusterName) flowcontrol.RateLimiter
+	ClusterSyncTimeout   time.Duration
+	ClusterProbeInterval time.Duration
+	ClusterProbeTimeout  time.Duration
+	TokenRenewalPoint    float64
+
+	// Delivery: how VidraResources are reconciled.
+	// HubID is this operator's identity in owners sets; empty: derived from the UID of
+	// the hub's kube-system namespace.
+	HubID                   string
+	DisableLocalCluster     bool
+	ResyncInterval          time.Duration
+	MaxConcurrentReconciles int
+	RequestTimeout          time.Duration
+	ReconcileOnEvents       bool
+
+	// The content store: large bundles kept on the hub.
+	ContentNamespace   string
+	ContentGracePeriod time.Duration
+
+	// Infrahub: how InfrahubSyncs read it and hear from it. Webhooks are received only
+	// with WebhookSecret set and WebhookBindAddress not "0".
+	InfrahubSecretNamespace string
+	InfrahubTimeout         time.Duration
+	MaxConcurrentSyncs      int
+	WebhookBindAddress      string
+	WebhookSecret           string
+
+	// SkipControllerNameValidation lets one process build the operator again after
+	// stopping it, as tests do to play a restarted pod.
+	SkipControllerNameValidation bool
+}
+
+// DefaultOptions are the binary's defaults.
+func DefaultOptions() Options {
+	return Options{
+		HubQPS:                  100,
+		HubBurst:                200,
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		PprofBindAddress:        "0",
+		LeaderElectionNamespace: DefaultNamespace,
+		ShardLeaseDuration:      15 * time.Second,
+		ClusterProvider:         ProviderSecret,
+		ClusterSecretNamespace:  DefaultNamespace,
+		ClusterBurst:            100,
+		ClusterSyncTimeout:      30 * time.Second,
+		ClusterProbeInterval:    30 * time.Second,
+		ClusterProbeTimeout:     5 * time.Second,
+		TokenRenewalPoint:       2.0 / 3,
+		ResyncInterval:          10 * time.Minute,
+		MaxConcurrentReconciles: 10,
+		RequestTimeout:          30 * time.Second,
+		ContentNamespace:        DefaultNamespace,
+		ContentGracePeriod:      10 * time.Minute,
+		InfrahubSecretNamespace: DefaultNamespace,
+		InfrahubTimeout:         30 * time.Second,
+		MaxConcurrentSyncs:      4,
+		WebhookBindAddress:      ":8090",
+	}
+}
+
+// LeaderElectionID names the leader election Lease.
+const LeaderElectionID = "vidra.infrahub.operators.com"
