@@ -7,12 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/inventory"
 )
 
 func conflicted(holder string) []apply.Result {
 	return []apply.Result{{
-		Ref:       ownership.Ref{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespace: "default", Name: "paint"},
+		Ref:       inventory.Ref{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespace: "default", Name: "paint"},
 		Action:    apply.Conflicted,
 		Conflicts: []apply.Conflict{{Field: ".data.color", Manager: apply.FieldManagerPrefix + "hub/" + holder}},
 	}}

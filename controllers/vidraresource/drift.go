@@ -19,6 +19,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -297,7 +298,7 @@ func (w *DriftWatches) Watched(name multicluster.ClusterName) []string {
 
 // ResourceVersion is the object's resourceVersion as the drift watch of its kind on the
 // destination has it (see Cached).
-func (w *DriftWatches) ResourceVersion(ctx context.Context, dest *target, ref ownership.Ref) (string, bool) {
+func (w *DriftWatches) ResourceVersion(ctx context.Context, dest *target, ref inventory.Ref) (string, bool) {
 	obj, ok := w.Cached(ctx, dest, ref)
 	if !ok {
 		return "", false
@@ -308,7 +309,7 @@ func (w *DriftWatches) ResourceVersion(ctx context.Context, dest *target, ref ow
 // Cached is the object's metadata as the drift watch of its kind on the destination has
 // it, if that watch runs and has synced; the cache holds only objects Vidra manages, so
 // an object absent from it is unknown, not gone.
-func (w *DriftWatches) Cached(ctx context.Context, dest *target, ref ownership.Ref) (*metav1.PartialObjectMetadata, bool) {
+func (w *DriftWatches) Cached(ctx context.Context, dest *target, ref inventory.Ref) (*metav1.PartialObjectMetadata, bool) {
 	w.mu.Lock()
 	cw := w.clusters[dest.name]
 	var kw *kindWatch

@@ -11,16 +11,16 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/inventory"
 )
 
 // health reads every object and computes its kstatus: Ready needs each one Current.
 // It records each object's status in the inventory, so people see it from the hub, and
 // returns the objects still in progress and those that failed, each with the reason.
-func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref, current map[string]string) (inProgress, failed []string, err error) {
+func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref, current map[string]string) (inProgress, failed []string, err error) {
 	entries := make(map[string]*vidrav1alpha1.ManagedResource, len(vr.Status.ManagedResources))
 	for i := range vr.Status.ManagedResources {
-		if ref, ok := ownership.EntryRef(vr.Status.ManagedResources[i]); ok {
+		if ref, ok := inventory.FromEntry(vr.Status.ManagedResources[i]); ok {
 			entries[ref.Key()] = &vr.Status.ManagedResources[i]
 		}
 	}
@@ -28,7 +28,7 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 	// bundle may have thousands). Messages are cut, and left out once the inventory's
 	// share of them is spent, so the status stays within what inventoryTooLarge allowed.
 	budget := messageAllowance*len(refs) + messageReserve
-	setObjectStatus := func(ref ownership.Ref, st, message string) {
+	setObjectStatus := func(ref inventory.Ref, st, message string) {
 		m := entries[ref.Key()]
 		if m == nil {
 			return
@@ -71,7 +71,7 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 func statusOf(managed []vidrav1alpha1.ManagedResource) map[string]vidrav1alpha1.ManagedResource {
 	judged := make(map[string]vidrav1alpha1.ManagedResource, len(managed))
 	for _, m := range managed {
-		if ref, ok := ownership.EntryRef(m); ok {
+		if ref, ok := inventory.FromEntry(m); ok {
 			judged[ref.Key()] = m
 		}
 	}

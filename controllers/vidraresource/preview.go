@@ -12,6 +12,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/manifest"
 )
 
@@ -22,9 +23,9 @@ const maxPreviewChanges = 100
 func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, engine *apply.Engine, objects []*unstructured.Unstructured, data []byte) (ctrl.Result, error) {
 	digest := content.Digest(data)
 	if !r.previewFresh(vr, digest) {
-		previous := refsFromStatus(vr.Status.ManagedResources)
+		previous := inventory.FromEntries(vr.Status.ManagedResources)
 		desired, _ := refsOf(engine, objects)
-		changes := engine.Preview(ctx, objects, difference(previous, desired), prunes(vr))
+		changes := engine.Preview(ctx, objects, inventory.Difference(previous, desired), prunes(vr))
 		vr.Status.Preview = previewStatus(vr, digest, "", changes)
 	}
 	p := vr.Status.Preview
@@ -81,9 +82,9 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 	if len(objects) > declared {
 		joinDestination(engine, vr.Spec.Destination.Namespace)
 	}
-	previous := refsFromStatus(vr.Status.ManagedResources)
+	previous := inventory.FromEntries(vr.Status.ManagedResources)
 	desired, _ := refsOf(engine, objects)
-	vr.Status.Preview = previewStatus(vr, digest, pending.Revision, engine.Preview(ctx, objects, difference(previous, desired), prunes(vr)))
+	vr.Status.Preview = previewStatus(vr, digest, pending.Revision, engine.Preview(ctx, objects, inventory.Difference(previous, desired), prunes(vr)))
 }
 
 // previewFresh says whether the status already previews this content for this generation,

@@ -33,6 +33,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/manifest"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
@@ -216,11 +217,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		return ctrl.Result{}, err
 	}
 	engine := r.engine(vr, dest)
-	previous := refsFromStatus(vr.Status.ManagedResources)
+	previous := inventory.FromEntries(vr.Status.ManagedResources)
 	engine.Seen = seen
 	shared := r.sharedApplyOf(dest.name)
 	engine.Latches, engine.Memo = &shared.latches, &shared.memo
-	engine.Current = func(ref ownership.Ref) (string, bool) { return r.Watches.ResourceVersion(ctx, dest, ref) }
+	engine.Current = func(ref inventory.Ref) (string, bool) { return r.Watches.ResourceVersion(ctx, dest, ref) }
 	if len(objects) > declared {
 		joinDestination(engine, vr.Spec.Destination.Namespace)
 	}
@@ -238,8 +239,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	desired, mapErrs := refsOf(engine, objects)
 	// Until what left the bundle is released, the inventory names it too. A bundle adding
 	// nothing to what is recorded already fits, as it did before: a resync is not sized.
-	if added := difference(desired, previous); len(added) > 0 {
-		if tooLarge := inventoryTooLarge(vr, desired, union(previous, added)); tooLarge != "" {
+	if added := inventory.Difference(desired, previous); len(added) > 0 {
+		if tooLarge := inventoryTooLarge(vr, desired, inventory.Union(previous, added)); tooLarge != "" {
 			markStalled(vr, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
 			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
 			return ctrl.Result{}, nil // terminal until the spec changes
@@ -258,11 +259,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		log.Error(err, "revision not recorded", "vidraresource", vr.Name)
 		r.event(vr, corev1.EventTypeWarning, "HistoryFailed", "revision not recorded: "+err.Error())
 	}
-	previous = union(previous, pending)
+	previous = inventory.Union(previous, pending)
 	// What is known spares reads: objects new to the inventory are created without one.
-	engine.Applied = inInventory(previous)
+	engine.Applied = inventory.NewSet(previous).Has
 	if !recorded {
-		if err := r.recordInventory(ctx, vr, union(previous, desired)); err != nil {
+		if err := r.recordInventory(ctx, vr, inventory.Union(previous, desired)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -270,13 +271,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	// Apply, in stages.
 	results, applyErr := engine.Apply(ctx, objects)
 	r.rememberUsedAsItIs(dest, results)
-	r.Watches.Use(dest, vr.Name, kindsOf(desired), r.onEvents(vr))
+	r.Watches.Use(dest, vr.Name, inventory.Kinds(desired), r.onEvents(vr))
 
 	// Release what left the bundle (Namespaces and CRDs last).
-	stale := difference(previous, desired)
+	stale := inventory.Difference(previous, desired)
 	var pruneErr error
 	var released []apply.Result
-	failedRelease := map[ownership.Ref]bool{}
+	failedRelease := map[inventory.Ref]bool{}
 	if len(stale) > 0 && applyErr == nil && len(mapErrs) == 0 {
 		released, pruneErr = engine.Release(ctx, stale, prunes(vr))
 		for _, res := range released {
@@ -291,7 +292,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		}
 	}
 	// An existing object Vidra does not manage is not this VidraResource's to track.
-	var kept []ownership.Ref
+	var kept []inventory.Ref
 	for _, ref := range desired {
 		if !slices.ContainsFunc(results, func(res apply.Result) bool {
 			return (res.Action == apply.NotManaged || res.Action == apply.UsedAsItIs) && res.Ref.Key() == ref.Key()
@@ -363,7 +364,7 @@ func (r *Reconciler) contentOf(ctx context.Context, field, manifest string, ref 
 // joinDestination makes the engine join the destination namespace that
 // withDestinationNamespace added to the bundle: its owners declare none of its fields.
 func joinDestination(engine *apply.Engine, ns string) {
-	engine.JoinOnly = func(ref ownership.Ref) bool {
+	engine.JoinOnly = func(ref inventory.Ref) bool {
 		return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
 	}
 }
@@ -390,7 +391,7 @@ func firstFew(items []string) string {
 // reconcileHealth keeps Ready false until every object is Current by kstatus. Status
 // changes do not trigger the drift watches, so progress is polled. Objects the apply
 // just returned are judged as returned, not read again.
-func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []ownership.Ref, applied []apply.Result, judged map[string]vidrav1alpha1.ManagedResource) (ctrl.Result, error) {
+func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []inventory.Ref, applied []apply.Result, judged map[string]vidrav1alpha1.ManagedResource) (ctrl.Result, error) {
 	inProgress, failed, err := health(ctx, withApplied(dest.client, applied), vr, refs, currentUnchanged(applied, judged))
 	switch {
 	case err != nil:
@@ -459,7 +460,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if !controllerutil.ContainsFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	refs := refsFromStatus(vr.Status.ManagedResources)
+	refs := inventory.FromEntries(vr.Status.ManagedResources)
 	if r.History != nil {
 		// Objects a revision recorded before a reconcile stopped without its status.
 		pending, err := r.History.Pending(ctx, vr)
@@ -467,14 +468,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 			markNotReady(vr, vidrav1alpha1.ReasonDeleting, err.Error())
 			return ctrl.Result{}, err
 		}
-		refs = union(refs, refsFromStatus(pending))
+		refs = inventory.Union(refs, inventory.FromEntries(pending))
 	}
 	dest, err := r.target(ctx, vr)
 	switch {
 	case errors.Is(err, errClusterNotEngaged) && !r.clusterEnrolled(ctx, dest):
 		if len(refs) > 0 {
 			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonDeleting,
-				fmt.Sprintf("cluster %q is no longer enrolled; left on it: %s", dest.name, refsString(refs)))
+				fmt.Sprintf("cluster %q is no longer enrolled; left on it: %s", dest.name, inventory.Join(refs)))
 		}
 	case err != nil && len(refs) == 0:
 		// Nothing was ever applied (the destination never resolved): nothing to release.
@@ -539,8 +540,8 @@ func (r *Reconciler) engine(vr *vidrav1alpha1.VidraResource, dest *target) *appl
 const applyParallelism = 8
 
 // recordInventory writes the inventory to status at once, ahead of the apply.
-func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.VidraResource, refs []ownership.Ref) error {
-	if slices.Equal(refs, refsFromStatus(vr.Status.ManagedResources)) {
+func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref) error {
+	if slices.Equal(refs, inventory.FromEntries(vr.Status.ManagedResources)) {
 		return nil
 	}
 	// Patch a copy: the response would overwrite the status being built in vr.
@@ -699,7 +700,7 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 	}
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	ref := ownership.Ref{GVK: existing.GroupVersionKind(), Name: ns}
+	ref := inventory.Ref{GVK: existing.GroupVersionKind(), Name: ns}
 	n := &unstructured.Unstructured{}
 	n.SetGroupVersionKind(ref.GVK)
 	n.SetName(ns)
@@ -735,15 +736,6 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 	return append([]*unstructured.Unstructured{n}, objects...), seen, nil
 }
 
-// inInventory says whether an object is in the inventory refs, whatever its version.
-func inInventory(refs []ownership.Ref) func(ownership.Ref) bool {
-	in := make(map[string]bool, len(refs))
-	for _, ref := range refs {
-		in[ref.Key()] = true
-	}
-	return func(ref ownership.Ref) bool { return in[ref.Key()] }
-}
-
 // appliedReader serves reads of the objects an apply just returned from them, and the
 // others from the destination.
 type appliedReader struct {
@@ -766,7 +758,7 @@ func (a appliedReader) Get(ctx context.Context, k client.ObjectKey, obj client.O
 	if !ok {
 		return a.Client.Get(ctx, k, obj, opts...)
 	}
-	ref := ownership.Ref{GVK: u.GroupVersionKind(), Namespace: k.Namespace, Name: k.Name}
+	ref := inventory.Ref{GVK: u.GroupVersionKind(), Namespace: k.Namespace, Name: k.Name}
 	got, ok := a.applied[ref.Key()]
 	if !ok || got.GroupVersionKind() != u.GroupVersionKind() {
 		return a.Client.Get(ctx, k, obj, opts...)

@@ -12,7 +12,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/inventory"
 )
 
 // defaultHistoryLimit applies when spec.historyLimit is unset (the API server defaults it).
@@ -24,7 +24,7 @@ const defaultHistoryLimit = 10
 // it does, and pending is what newer revisions than the status's recorded before a
 // reconcile that never wrote its status. The history is read only when the content
 // differs from the one this process last recorded.
-func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, previousResult string, desired []ownership.Ref) (recorded bool, pending []ownership.Ref, err error) {
+func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, previousResult string, desired []inventory.Ref) (recorded bool, pending []inventory.Ref, err error) {
 	if r.History == nil {
 		return false, nil, nil
 	}
@@ -49,9 +49,9 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 		Body: body, Digest: digest, Source: sourceOf(vr), SyncRevision: vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
 		Checksum:       vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation],
 		PreviousResult: previousResult, Limit: limit,
-		Inventory: managedOf(desired), Delivered: delivered, Owned: vr.Status.ManagedResources,
+		Inventory: inventory.Entries(desired), Delivered: delivered, Owned: vr.Status.ManagedResources,
 	})
-	pending = refsFromStatus(rec.Pending)
+	pending = inventory.FromEntries(rec.Pending)
 	if err != nil && !rec.Read {
 		// What an earlier reconcile may have applied is unknown: nothing is applied now.
 		return false, nil, fmt.Errorf("%w: %w", errHistoryUnread, err)
@@ -68,7 +68,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	// Only a revision the status does not name yet (new, renumbered, or pending from a
 	// reconcile that stopped) records what this one applies: one already delivered is
 	// not read again as pending after a crash.
-	return rec.Number > delivered && covers(refsFromStatus(rec.Inventory), desired), pending, nil
+	return rec.Number > delivered && inventory.Covers(inventory.FromEntries(rec.Inventory), desired), pending, nil
 }
 
 // revisionMemoOf is what a memo of the VidraResource's revision would say now.
@@ -121,11 +121,6 @@ type revisionMemo struct {
 	cluster string
 	// handovers is how many times this replica had lost the cluster when the memo was taken.
 	handovers int64
-}
-
-// covers says whether recorded names every object of desired.
-func covers(recorded, desired []ownership.Ref) bool {
-	return len(difference(desired, recorded)) == 0
 }
 
 // sourceOf says where a VidraResource's content comes from.

@@ -12,6 +12,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -23,7 +24,7 @@ func TestUnchangedObjectsAreNotAppliedAgain(t *testing.T) {
 	e := countingEngine(t, "hub/steady", &r)
 	e.Memo = &apply.Memo{}
 	// The cache is the API server itself here: as fresh as a cache can be.
-	e.Current = func(ref ownership.Ref) (string, bool) {
+	e.Current = func(ref inventory.Ref) (string, bool) {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(ref.GVK)
 		if err := member.Client.Get(context.Background(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
@@ -65,7 +66,7 @@ func TestDestinationNamespaceIsJoinedWithoutFieldsOfItsOwners(t *testing.T) {
 	ctx := context.Background()
 	const ns = "joined-only"
 	bundle := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"
-	joinOnly := func(ref ownership.Ref) bool { return ref.GVK.Kind == "Namespace" && ref.Name == ns }
+	joinOnly := func(ref inventory.Ref) bool { return ref.GVK.Kind == "Namespace" && ref.Name == ns }
 	latches := &apply.Latches{}
 	owners := []string{"hub/a", "hub/b", "hub/c"}
 	for _, owner := range owners {
@@ -100,8 +101,8 @@ func TestDestinationNamespaceIsJoinedWithoutFieldsOfItsOwners(t *testing.T) {
 	}
 }
 
-func refsOf(ns *corev1.Namespace) []ownership.Ref {
-	return []ownership.Ref{{GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Name: ns.Name}}
+func refsOf(ns *corev1.Namespace) []inventory.Ref {
+	return []inventory.Ref{{GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Name: ns.Name}}
 }
 
 // TestOwnersJoiningTogetherAreAllInTheSet: owners of one process joining a namespace at
@@ -109,7 +110,7 @@ func refsOf(ns *corev1.Namespace) []ownership.Ref {
 func TestOwnersJoiningTogetherAreAllInTheSet(t *testing.T) {
 	const ns = "joined-together"
 	bundle := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"
-	joinOnly := func(ref ownership.Ref) bool { return ref.GVK.Kind == "Namespace" && ref.Name == ns }
+	joinOnly := func(ref inventory.Ref) bool { return ref.GVK.Kind == "Namespace" && ref.Name == ns }
 	latches := &apply.Latches{}
 	var r requests
 	var wg sync.WaitGroup
@@ -147,7 +148,7 @@ func TestJoinOnlyNamespaceNotVidrasIsUsedAsItIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := engine(t, "hub/guest")
-	e.JoinOnly = func(ref ownership.Ref) bool { return ref.GVK.Kind == "Namespace" && ref.Name == ns }
+	e.JoinOnly = func(ref inventory.Ref) bool { return ref.GVK.Kind == "Namespace" && ref.Name == ns }
 	results := applyOK(t, e, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n---\n"+
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: guest, namespace: "+ns+"}\ndata: {k: v}\n")
 	if len(results) != 2 || results[0].Action != apply.UsedAsItIs || results[1].Action != apply.Created {

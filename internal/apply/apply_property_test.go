@@ -14,6 +14,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
@@ -51,9 +52,9 @@ func TestOwnersStayTrueWhenApplyingAndReleasingAtRandom(t *testing.T) {
 		group.Go(func() error {
 			for range steps / holders {
 				i := rng.IntN(objects)
-				e.Applied = func(ownership.Ref) bool { return declared[o][i] }
+				e.Applied = func(inventory.Ref) bool { return declared[o][i] }
 				if declared[o][i] && rng.IntN(3) > 0 {
-					if _, err := e.Release(ctx, []ownership.Ref{cmRef(name(i))}, true); err != nil {
+					if _, err := e.Release(ctx, []inventory.Ref{cmRef(name(i))}, true); err != nil {
 						return fmt.Errorf("%s releases %s: %w", e.Owner, name(i), err)
 					}
 					declared[o][i] = false

@@ -14,6 +14,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/manifest"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
@@ -69,8 +70,8 @@ func owners(t *testing.T, obj client.Object) []string {
 	return o
 }
 
-func cmRef(name string) ownership.Ref {
-	return ownership.Ref{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespace: "default", Name: name}
+func cmRef(name string) inventory.Ref {
+	return inventory.Ref{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespace: "default", Name: name}
 }
 
 const widgetCRD = `
@@ -146,7 +147,7 @@ func TestSharedObjectKeepsTheRemainingOwnersFields(t *testing.T) {
 		t.Fatalf("owners %v data %v", owners(t, cm), cm.Data)
 	}
 
-	if _, err := a.Release(ctx, []ownership.Ref{cmRef("shared")}, true); err != nil {
+	if _, err := a.Release(ctx, []inventory.Ref{cmRef("shared")}, true); err != nil {
 		t.Fatal(err)
 	}
 	cm, ok := configMap(t, "shared")
@@ -160,7 +161,7 @@ func TestSharedObjectKeepsTheRemainingOwnersFields(t *testing.T) {
 		t.Errorf("owners = %v", owners(t, cm))
 	}
 
-	results, err := b.Release(ctx, []ownership.Ref{cmRef("shared")}, true)
+	results, err := b.Release(ctx, []inventory.Ref{cmRef("shared")}, true)
 	if err != nil || results[0].Action != apply.Deleted {
 		t.Fatalf("last release = %+v, %v", results, err)
 	}
@@ -243,7 +244,7 @@ func TestPruneFalseLeavesTheObjectUnmanaged(t *testing.T) {
 	ctx := context.Background()
 	e := engine(t, "hub/keeper")
 	applyOK(t, e, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\ndata: {k: v}\n")
-	results, err := e.Release(ctx, []ownership.Ref{cmRef("kept")}, false)
+	results, err := e.Release(ctx, []inventory.Ref{cmRef("kept")}, false)
 	if err != nil || results[0].Action != apply.Released {
 		t.Fatalf("release = %+v, %v", results, err)
 	}

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -73,7 +74,7 @@ func (a Action) Changes() bool {
 
 // Result is what happened to one object.
 type Result struct {
-	Ref       ownership.Ref
+	Ref       inventory.Ref
 	Action    Action
 	Conflicts []Conflict
 	Err       error
@@ -99,7 +100,7 @@ type Engine struct {
 	// inventory). One it did not is created at once, without a read first: one request.
 	// If it exists after all, that create fails without touching it, and it is read and
 	// applied as any existing object.
-	Applied func(ownership.Ref) bool
+	Applied func(inventory.Ref) bool
 	// Seen are objects read moments ago, which are not read again. A stale one costs a
 	// retry, never a wrong write: every write is conditional on what it was decided on.
 	Seen []*metav1.PartialObjectMetadata
@@ -110,12 +111,12 @@ type Engine struct {
 	// missing, as the owners-set manager, and otherwise only enters their owners set,
 	// declaring none of their fields (the destination namespace a bundle does not declare).
 	// Their fields and their managed fields then do not grow with every owner.
-	JoinOnly func(ownership.Ref) bool
+	JoinOnly func(inventory.Ref) bool
 	// Current, when set, gives the resourceVersion an object has now as a watch cache
 	// sees it (false: unknown). An object this owner's last apply left at that version,
 	// declaring what it declares now, is not applied again: nothing would change. A
 	// change the cache has not seen yet is repaired when the watch reports it.
-	Current func(ownership.Ref) (resourceVersion string, ok bool)
+	Current func(inventory.Ref) (resourceVersion string, ok bool)
 	// Memo, when set, remembers objects as this owner's applies left them, so the next
 	// apply need not read them first (see Memo).
 	Memo *Memo
@@ -193,7 +194,7 @@ func (e *Engine) applyStage(ctx context.Context, objects []*unstructured.Unstruc
 func (e *Engine) applyGuarded(ctx context.Context, o *unstructured.Unstructured) (res Result) {
 	defer func() {
 		if p := recover(); p != nil {
-			res = Result{Ref: ownership.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()},
+			res = Result{Ref: inventory.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()},
 				Action: Failed, Err: fmt.Errorf("apply %s: panic: %v", ssautils.FmtUnstructured(o), p)}
 		}
 	}()
@@ -237,8 +238,8 @@ func firstError(results []Result) error {
 
 // Ref returns the reference of an object as it will be applied: namespaced objects without
 // a namespace get the default one. It needs the kind's REST mapping.
-func (e *Engine) Ref(o *unstructured.Unstructured) (ownership.Ref, error) {
-	ref := ownership.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+func (e *Engine) Ref(o *unstructured.Unstructured) (inventory.Ref, error) {
+	ref := inventory.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
 	namespaced, err := e.isNamespaced(o, ref.GVK)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
@@ -350,7 +351,7 @@ func (e *Engine) applyOne(ctx context.Context, o *unstructured.Unstructured) Res
 
 // applyKnown applies the object from what is known of it, reading it again when it
 // changed meanwhile; k is left with what is known of it afterwards.
-func (e *Engine) applyKnown(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) Result {
+func (e *Engine) applyKnown(ctx context.Context, o *unstructured.Unstructured, ref inventory.Ref, k *known, joinOnly bool) Result {
 	backoff := conflictBackoff
 	for backoff.Steps > 0 {
 		result, then := e.attempt(ctx, o, ref, k, joinOnly)
@@ -379,7 +380,7 @@ func (k known) present() *metav1.PartialObjectMetadata {
 // known is what the caller told of the object: read moments ago (Seen), left so by this
 // owner's last apply (Memo), or never applied by this owner (Applied), which makes it
 // worth creating without a read.
-func (e *Engine) known(ref ownership.Ref) known {
+func (e *Engine) known(ref inventory.Ref) known {
 	for _, s := range e.Seen {
 		if s.GroupVersionKind().GroupKind() == ref.GVK.GroupKind() && s.Namespace == ref.Namespace && s.Name == ref.Name {
 			return known{read: true, live: s.DeepCopy()}
@@ -396,7 +397,7 @@ func (e *Engine) known(ref ownership.Ref) known {
 
 // attempt applies the object once: it reads it when nothing is known, creates it when it
 // is absent and updates it when it exists.
-func (e *Engine) attempt(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) (Result, next) {
+func (e *Engine) attempt(ctx context.Context, o *unstructured.Unstructured, ref inventory.Ref, k *known, joinOnly bool) (Result, next) {
 	if !k.read {
 		live, err := e.ownership().Read(ctx, ref)
 		if err != nil && !errors.Is(err, ownership.ErrGone) {
@@ -416,7 +417,7 @@ func (e *Engine) attempt(ctx context.Context, o *unstructured.Unstructured, ref 
 
 // create applies an object believed absent, owned by this owner from its first moment.
 // If it exists after all, the apply fails without touching it, and it is read.
-func (e *Engine) create(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) (Result, next) {
+func (e *Engine) create(ctx context.Context, o *unstructured.Unstructured, ref inventory.Ref, k *known, joinOnly bool) (Result, next) {
 	applied := o.DeepCopy()
 	manager := e.FieldManager()
 	if joinOnly {
@@ -442,7 +443,7 @@ func (e *Engine) create(ctx context.Context, o *unstructured.Unstructured, ref o
 
 // update applies an object that exists. This owner joins its owners set first when it is
 // not in it yet, so the object counts this owner before its fields land.
-func (e *Engine) update(ctx context.Context, o *unstructured.Unstructured, ref ownership.Ref, k *known, joinOnly bool) (Result, next) {
+func (e *Engine) update(ctx context.Context, o *unstructured.Unstructured, ref inventory.Ref, k *known, joinOnly bool) (Result, next) {
 	if !k.live.DeletionTimestamp.IsZero() {
 		*k = known{}
 		return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: it is being deleted; it is applied again once gone", ref)}, done

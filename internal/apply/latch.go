@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/inventory"
 )
 
 // Latches let the owners that one process applies take turns at an object they share
@@ -35,7 +35,7 @@ type latch struct {
 
 // acquire waits for the object's turn and returns its latch, with what the previous
 // holder left of the object.
-func (l *Latches) acquire(ctx context.Context, ref ownership.Ref, joiner string) (*latch, error) {
+func (l *Latches) acquire(ctx context.Context, ref inventory.Ref, joiner string) (*latch, error) {
 	key := ref.Key()
 	l.mu.Lock()
 	if l.latches == nil {
@@ -65,7 +65,7 @@ func (l *Latches) acquire(ctx context.Context, ref ownership.Ref, joiner string)
 }
 
 // joinersOf are the owners waiting to join the object, sorted.
-func (l *Latches) joinersOf(ref ownership.Ref) []string {
+func (l *Latches) joinersOf(ref inventory.Ref) []string {
 	if l == nil {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (l *Latches) joinersOf(ref ownership.Ref) []string {
 }
 
 // release hands the object as the holder left it (nil: unknown) to the next holder.
-func (l *Latches) release(ref ownership.Ref, lt *latch, last *metav1.PartialObjectMetadata, joiner string) {
+func (l *Latches) release(ref inventory.Ref, lt *latch, last *metav1.PartialObjectMetadata, joiner string) {
 	lt.last = last
 	lt.turn <- struct{}{}
 	l.leave(ref.Key(), lt, joiner)

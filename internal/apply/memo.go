@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -30,7 +31,7 @@ type appliedAs struct{ resourceVersion, declared string }
 type memoKey struct{ owner, object string }
 
 // recall returns the object as owner's apply left it, or nil.
-func (m *Memo) recall(owner string, ref ownership.Ref) *metav1.PartialObjectMetadata {
+func (m *Memo) recall(owner string, ref inventory.Ref) *metav1.PartialObjectMetadata {
 	if m == nil {
 		return nil
 	}
@@ -44,7 +45,7 @@ func (m *Memo) recall(owner string, ref ownership.Ref) *metav1.PartialObjectMeta
 
 // unchanged says whether owner's last apply of the object declared exactly declared and
 // left it at resourceVersion: applying it again would change nothing.
-func (m *Memo) unchanged(owner string, ref ownership.Ref, declared, resourceVersion string) bool {
+func (m *Memo) unchanged(owner string, ref inventory.Ref, declared, resourceVersion string) bool {
 	if m == nil || declared == "" || resourceVersion == "" {
 		return false
 	}
@@ -57,7 +58,7 @@ func (m *Memo) unchanged(owner string, ref ownership.Ref, declared, resourceVers
 // remember keeps the object as owner's apply (by fieldManager) left it, when that apply
 // declares the owners set; otherwise the object is forgotten, as the next apply must read
 // it to know the set.
-func (m *Memo) remember(owner, fieldManager string, ref ownership.Ref, obj *metav1.PartialObjectMetadata, declared string) {
+func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *metav1.PartialObjectMetadata, declared string) {
 	if m == nil {
 		return
 	}
@@ -95,7 +96,7 @@ func (m *Memo) remember(owner, fieldManager string, ref ownership.Ref, obj *meta
 }
 
 // forget drops what owner's apply left of the object.
-func (m *Memo) forget(owner string, ref ownership.Ref) {
+func (m *Memo) forget(owner string, ref inventory.Ref) {
 	if m == nil {
 		return
 	}

@@ -15,12 +15,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // Change is what applying one object would do.
 type Change struct {
-	Ref    ownership.Ref
+	Ref    inventory.Ref
 	Action vidrav1alpha1.PreviewAction
 	// Diff is, for an update, a unified diff of the object's YAML as it is and as it would
 	// be; Secret values are redacted.
@@ -37,7 +38,7 @@ const maxDiff = 4 << 10
 // object is server-side applied as a dry-run (admission, defaults and other field managers
 // accounted for) and compared with the object as it is. Objects whose namespace or kind
 // the bundle itself creates cannot be dry-run: they are reported as created, unchecked.
-func (e *Engine) Preview(ctx context.Context, objects []*unstructured.Unstructured, stale []ownership.Ref, prune bool) []Change {
+func (e *Engine) Preview(ctx context.Context, objects []*unstructured.Unstructured, stale []inventory.Ref, prune bool) []Change {
 	changes := make([]Change, 0, len(objects)+len(stale))
 	sorted := slices.Clone(objects)
 	sortForApply(sorted)
@@ -124,7 +125,7 @@ func (e *Engine) previewOne(ctx context.Context, o *unstructured.Unstructured, c
 
 // previewRelease says whether an object leaving the bundle would be deleted (no other
 // owner) or only released.
-func (e *Engine) previewRelease(ctx context.Context, ref ownership.Ref, prune bool) Change {
+func (e *Engine) previewRelease(ctx context.Context, ref inventory.Ref, prune bool) Change {
 	live, err := e.ownership().Read(ctx, ref)
 	switch {
 	case errors.Is(err, ownership.ErrGone):

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -17,7 +18,7 @@ import (
 // (so Namespaces and CRDs go last). Each object loses this owner from its owners set; the
 // last owner deletes it (prune) or leaves it unmanaged. Where other owners remain, this
 // owner also gives up its fields, so what stays is what the remaining owners declare.
-func (e *Engine) Release(ctx context.Context, refs []ownership.Ref, prune bool) ([]Result, error) {
+func (e *Engine) Release(ctx context.Context, refs []inventory.Ref, prune bool) ([]Result, error) {
 	ordered := make([]*unstructured.Unstructured, 0, len(refs))
 	for _, r := range refs {
 		u := &unstructured.Unstructured{}
@@ -32,7 +33,7 @@ func (e *Engine) Release(ctx context.Context, refs []ownership.Ref, prune bool) 
 	results := make([]Result, 0, len(ordered))
 	var errs []error
 	for _, u := range ordered {
-		ref := ownership.Ref{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+		ref := inventory.Ref{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 		result := e.releaseOne(ctx, ref, prune)
 		if result.Err != nil {
 			errs = append(errs, result.Err)
@@ -50,7 +51,7 @@ const (
 	Released Action = "Released"
 )
 
-func (e *Engine) releaseOne(ctx context.Context, ref ownership.Ref, prune bool) Result {
+func (e *Engine) releaseOne(ctx context.Context, ref inventory.Ref, prune bool) Result {
 	e.Memo.forget(e.Owner, ref)
 	outcome, err := e.ownership().Leave(ctx, ref, e.Owner, prune)
 	if err != nil {
@@ -73,7 +74,7 @@ func (e *Engine) releaseOne(ctx context.Context, ref ownership.Ref, prune bool) 
 // apply with a resourceVersion alone would create a deleted object again, empty; with
 // the UID the API server refuses to. An object that other owners keep writing is read
 // again after a pause.
-func (e *Engine) giveUpFields(ctx context.Context, ref ownership.Ref) error {
+func (e *Engine) giveUpFields(ctx context.Context, ref inventory.Ref) error {
 	backoff := conflictBackoff
 	for backoff.Steps > 0 {
 		current, err := e.ownership().Read(ctx, ref)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -63,7 +64,7 @@ func configMaps(prefix string, n int) string {
 	return yaml
 }
 
-func neverApplied(ownership.Ref) bool { return false }
+func neverApplied(inventory.Ref) bool { return false }
 
 // TestNewObjectsTakeOneRequestEach: objects the owner never applied are created, owned,
 // with one request each, and judged from what the apply returned.
@@ -87,7 +88,7 @@ func TestNewObjectsTakeOneRequestEach(t *testing.T) {
 
 	// Applied again, as part of the inventory: a read and an apply each, nothing changed.
 	r.total.Store(0)
-	e.Applied = func(ownership.Ref) bool { return true }
+	e.Applied = func(inventory.Ref) bool { return true }
 	for _, res := range applyOK(t, e, configMaps("fresh", 5)) {
 		if res.Action != apply.Unchanged {
 			t.Errorf("second apply of %s: %s", res.Ref, res.Action)
@@ -219,7 +220,7 @@ func TestRememberedObjectsAreAppliedWithoutARead(t *testing.T) {
 	}
 
 	// Released and applied again: created anew, not from memory.
-	if _, err := e.Release(ctx, []ownership.Ref{cmRef("memo-2")}, true); err != nil {
+	if _, err := e.Release(ctx, []inventory.Ref{cmRef("memo-2")}, true); err != nil {
 		t.Fatal(err)
 	}
 	if got := applyOK(t, e, bundle)[2]; got.Action != apply.Created {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
@@ -83,7 +84,7 @@ func TestOwnersSetsStayTrueUnderConcurrentClaims(t *testing.T) {
 // claim is what applying an object does for ownership: create it if it is missing (as a
 // server-side apply would), then join its owners set; when another owner's prune deleted
 // it in between, start again.
-func claim(ctx context.Context, w ownership.Writer, ref ownership.Ref, owner string) error {
+func claim(ctx context.Context, w ownership.Writer, ref inventory.Ref, owner string) error {
 	for {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name: ref.Name, Namespace: ref.Namespace,

@@ -10,13 +10,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/inventory"
 )
 
 // FieldManager is the field manager of owners-set writes, apart from every owner's own.
@@ -31,34 +31,8 @@ var (
 	ErrGone = errors.New("the object does not exist")
 )
 
-// Ref names an object on a cluster.
-type Ref struct {
-	GVK       schema.GroupVersionKind
-	Namespace string
-	Name      string
-}
-
-// Key identifies the object whatever API version names it: group, kind, namespace and
-// name, for maps and sets.
-func (r Ref) Key() string {
-	return r.GVK.Group + "/" + r.GVK.Kind + "/" + r.Namespace + "/" + r.Name
-}
-
-// EntryRef is the object an inventory entry names; false when its apiVersion does not
-// parse (the ref then has no group or version).
-func EntryRef(m vidrav1alpha1.ManagedResource) (Ref, bool) {
-	gv, err := schema.ParseGroupVersion(m.APIVersion)
-	return Ref{GVK: gv.WithKind(m.Kind), Namespace: m.Namespace, Name: m.Name}, err == nil
-}
-
-func (r Ref) String() string {
-	if r.Namespace == "" {
-		return fmt.Sprintf("%s %s", r.GVK.Kind, r.Name)
-	}
-	return fmt.Sprintf("%s %s/%s", r.GVK.Kind, r.Namespace, r.Name)
-}
-
-func (r Ref) meta() *metav1.PartialObjectMetadata {
+// metaOf is the object's metadata to read or write, naming it.
+func metaOf(r inventory.Ref) *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(r.GVK)
 	m.Namespace, m.Name = r.Namespace, r.Name
@@ -95,7 +69,7 @@ var conflictBackoff = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Fa
 // Join adds owner to the object's owners set and marks the object as managed by Vidra.
 // An existing object that Vidra does not manage is joined only when adopt is true. It
 // returns the object's resourceVersion once joined.
-func (w Writer) Join(ctx context.Context, ref Ref, owner string, adopt bool) (string, error) {
+func (w Writer) Join(ctx context.Context, ref inventory.Ref, owner string, adopt bool) (string, error) {
 	var resourceVersion string
 	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		obj, err := w.Read(ctx, ref)
@@ -113,8 +87,8 @@ func (w Writer) Join(ctx context.Context, ref Ref, owner string, adopt bool) (st
 
 // Read returns the object's metadata (labels, annotations, managed fields, UID and
 // resourceVersion) as the API server has it now, or ErrGone.
-func (w Writer) Read(ctx context.Context, ref Ref) (*metav1.PartialObjectMetadata, error) {
-	obj := ref.meta()
+func (w Writer) Read(ctx context.Context, ref inventory.Ref) (*metav1.PartialObjectMetadata, error) {
+	obj := metaOf(ref)
 	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, ErrGone
@@ -135,7 +109,7 @@ func (w Writer) Claim(ctx context.Context, obj *metav1.PartialObjectMetadata, ow
 // ClaimFor is Claim for owner and, in the same write, others: owners of one process that
 // wait to join the same object join it together.
 func (w Writer) ClaimFor(ctx context.Context, obj *metav1.PartialObjectMetadata, owner string, others []string, adopt bool) (*metav1.PartialObjectMetadata, error) {
-	ref := Ref{GVK: obj.GroupVersionKind(), Namespace: obj.Namespace, Name: obj.Name}
+	ref := inventory.Ref{GVK: obj.GroupVersionKind(), Namespace: obj.Namespace, Name: obj.Name}
 	if !obj.DeletionTimestamp.IsZero() {
 		return nil, fmt.Errorf("join %s: being deleted: %w", ref, ErrGone)
 	}
@@ -161,10 +135,10 @@ func (w Writer) ClaimFor(ctx context.Context, obj *metav1.PartialObjectMetadata,
 // object is deleted (prune) with a resourceVersion precondition, or released: its owners
 // annotation and managed-by label are removed and it stays. A delete that loses a race
 // with a joining owner is retried from a fresh read, so that owner keeps the object.
-func (w Writer) Leave(ctx context.Context, ref Ref, owner string, prune bool) (Outcome, error) {
+func (w Writer) Leave(ctx context.Context, ref inventory.Ref, owner string, prune bool) (Outcome, error) {
 	outcome := StillOwned
 	err := retry.RetryOnConflict(conflictBackoff, func() error {
-		obj := ref.meta()
+		obj := metaOf(ref)
 		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				outcome = Deleted
