@@ -64,77 +64,8 @@ type SecretReference struct {
 	Name string `json:"name"`
 }
 
-// Condition types shared by the kinds of this API. Ready, Reconciling and Stalled follow the
-// kstatus conventions, so generic tools (kstatus, Flux, Argo CD health checks) read them.
-const (
-	// ConditionReady is True when the object's desired state is in effect.
-	ConditionReady = "Ready"
-	// ConditionReconciling is True while the controller works towards the desired state.
-	ConditionReconciling = "Reconciling"
-	// ConditionStalled is True when progress needs a change of the object or its inputs.
-	ConditionStalled = "Stalled"
-)
-
-// Condition reasons of a VidraResource, CamelCase as the API conventions ask.
-const (
-	ReasonSucceeded         = "Succeeded"
-	ReasonProgressing       = "Progressing"
-	ReasonSuspended         = "Suspended"
-	ReasonInvalidManifest   = "InvalidManifest"
-	ReasonClusterNotFound   = "ClusterNotFound"
-	ReasonApplyFailed       = "ApplyFailed"
-	ReasonPruneFailed       = "PruneFailed"
-	ReasonConflict          = "Conflict"
-	ReasonDeleting          = "Deleting"
-	ReasonHealthCheckFailed = "HealthCheckFailed"
-	// ReasonContentUnavailable: spec.content names content that is missing from the
-	// content store, or that fails its checks; nothing is applied.
-	ReasonContentUnavailable = "ContentUnavailable"
-	// ReasonInventoryTooLarge: the bundle names more objects than a VidraResource can
-	// record within the hub's object size limit; nothing is applied.
-	ReasonInventoryTooLarge = "InventoryTooLarge"
-)
-
-// Condition reasons of an InfrahubSync.
-const (
-	// ReasonSourceInvalid: the source cannot be used as written (a refused URL, a missing
-	// or unreadable credentials or CA Secret); fixing the InfrahubSync or its Secret helps.
-	ReasonSourceInvalid = "SourceInvalid"
-	// ReasonAuthenticationFailed: Infrahub refused the credentials.
-	ReasonAuthenticationFailed = "AuthenticationFailed"
-	// ReasonListFailed: the artifacts could not be listed; nothing was changed.
-	ReasonListFailed = "ListFailed"
-	// ReasonArtifactFailed: some artifacts could not be delivered (not Ready in Infrahub,
-	// a checksum mismatch, content that is not a manifest); their VidraResources are kept
-	// as they were.
-	ReasonArtifactFailed = "ArtifactFailed"
-	// ReasonNoArtifacts: Infrahub lists no artifact of that name; nothing was removed.
-	ReasonNoArtifacts = "NoArtifacts"
-	// ReasonVidraResourceFailed: a VidraResource could not be written.
-	ReasonVidraResourceFailed = "VidraResourceFailed"
-	// ReasonRolloutFailed: the progressive rollout cannot go on as the sync is written.
-	ReasonRolloutFailed = "RolloutFailed"
-)
-
-// The VM rollout's condition on a VidraResource and its reasons.
-const (
-	// ConditionVMRollout is True when every VirtualMachine of the VidraResource runs its
-	// current spec, False while a rollout progresses, waits for a person or is paused.
-	ConditionVMRollout = "VMRollout"
-	// ReasonVMRolloutPaused: a restarted VM did not come back; nothing more is restarted.
-	ReasonVMRolloutPaused = "Paused"
-	// ReasonVMRestartRequired: VMs need a restart that the Manual strategy leaves to a person.
-	ReasonVMRestartRequired = "RestartRequired"
-	// ReasonVMRestartFailed: a restart could not be asked for.
-	ReasonVMRestartFailed = "RestartFailed"
-)
-
 // VidraResourceFinalizer holds a deleted VidraResource until its objects are released.
 const VidraResourceFinalizer = "vidraresource.infrahub.operators.com/finalizer"
-
-// ConditionConflict is True on every VidraResource that declares a field of a shared
-// object differently from another: the one whose value is in effect and the one refused.
-const ConditionConflict = "Conflict"
 
 // StatusConditions gives the VidraResource's conditions to shared condition helpers.
 func (in *VidraResource) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }

@@ -62,13 +62,6 @@ const (
 	InfrahubURLLabel = "infrahub-api-url"
 )
 
-// Condition types of a VidraCluster beside Ready.
-const (
-	// ConditionKubeconfigCurrent is True when the engaged kubeconfig is the one the Secret
-	// holds now, False while a changed kubeconfig could not replace it.
-	ConditionKubeconfigCurrent = "KubeconfigCurrent"
-)
-
 // Labels and annotations of the ControllerRevisions that keep a VidraResource's history.
 const (
 	// RevisionOfLabel is the UID of the VidraResource a ControllerRevision belongs to.
@@ -80,15 +73,6 @@ const (
 	RevisionDigestAnnotation = "vidra.infrahub.operators.com/digest"
 	// RevisionResultAnnotation is how the revision ended when a newer one replaced it.
 	RevisionResultAnnotation = "vidra.infrahub.operators.com/result"
-)
-
-// Conditions of rollouts and rollbacks.
-const (
-	// ConditionRolledOut on an InfrahubSync with a progressive rollout is True once the
-	// newest revision reached every cluster healthy.
-	ConditionRolledOut = "RolledOut"
-	// ConditionPinned on a VidraResource is True while a rollback holds its content.
-	ConditionPinned = "Pinned"
 )
 
 // Annotations of an enrollment Secret that make up the cluster's delivery policy. They
@@ -111,7 +95,3 @@ const (
 // (NAMESPACE/NAME) whose token the kubeconfig holds: kubectl vidra enroll created it, and
 // the operator renews the token through the member's TokenRequest API.
 const ServiceAccountAnnotation = "vidra.infrahub.operators.com/service-account"
-
-// ReasonPolicyDenied is the reason of a VidraResource whose bundle breaks its cluster's
-// delivery policy; nothing of it is applied or pruned.
-const ReasonPolicyDenied = "PolicyDenied"

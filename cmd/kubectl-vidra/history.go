@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -305,16 +304,9 @@ func pinNote(vr *vidrav1alpha1.VidraResource) string {
 	return ""
 }
 
-// currentResult is how the revision delivered now stands.
+// currentResult is how the revision delivered now stands, by its reason alone.
 func currentResult(vr *vidrav1alpha1.VidraResource) string {
-	ready := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
-	switch {
-	case ready == nil:
-		return "Unknown (current)"
-	case ready.Status == metav1.ConditionTrue:
-		return "Ready (current)"
-	}
-	return ready.Reason + " (current)"
+	return firstWord(history.CurrentResult(vr)) + " (current)"
 }
 
 func limitOf(vr *vidrav1alpha1.VidraResource) string {

@@ -198,9 +198,9 @@ func (d *delivery) deliver(ctx context.Context, a infrahub.Artifact, targets []t
 	related := desired[0]
 	switch {
 	case prev.ID == "":
-		d.r.event(d.ihs, related, corev1.EventTypeNormal, "ArtifactAdded", fmt.Sprintf("artifact %s (%s, target %s) delivered as %s", a.Name, a.ID, a.Target.Label, strings.Join(st.VidraResources, ", ")))
+		d.r.event(d.ihs, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactAdded, fmt.Sprintf("artifact %s (%s, target %s) delivered as %s", a.Name, a.ID, a.Target.Label, strings.Join(st.VidraResources, ", ")))
 	case prev.Checksum != a.Checksum:
-		d.r.event(d.ihs, related, corev1.EventTypeNormal, "ArtifactUpdated", fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", a.Name, a.ID, a.Target.Label, a.Checksum, strings.Join(st.VidraResources, ", ")))
+		d.r.event(d.ihs, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactUpdated, fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", a.Name, a.ID, a.Target.Label, a.Checksum, strings.Join(st.VidraResources, ", ")))
 	}
 	return st
 }

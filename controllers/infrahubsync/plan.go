@@ -156,7 +156,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		st.FailedClusters = nil
 		st.WaveCompletedAt = nil
 		st.StartedAt = &now
-		p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "RolloutStarted", fmt.Sprintf("revision %d: wave %s first", st.Revision, st.Wave)})
+		p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, vidrav1alpha1.EventRolloutStarted, fmt.Sprintf("revision %d: wave %s first", st.Revision, st.Wave)})
 	}
 	// A person resumed: failed clusters get another healthTimeout, counted from now.
 	if in.resume != "" && in.resume != st.Resumed {
@@ -164,7 +164,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		st.ResumedAt = &now
 		if st.Phase == vidrav1alpha1.RolloutFailed || st.Phase == vidrav1alpha1.RolloutRolledBack {
 			st.Phase = vidrav1alpha1.RolloutProgressing
-			p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "RolloutResumed", fmt.Sprintf("revision %d: resumed at wave %s", st.Revision, st.Wave)})
+			p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, vidrav1alpha1.EventRolloutResumed, fmt.Sprintf("revision %d: resumed at wave %s", st.Revision, st.Wave)})
 		}
 		st.FailedClusters = nil
 	}
@@ -298,7 +298,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 			st.WaveCompletedAt = &now
 			if len(w.clusters) > 0 {
 				p.waves = append(p.waves, "completed")
-				p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "WaveCompleted", fmt.Sprintf("revision %d: wave %s healthy (%d clusters)", st.Revision, w.name, len(w.clusters))})
+				p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, vidrav1alpha1.EventWaveCompleted, fmt.Sprintf("revision %d: wave %s healthy (%d clusters)", st.Revision, w.name, len(w.clusters))})
 			}
 		}
 		if left := w.pauseAfter - in.now.Sub(st.WaveCompletedAt.Time); left > 0 && len(w.clusters) > 0 && laterClusters(all, i) {
@@ -311,7 +311,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		}
 		st.WaveCompletedAt = nil
 		if next := all[i+1]; len(next.clusters) > 0 {
-			p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "WaveStarted", fmt.Sprintf("revision %d: wave %s (%d clusters)", st.Revision, next.name, len(next.clusters))})
+			p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, vidrav1alpha1.EventWaveStarted, fmt.Sprintf("revision %d: wave %s (%d clusters)", st.Revision, next.name, len(next.clusters))})
 		}
 	}
 	// A revision completes only where it is healthy: a cluster of a wave already passed
@@ -341,7 +341,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 		st.Message = fmt.Sprintf("revision %d: not healthy within %s after the last wave: %s; nothing is rolled back or updated until the content changes or `kubectl vidra rollout resume`",
 			st.Revision, timeout, strings.Join(late, "; "))
 		p.waves = append(p.waves, "failed")
-		p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, "RolloutFailed", st.Message})
+		p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, vidrav1alpha1.ReasonRolloutFailed, st.Message})
 		return p, nil
 	}
 	if len(waiting) > 0 {
@@ -355,7 +355,7 @@ func planRollout(in rolloutInput) (rolloutPlan, error) {
 	st.Wave = lastWave(all)
 	st.Message = completedMessage(st, pinned)
 	p.completed = true
-	p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, "RolloutCompleted", fmt.Sprintf("revision %d reached %d clusters", st.Revision, st.Updated)})
+	p.events = append(p.events, rolloutEvent{corev1.EventTypeNormal, vidrav1alpha1.EventRolloutCompleted, fmt.Sprintf("revision %d reached %d clusters", st.Revision, st.Updated)})
 	return p, nil
 }
 
@@ -384,7 +384,7 @@ func (p *rolloutPlan) fail(in rolloutInput, w wave, failed []clusterView, timeou
 		}
 		st.Message = fmt.Sprintf("%s; wave %s rolled back to the previous revision: %s", detail, w.name, strings.Join(back, ", "))
 		p.waves = append(p.waves, "rolledback")
-		p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, "RolledBack", st.Message})
+		p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, vidrav1alpha1.ReasonRolledBack, st.Message})
 		return
 	}
 	st.Phase = vidrav1alpha1.RolloutFailed
@@ -393,7 +393,7 @@ func (p *rolloutPlan) fail(in rolloutInput, w wave, failed []clusterView, timeou
 		st.Message = detail + "; there is no previous revision to roll back to, so nothing more is updated"
 	}
 	p.waves = append(p.waves, "failed")
-	p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, "RolloutFailed", st.Message})
+	p.events = append(p.events, rolloutEvent{corev1.EventTypeWarning, vidrav1alpha1.ReasonRolloutFailed, st.Message})
 }
 
 func completedMessage(st *vidrav1alpha1.RolloutStatus, pinned []string) string {

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -24,13 +23,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/tracing"
 )
@@ -47,7 +46,7 @@ type Reconciler struct {
 	// HTTPTimeout bounds every request to Infrahub.
 	HTTPTimeout time.Duration
 	// Recorder records Events on InfrahubSyncs.
-	Recorder events.EventRecorder
+	Recorder k8sevents.EventRecorder
 	// Metrics, when set, count requests, downloads and sync durations.
 	Metrics *Metrics
 	// Content stores artifacts larger than InlineLimit, which a VidraResource then names
@@ -102,8 +101,6 @@ func (r *Reconciler) now() time.Time {
 
 // Reconcile narrates one sync of an InfrahubSync.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	log := logr.FromContextOrDiscard(ctx)
-
 	// Get the InfrahubSync.
 	ihs, err := r.read(ctx, req.NamespacedName)
 	if err != nil {
@@ -152,10 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	start := r.now()
 	result, err = r.sync(ctx, ihs)
 	r.Metrics.observeSync(r.now().Sub(start))
-	if err != nil {
-		log.Error(err, "sync failed", "infrahubsync", ihs.Name)
-	}
-	return result, err
+	return result, err // controller-runtime logs it, with the InfrahubSync's name
 }
 
 // startSpan starts the reconcile's span, as a child of the trace context a webhook left on
@@ -344,7 +338,7 @@ func (r *Reconciler) prune(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync,
 			if len(st.VidraResources) > 0 {
 				related = &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: st.VidraResources[0]}}
 			}
-			r.event(ihs, related, corev1.EventTypeNormal, "ArtifactRemoved",
+			r.event(ihs, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactRemoved,
 				fmt.Sprintf("artifact %s (%s, target %s) is no longer in Infrahub: removed %s", st.Name, id, st.Target, strings.Join(st.VidraResources, ", ")))
 		}
 	}
@@ -441,16 +435,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, ihs *vidrav1alpha1
 // event records an Event on an InfrahubSync, optionally related to one of its
 // VidraResources.
 func (r *Reconciler) event(ihs *vidrav1alpha1.InfrahubSync, related *vidrav1alpha1.VidraResource, eventType, reason, note string) {
-	if r.Recorder == nil {
-		return
-	}
-	note = conditions.Cut(note, maxEventNote, "...")
+	recorder := events.NewRecorder(r.Recorder, "Sync")
 	if related == nil {
-		r.Recorder.Eventf(ihs, nil, eventType, reason, "Sync", "%s", note)
+		recorder.Record(ihs, nil, eventType, reason, note) // not a typed nil
 		return
 	}
-	r.Recorder.Eventf(ihs, related, eventType, reason, "Sync", "%s", note)
+	recorder.Record(ihs, related, eventType, reason, note)
 }
-
-// maxEventNote is the longest note the events API accepts.
-const maxEventNote = 1024

@@ -33,8 +33,8 @@ func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if p.Failed > 0 {
 		msg += fmt.Sprintf(", %d refused by the dry-run", p.Failed)
 	}
-	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, "DryRun", msg)
-	setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionFalse, "DryRun", msg)
+	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, vidrav1alpha1.ReasonDryRun, msg)
+	setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionFalse, vidrav1alpha1.ReasonDryRun, msg)
 	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
 	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -29,9 +29,9 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/manifest"
@@ -60,7 +60,7 @@ type Reconciler struct {
 	// RequestTimeout bounds every request to a destination.
 	RequestTimeout time.Duration
 	// Recorder records Events on VidraResources.
-	Recorder events.EventRecorder
+	Recorder k8sevents.EventRecorder
 	// Watches repairs drift as soon as a destination reports it.
 	Watches *DriftWatches
 	// Metrics, when set, count applies, drift and managed objects.
@@ -95,8 +95,6 @@ func (r *Reconciler) book() *conflictBook {
 
 // Reconcile narrates the life of one VidraResource.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	log := logr.FromContextOrDiscard(ctx)
-
 	if r.Metrics != nil {
 		defer prometheus.NewTimer(r.Metrics.duration).ObserveDuration()
 	}
@@ -161,15 +159,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	result, err = r.reconcileNormal(ctx, vr)
 	// Content waiting for this VidraResource is previewed, whatever became of its own.
 	r.previewPending(ctx, vr)
-	if err != nil {
-		log.Error(err, "reconcile failed", "vidraresource", vr.Name)
-	}
-	return result, err
+	return result, err // controller-runtime logs it, with the VidraResource's name
 }
 
 // reconcileNormal applies the bundle and releases what left it.
 func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
-	previousResult := resultOf(vr)
+	previousResult := history.CurrentResult(vr)
 	markReconciling(vr)
 	markPinned(vr)
 
@@ -257,7 +252,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		// above, since it may name objects an earlier reconcile applied).
 		log := logr.FromContextOrDiscard(ctx)
 		log.Error(err, "revision not recorded", "vidraresource", vr.Name)
-		r.event(vr, corev1.EventTypeWarning, "HistoryFailed", "revision not recorded: "+err.Error())
+		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.EventHistoryFailed, "revision not recorded: "+err.Error())
 	}
 	previous = inventory.Union(previous, pending)
 	// What is known spares reads: objects new to the inventory are created without one.
@@ -534,9 +529,8 @@ func (r *Reconciler) engine(vr *vidrav1alpha1.VidraResource, dest *target) *appl
 }
 
 // applyParallelism is how many objects of one kind a reconcile applies at once: enough
-// for one large bundle to keep its member busy (at 4, a bundle of 5,000 objects was
-// applied at 0.56 of the tight loop's rate; at 8, 0.63), while many small bundles
-// share the member among the workers anyway.
+// for one large bundle to keep its member busy, while many small bundles share the member
+// among the workers anyway (docs/scaling.md has the measurements).
 const applyParallelism = 8
 
 // recordInventory writes the inventory to status at once, ahead of the apply.
@@ -613,10 +607,7 @@ func (r *Reconciler) wrote(vr *vidrav1alpha1.VidraResource) {
 }
 
 func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, note string) {
-	if r.Recorder != nil {
-		// A longer note would be refused, and the Event lost.
-		r.Recorder.Eventf(vr, nil, eventType, reason, "Reconcile", "%s", joinNotes([]string{note}))
-	}
+	events.NewRecorder(r.Recorder, "Reconcile").Record(vr, nil, eventType, reason, note)
 }
 
 // eventResults records one Normal Event for what changed (created, configured, repaired,
@@ -655,28 +646,11 @@ func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []app
 		for _, a := range changed {
 			parts = append(parts, strings.ToLower(string(a))+" "+strings.Join(byAction[a], ", "))
 		}
-		r.event(vr, corev1.EventTypeNormal, string(changed[0]), joinNotes(parts))
+		r.event(vr, corev1.EventTypeNormal, string(changed[0]), events.Join(parts))
 	}
 	for _, o := range order {
-		r.event(vr, o.eventType, o.reason, joinNotes(notes[o]))
+		r.event(vr, o.eventType, o.reason, events.Join(notes[o]))
 	}
-}
-
-// maxNote is the longest Event note the API server accepts.
-const maxNote = 1024
-
-// joinNotes joins notes into one that fits an Event, counting those left out.
-func joinNotes(notes []string) string {
-	note := notes[0]
-	for i, n := range notes[1:] {
-		more := fmt.Sprintf("; and %d more", len(notes)-1-i)
-		if len(note)+len("; ")+len(n)+len(more) > maxNote {
-			note += more
-			break
-		}
-		note += "; " + n
-	}
-	return conditions.Cut(note, maxNote, "...")
 }
 
 func prunes(vr *vidrav1alpha1.VidraResource) bool {

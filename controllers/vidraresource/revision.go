@@ -135,23 +135,6 @@ func sourceOf(vr *vidrav1alpha1.VidraResource) string {
 	return "user"
 }
 
-// resultOf is how the revision delivered until now stands, for the history: read before
-// this reconcile changes the conditions.
-func resultOf(vr *vidrav1alpha1.VidraResource) string {
-	ready := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
-	switch {
-	case ready == nil:
-		return "Unknown"
-	case ready.Status == metav1.ConditionTrue:
-		return "Ready"
-	}
-	msg := ready.Reason + ": " + ready.Message
-	if len(msg) > 200 {
-		msg = msg[:197] + "..."
-	}
-	return msg
-}
-
 // markPinned says whether a rollback holds the VidraResource's content.
 func markPinned(vr *vidrav1alpha1.VidraResource) {
 	pinned := vr.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]
@@ -163,5 +146,5 @@ func markPinned(vr *vidrav1alpha1.VidraResource) {
 	if sync := vr.Labels[vidrav1alpha1.InfrahubSyncLabel]; sync != "" {
 		msg += fmt.Sprintf("; InfrahubSync %s leaves it alone until `kubectl vidra rollout resume %s`", sync, sync)
 	}
-	setCondition(vr, vidrav1alpha1.ConditionPinned, metav1.ConditionTrue, "RolledBack", msg)
+	setCondition(vr, vidrav1alpha1.ConditionPinned, metav1.ConditionTrue, vidrav1alpha1.ReasonRolledBack, msg)
 }

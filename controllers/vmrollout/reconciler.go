@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +35,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/tracing"
 )
@@ -51,7 +52,7 @@ type Reconciler struct {
 	// DisableLocalCluster leaves the local cluster's VMs alone (--disable-local-cluster).
 	DisableLocalCluster bool
 	// Recorder records Events on VidraResources.
-	Recorder events.EventRecorder
+	Recorder k8sevents.EventRecorder
 	// Metrics, when set, count restarts.
 	Metrics *Metrics
 	// Now is the clock; nil is time.Now.
@@ -207,18 +208,18 @@ func (r *Reconciler) act(ctx context.Context, cl cluster.Cluster, vr *vidrav1alp
 			}
 			if !errors.Is(err, errNotNow) {
 				r.Metrics.observe(cluster, "error")
-				r.event(vr, vm, corev1.EventTypeWarning, "VMRestartFailed", fmt.Sprintf("VM %s on %s: %v", name, cluster, err))
+				r.event(vr, vm, corev1.EventTypeWarning, vidrav1alpha1.EventVMRestartFailed, fmt.Sprintf("VM %s on %s: %v", name, cluster, err))
 			}
 			return err
 		}
 		r.Metrics.observe(cluster, "started")
-		r.event(vr, vm, corev1.EventTypeNormal, "VMRestarting", fmt.Sprintf("VM %s on %s restarting (%s)", name, cluster, via))
+		r.event(vr, vm, corev1.EventTypeNormal, vidrav1alpha1.EventVMRestarting, fmt.Sprintf("VM %s on %s restarting (%s)", name, cluster, via))
 	case stepSucceeded:
 		if err := writeRecord(ctx, c, vm, nil); err != nil {
 			return err
 		}
 		r.Metrics.observe(cluster, "succeeded")
-		r.event(vr, vm, corev1.EventTypeNormal, "VMRestarted", fmt.Sprintf("VM %s on %s is back, Ready, with its new spec", name, cluster))
+		r.event(vr, vm, corev1.EventTypeNormal, vidrav1alpha1.EventVMRestarted, fmt.Sprintf("VM %s on %s is back, Ready, with its new spec", name, cluster))
 	case stepFailed:
 		record := *view.restart
 		record.failed = true
@@ -226,7 +227,7 @@ func (r *Reconciler) act(ctx context.Context, cl cluster.Cluster, vr *vidrav1alp
 			return err
 		}
 		r.Metrics.observe(cluster, "failed")
-		r.event(vr, vm, corev1.EventTypeWarning, "VMRestartTimedOut", fmt.Sprintf("VM %s on %s %s; the rollout pauses", name, cluster, whyNotBack(view, &record, readyTimeout(rolloutSpec(vr)))))
+		r.event(vr, vm, corev1.EventTypeWarning, vidrav1alpha1.EventVMRestartTimedOut, fmt.Sprintf("VM %s on %s %s; the rollout pauses", name, cluster, whyNotBack(view, &record, readyTimeout(rolloutSpec(vr)))))
 	case stepForget:
 		return writeRecord(ctx, c, vm, nil)
 	}
@@ -379,7 +380,5 @@ func rolloutCondition(p plan, spec vidrav1alpha1.VMRolloutSpec, actErr error) me
 // event records an Event on a VidraResource about one of its VMs, the related object,
 // so the events API does not fold the Events of different VMs into one series.
 func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, vm *kubevirtv1.VirtualMachine, eventType, reason, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(vr, vm, eventType, reason, "VMRollout", "%s", note)
-	}
+	events.NewRecorder(r.Recorder, "VMRollout").Record(vr, vm, eventType, reason, note)
 }

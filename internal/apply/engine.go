@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -273,10 +272,6 @@ func (e *Engine) isNamespaced(o *unstructured.Unstructured, gvk schema.GroupVers
 	return namespaced, nil
 }
 
-// conflictBackoff paces the attempts at one object that lost a race (it changed between
-// being read and being written): several owners may write it at once.
-var conflictBackoff = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: 500 * time.Millisecond}
-
 // known is what the engine knows of an object before writing it: live as the API server
 // had it moments ago (nil: absent), or nothing yet (read false). Remembered knowledge is
 // older (see Memo): it is written on only with the object's resourceVersion as a
@@ -352,7 +347,7 @@ func (e *Engine) applyOne(ctx context.Context, o *unstructured.Unstructured) Res
 // applyKnown applies the object from what is known of it, reading it again when it
 // changed meanwhile; k is left with what is known of it afterwards.
 func (e *Engine) applyKnown(ctx context.Context, o *unstructured.Unstructured, ref inventory.Ref, k *known, joinOnly bool) Result {
-	backoff := conflictBackoff
+	backoff := ownership.ConflictBackoff()
 	for backoff.Steps > 0 {
 		result, then := e.attempt(ctx, o, ref, k, joinOnly)
 		if then == done {
@@ -366,7 +361,7 @@ func (e *Engine) applyKnown(ctx context.Context, o *unstructured.Unstructured, r
 		}
 	}
 	*k = known{}
-	return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: it kept changing while being applied, %d times", ref, conflictBackoff.Steps)}
+	return Result{Ref: ref, Action: Failed, Err: fmt.Errorf("apply %s: it kept changing while being applied, %d times", ref, ownership.ConflictBackoff().Steps)}
 }
 
 // present is the object when it is known to exist, else nil.

@@ -75,7 +75,7 @@ func (e *Engine) releaseOne(ctx context.Context, ref inventory.Ref, prune bool) 
 // the UID the API server refuses to. An object that other owners keep writing is read
 // again after a pause.
 func (e *Engine) giveUpFields(ctx context.Context, ref inventory.Ref) error {
-	backoff := conflictBackoff
+	backoff := ownership.ConflictBackoff()
 	for backoff.Steps > 0 {
 		current, err := e.ownership().Read(ctx, ref)
 		if errors.Is(err, ownership.ErrGone) {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
 
 // Policy says which risky kubeconfig features are allowed.
@@ -32,16 +34,16 @@ type Policy struct {
 // Reason is why a kubeconfig was refused; it names a metric label and a condition reason.
 type Reason string
 
-// Reasons a kubeconfig is refused.
+// Reasons a kubeconfig is refused: the API's, which a Rejected VidraCluster shows.
 const (
-	ReasonInvalid          Reason = "InvalidKubeconfig"
-	ReasonNoCurrentContext Reason = "NoCurrentContext"
-	ReasonUnknownContext   Reason = "UnknownContext"
-	ReasonInvalidServer    Reason = "InvalidServer"
-	ReasonExecPlugin       Reason = "ExecPluginNotAllowed"
-	ReasonAuthProvider     Reason = "AuthProviderNotAllowed"
-	ReasonFileReference    Reason = "FileReference"
-	ReasonInsecureTLS      Reason = "InsecureTLSNotAllowed"
+	ReasonInvalid          Reason = vidrav1alpha1.ReasonInvalidKubeconfig
+	ReasonNoCurrentContext Reason = vidrav1alpha1.ReasonNoCurrentContext
+	ReasonUnknownContext   Reason = vidrav1alpha1.ReasonUnknownContext
+	ReasonInvalidServer    Reason = vidrav1alpha1.ReasonInvalidServer
+	ReasonExecPlugin       Reason = vidrav1alpha1.ReasonExecPluginNotAllowed
+	ReasonAuthProvider     Reason = vidrav1alpha1.ReasonAuthProviderNotAllowed
+	ReasonFileReference    Reason = vidrav1alpha1.ReasonFileReference
+	ReasonInsecureTLS      Reason = vidrav1alpha1.ReasonInsecureTLSNotAllowed
 )
 
 // RejectedError is a kubeconfig refused by policy or unusable as written. Message names

@@ -62,16 +62,19 @@ type Writer struct {
 	Client client.Client
 }
 
-// conflictBackoff retries owners-set writes that lost a race: several owners of one
-// object may write at once, so it allows more attempts than client-go's default.
-var conflictBackoff = wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: 500 * time.Millisecond}
+// ConflictBackoff paces the attempts at one object that lost a race (it changed between
+// being read and being written): several owners of one object may write it at once, so
+// it allows more attempts than client-go's default. Applies and owners-set writes share it.
+func ConflictBackoff() wait.Backoff {
+	return wait.Backoff{Steps: 12, Duration: 5 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: 500 * time.Millisecond}
+}
 
 // Join adds owner to the object's owners set and marks the object as managed by Vidra.
 // An existing object that Vidra does not manage is joined only when adopt is true. It
 // returns the object's resourceVersion once joined.
 func (w Writer) Join(ctx context.Context, ref inventory.Ref, owner string, adopt bool) (string, error) {
 	var resourceVersion string
-	err := retry.RetryOnConflict(conflictBackoff, func() error {
+	err := retry.RetryOnConflict(ConflictBackoff(), func() error {
 		obj, err := w.Read(ctx, ref)
 		if err != nil {
 			return fmt.Errorf("join %s: %w", ref, err)
@@ -137,7 +140,7 @@ func (w Writer) ClaimFor(ctx context.Context, obj *metav1.PartialObjectMetadata,
 // with a joining owner is retried from a fresh read, so that owner keeps the object.
 func (w Writer) Leave(ctx context.Context, ref inventory.Ref, owner string, prune bool) (Outcome, error) {
 	outcome := StillOwned
-	err := retry.RetryOnConflict(conflictBackoff, func() error {
+	err := retry.RetryOnConflict(ConflictBackoff(), func() error {
 		obj := metaOf(ref)
 		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if apierrors.IsNotFound(err) {

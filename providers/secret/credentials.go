@@ -17,13 +17,6 @@ import (
 	"github.com/vidra-operator/vidra/internal/identity"
 )
 
-// Reasons of credentials that expire.
-const (
-	reasonCredentialsExpired     = "CredentialsExpired"
-	reasonCredentialsRenewed     = "CredentialsRenewed"
-	reasonCredentialsRenewFailed = "CredentialsRenewalFailed"
-)
-
 // credentials is what the provider knows of the identity an engaged cluster is reached
 // with: whose token it is, when the token expires, and why it cannot be renewed.
 type credentials struct {
@@ -145,7 +138,7 @@ func (p *Provider) renewIfDue(ctx context.Context, ec *engagedCluster) {
 		log.V(1).Info("cluster credentials not renewed")
 	}
 	if before == "" && secret != nil {
-		p.warn(secret, reasonCredentialsRenewFailed, fmt.Sprintf("cluster %s: the token of %s was not renewed, it expires at %s: %v",
+		p.warn(secret, vidrav1alpha1.EventCredentialsRenewalFailed, fmt.Sprintf("cluster %s: the token of %s was not renewed, it expires at %s: %v",
 			ec.name, c.serviceAccount, c.lifetime.ExpiresAt.UTC().Format(time.RFC3339), err))
 	}
 }
@@ -179,8 +172,8 @@ func (p *Provider) renew(ctx context.Context, ec *engagedCluster, sa types.Names
 		return secret, fmt.Errorf("write the renewed token to Secret %s: %w", ec.secret, err)
 	}
 	p.log.Info("cluster credentials renewed", "cluster", ec.name, "serviceAccount", sa, "expiresAt", token.ExpiresAt)
-	p.recorder.Eventf(secret, nil, corev1.EventTypeNormal, reasonCredentialsRenewed, "Renew", "cluster %s: the token of %s was renewed; it expires at %s",
-		ec.name, sa, token.ExpiresAt.UTC().Format(time.RFC3339))
+	p.renewEvents.Record(secret, nil, corev1.EventTypeNormal, vidrav1alpha1.EventCredentialsRenewed, fmt.Sprintf("cluster %s: the token of %s was renewed; it expires at %s",
+		ec.name, sa, token.ExpiresAt.UTC().Format(time.RFC3339)))
 	return secret, nil
 }
 

@@ -16,15 +16,6 @@ import (
 	"github.com/vidra-operator/vidra/internal/policy"
 )
 
-// Reasons an enrollment Secret is refused before its kubeconfig is even read, and reasons
-// for conflicts between Secrets. Kubeconfig policy reasons come from internal/kubeconfig.
-const (
-	ReasonInvalidClusterName = "InvalidClusterName"
-	ReasonMissingKubeconfig  = "MissingKubeconfig"
-	ReasonDuplicateName      = "DuplicateClusterName"
-	ReasonDuplicateServer    = "DuplicateServer"
-)
-
 // enrollment is what a labeled Secret asks for.
 type enrollment struct {
 	name       string
@@ -49,7 +40,7 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 	}
 	data := s.Data[vidrav1alpha1.KubeconfigKey]
 	if len(data) == 0 {
-		return enrollment{name: name}, ReasonMissingKubeconfig,
+		return enrollment{name: name}, vidrav1alpha1.ReasonMissingKubeconfig,
 			fmt.Sprintf("Secret has no data key %q holding a kubeconfig", vidrav1alpha1.KubeconfigKey)
 	}
 	labels := map[string]string{}
@@ -79,7 +70,7 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 func clusterName(labels map[string]string) (string, string, string) {
 	if name, ok := labels[vidrav1alpha1.ClusterLabel]; ok {
 		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-			return "", ReasonInvalidClusterName,
+			return "", vidrav1alpha1.ReasonInvalidClusterName,
 				fmt.Sprintf("label %s=%q is not a valid cluster name: %s", vidrav1alpha1.ClusterLabel, name, strings.Join(errs, "; "))
 		}
 		return name, "", ""
@@ -87,7 +78,7 @@ func clusterName(labels map[string]string) (string, string, string) {
 	host := labels[vidrav1alpha1.LegacyClusterLabel]
 	name := legacyName(host)
 	if name == "" {
-		return "", ReasonInvalidClusterName,
+		return "", vidrav1alpha1.ReasonInvalidClusterName,
 			fmt.Sprintf("label %s=%q yields no cluster name", vidrav1alpha1.LegacyClusterLabel, host)
 	}
 	return name, "", ""

@@ -43,7 +43,7 @@ func TestClusterLabelWinsOverTheLegacyLabel(t *testing.T) {
 	if name != "edge-1" || reason != "" {
 		t.Errorf("clusterName = %q (%s), want edge-1", name, reason)
 	}
-	if _, reason, _ := clusterName(map[string]string{vidrav1alpha1.ClusterLabel: "Edge.1"}); reason != ReasonInvalidClusterName {
+	if _, reason, _ := clusterName(map[string]string{vidrav1alpha1.ClusterLabel: "Edge.1"}); reason != vidrav1alpha1.ReasonInvalidClusterName {
 		t.Errorf("an invalid name gave reason %q", reason)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
@@ -135,8 +136,9 @@ type Provider struct {
 	hubReader client.Reader // uncached, for reads right after our own writes
 	// secretCaches hold only the labeled Secrets of the namespace, one per label.
 	secretCaches []cache.Cache
-	recorder     eventRecorder
-	requeue      chan event.TypedGenericEvent[*corev1.Secret]
+	// enrollEvents and renewEvents record Events on enrollment Secrets.
+	enrollEvents, renewEvents events.Recorder
+	requeue                   chan event.TypedGenericEvent[*corev1.Secret]
 
 	// aware engages clusters; it is set by Start, and ready is closed then.
 	aware multicluster.Aware

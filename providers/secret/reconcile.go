@@ -48,12 +48,12 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	c, cfg, loadErr := p.claimFor(key, secret, enr)
 	if other, reason, message := p.precedingConflict(key, c); other != nil {
 		// A rotation onto another Secret's server fails like any broken rotation.
-		if cur := p.engaged(multicluster.ClusterName(enr.name)); reason == ReasonDuplicateServer && cur != nil && cur.secret == key {
+		if cur := p.engaged(multicluster.ClusterName(enr.name)); reason == vidrav1alpha1.ReasonDuplicateServer && cur != nil && cur.secret == key {
 			return reconcile.Result{}, p.rotationFailed(ctx, secret, cur, enr, message)
 		}
 		p.stopOwned(key, enr.name)
 		// A duplicate name cannot have a VidraCluster of its own: the name is taken.
-		return reconcile.Result{}, p.reject(ctx, secret, enr, reason, message, reason == ReasonDuplicateServer)
+		return reconcile.Result{}, p.reject(ctx, secret, enr, reason, message, reason == vidrav1alpha1.ReasonDuplicateServer)
 	}
 	p.wakeConflicts(ctx, key, c)
 
@@ -109,8 +109,8 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 		}
 		log.Info("cluster not engaged: its credentials expired", "expiredAt", creds.lifetime.ExpiresAt)
 		p.metrics.credentialExpiry.WithLabelValues(enr.name).Set(creds.lifetime.ExpiresAt.Sub(p.opts.Clock.Now()).Seconds())
-		p.warn(secret, reasonCredentialsExpired, "cluster "+enr.name+": "+msg)
-		return p.writeNotEngagedStatus(ctx, enr.name, key, enr.labels, vidrav1alpha1.ClusterUnreachable, reasonCredentialsExpired, msg)
+		p.warn(secret, vidrav1alpha1.ReasonCredentialsExpired, "cluster "+enr.name+": "+msg)
+		return p.writeNotEngagedStatus(ctx, enr.name, key, enr.labels, vidrav1alpha1.ClusterUnreachable, vidrav1alpha1.ReasonCredentialsExpired, msg)
 	}
 	next, err := p.connect(ctx, name, key, enr.hash, cfg, cacheNamespaces(enr))
 	if err == nil {
@@ -147,9 +147,9 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 			return errors.Join(p.rotationFailed(ctx, secret, current, enr, err.Error()), err)
 		}
 		log.Info("cluster not reachable, will retry", "error", err.Error())
-		p.warn(secret, reasonUnreachable, "cluster "+enr.name+" is not reachable: "+err.Error())
+		p.warn(secret, vidrav1alpha1.ReasonUnreachable, "cluster "+enr.name+" is not reachable: "+err.Error())
 		return errors.Join(p.writeNotEngagedStatus(ctx, enr.name, key, enr.labels, vidrav1alpha1.ClusterUnreachable,
-			reasonUnreachable, "not engaged yet, retrying: "+err.Error()), err)
+			vidrav1alpha1.ReasonUnreachable, "not engaged yet, retrying: "+err.Error()), err)
 	}
 
 	if current != nil {
@@ -162,7 +162,7 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 		action = "rotated"
 	}
 	log.Info("cluster "+action, "server", next.server, "version", next.version)
-	p.recorder.Eventf(secret, nil, corev1.EventTypeNormal, reasonEngaged, "Enroll", "cluster %s %s (%s, %s)", enr.name, action, next.server, next.version)
+	p.enrollEvents.Record(secret, nil, corev1.EventTypeNormal, vidrav1alpha1.ReasonEngaged, fmt.Sprintf("cluster %s %s (%s, %s)", enr.name, action, next.server, next.version))
 	return p.writeEngagedStatus(ctx, next, enr.labels, "")
 }
 
@@ -173,7 +173,7 @@ func (p *Provider) rotationFailed(ctx context.Context, secret *corev1.Secret, cu
 	current.rotationError = why
 	current.mu.Unlock()
 	p.log.Info("kubeconfig rotation failed, keeping the engaged one", "cluster", current.name, "secret", current.secret, "reason", why)
-	p.warn(secret, reasonRotationFailed, "cluster "+enr.name+" keeps its previous kubeconfig: "+why)
+	p.warn(secret, vidrav1alpha1.ReasonRotationFailed, "cluster "+enr.name+" keeps its previous kubeconfig: "+why)
 	return p.writeEngagedStatus(ctx, current, enr.labels, "")
 }
 
@@ -283,11 +283,11 @@ func (p *Provider) precedingConflict(key types.NamespacedName, c claim) (*types.
 			continue
 		}
 		if other.name == c.name && olderClaim(otherKey, other, key, c) {
-			return &otherKey, ReasonDuplicateName,
+			return &otherKey, vidrav1alpha1.ReasonDuplicateClusterName,
 				fmt.Sprintf("cluster name %q is already enrolled by Secret %s", c.name, otherKey)
 		}
 		if c.server != "" && other.server == c.server && p.serverFirstLocked(otherKey, other, key, c) {
-			return &otherKey, ReasonDuplicateServer,
+			return &otherKey, vidrav1alpha1.ReasonDuplicateServer,
 				fmt.Sprintf("server %s is already enrolled as cluster %q by Secret %s", c.server, other.name, otherKey)
 		}
 	}

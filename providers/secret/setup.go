@@ -24,6 +24,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/events"
 )
 
 // SetupWithManager wires the provider into the hub's manager: one Secret cache per
@@ -33,7 +34,8 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 	local := mgr.GetLocalManager()
 	p.hub = local.GetClient()
 	p.hubReader = local.GetAPIReader()
-	p.recorder = local.GetEventRecorder("vidra-cluster-provider")
+	recorder := local.GetEventRecorder("vidra-cluster-provider")
+	p.enrollEvents, p.renewEvents = events.NewRecorder(recorder, "Enroll"), events.NewRecorder(recorder, "Renew")
 
 	b := ctrl.NewControllerManagedBy(local).
 		Named("cluster-provider").

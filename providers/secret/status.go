@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -18,19 +17,6 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/policy"
-)
-
-// eventRecorder is the part of events.EventRecorder the provider uses.
-type eventRecorder interface {
-	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
-}
-
-// Condition reasons of a VidraCluster.
-const (
-	reasonEngaged        = "Engaged"
-	reasonUnreachable    = "Unreachable"
-	reasonRotated        = "Rotated"
-	reasonRotationFailed = "RotationFailed"
 )
 
 // writeEngagedStatus shows an engaged cluster's observed state on its VidraCluster.
@@ -44,24 +30,24 @@ func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, l
 		s.Server = ec.server
 		s.KubernetesVersion = ec.version
 		s.LastProbeTime = &ec.lastProbe
-		ready := metav1.Condition{Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: reasonEngaged,
+		ready := metav1.Condition{Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: vidrav1alpha1.ReasonEngaged,
 			Message: "engaged; the API server answers its probes"}
 		now := p.opts.Clock.Now()
 		switch {
 		case ec.creds.expired(now):
-			ready.Status, ready.Reason = metav1.ConditionFalse, reasonCredentialsExpired
+			ready.Status, ready.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonCredentialsExpired
 			ready.Message = ec.creds.expiredMessage(string(ec.name))
 		case ec.phase == vidrav1alpha1.ClusterUnreachable:
-			ready.Status, ready.Reason = metav1.ConditionFalse, reasonUnreachable
+			ready.Status, ready.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonUnreachable
 			ready.Message = fmt.Sprintf("engaged, but %d probes in a row failed; last: %s", ec.failures, probeError)
 		}
 		ready.Message = conditions.Bounded(ready.Message)
 		meta.SetStatusCondition(&s.Conditions, ready)
-		current := metav1.Condition{Type: vidrav1alpha1.ConditionKubeconfigCurrent, Status: metav1.ConditionTrue, Reason: reasonRotated,
+		current := metav1.Condition{Type: vidrav1alpha1.ConditionKubeconfigCurrent, Status: metav1.ConditionTrue, Reason: vidrav1alpha1.ReasonRotated,
 			Message: "the engaged kubeconfig is the Secret's current one"}
 		s.Message = ready.Message
 		if ec.rotationError != "" {
-			current.Status, current.Reason = metav1.ConditionFalse, reasonRotationFailed
+			current.Status, current.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonRotationFailed
 			current.Message = "the Secret's new kubeconfig was not engaged, the previous one still is: " + ec.rotationError
 			s.Message = "kubeconfig rotation failed, still using the previous kubeconfig: " + ec.rotationError
 		}
@@ -171,5 +157,5 @@ func refKey(ref *vidrav1alpha1.SecretReference) types.NamespacedName {
 
 // warn records a Warning Event on the Secret; note never holds credentials.
 func (p *Provider) warn(s *corev1.Secret, reason, note string) {
-	p.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "Enroll", "%s", note)
+	p.enrollEvents.Record(s, nil, corev1.EventTypeWarning, reason, note)
 }
