@@ -5,17 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // target is the cluster a VidraResource's objects go to, with a client that reads
@@ -74,34 +80,81 @@ func (r *Reconciler) target(ctx context.Context, vr *vidrav1alpha1.VidraResource
 // requestTimeout is the default bound of one request to a destination.
 const requestTimeout = 30 * time.Second
 
-// sharedApply is what the VidraResources this replica reconciles share on one cluster:
-// the turns they take at the objects they share (their namespace, above all), and the
-// objects as their applies left them, which spares reading them before applying again.
-type sharedApply struct {
-	latches apply.Latches
-	memo    apply.Memo
+// destinationRetry is how soon a VidraResource whose destination is not engaged looks
+// again.
+const destinationRetry = 10 * time.Second
 
-	mu sync.Mutex
-	// unmanaged are destination namespaces found to exist and not be Vidra's.
-	unmanaged map[string]bool
-}
-
-func (s *sharedApply) isUnmanaged(ns string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.unmanaged[ns]
-}
-
-func (s *sharedApply) setUnmanaged(ns string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unmanaged == nil {
-		s.unmanaged = map[string]bool{}
+// findDestination finds the cluster the bundle goes to, and names it in the status.
+func (r *Reconciler) findDestination(ctx context.Context, d *delivery) *outcome {
+	dest, err := r.target(ctx, d.vr)
+	if dest != nil {
+		d.vr.Status.Cluster = destination.Label(dest.name)
 	}
-	s.unmanaged[ns] = true
+	if err != nil {
+		markNotReady(d.vr, vidrav1alpha1.ReasonClusterNotFound, err.Error())
+		return stop(ctrl.Result{RequeueAfter: destinationRetry}, nil)
+	}
+	d.dest = dest
+	return nil
 }
 
-func (r *Reconciler) sharedApplyOf(name multicluster.ClusterName) *sharedApply {
-	s, _ := r.shared.LoadOrStore(name, &sharedApply{})
-	return s.(*sharedApply)
+// placement is how a bundle meets its destination: the objects read to place it, which
+// the apply does not read again, and the destination namespace it does not declare but
+// needs (joins), which the apply creates, or only joins as one of its owners.
+type placement struct {
+	seen  []*metav1.PartialObjectMetadata
+	joins string
+}
+
+// withDestinationNamespace adds the destination namespace to the bundle when it is
+// missing on the destination (or Vidra already manages it) and the bundle does not declare
+// it, so it is created and owned like any other object. A namespace that exists and that
+// Vidra does not manage is used as it is. The namespace it read is in the placement, so
+// the apply does not read it again.
+func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target, vr *vidrav1alpha1.VidraResource, objects []*unstructured.Unstructured) ([]*unstructured.Unstructured, placement, error) {
+	ns := vr.Spec.Destination.Namespace
+	if ns == "" {
+		return objects, placement{}, nil
+	}
+	for _, o := range objects {
+		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" && o.GetName() == ns {
+			return objects, placement{}, nil
+		}
+	}
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	ref := inventory.Ref{GVK: existing.GroupVersionKind(), Name: ns}
+	n := &unstructured.Unstructured{}
+	n.SetGroupVersionKind(ref.GVK)
+	n.SetName(ns)
+	// A namespace Vidra manages is in the drift watch's cache: no read. Seen stale, it
+	// costs the apply a retry, never a wrong write (every write has a precondition).
+	// Absent from a synced cache, it is missing or not Vidra's: the apply creates it, or
+	// finds it is not Vidra's and uses it as it is (remembered, so it is read next time).
+	// A service account may not be allowed to create it, nor an identity narrowed to
+	// namespaces to watch them all: then it is read first.
+	var err error
+	cached, inCache := r.Watches.Cached(ctx, dest, ref)
+	switch {
+	case inCache:
+		existing = cached
+	case vr.Spec.ServiceAccountName == "" && !r.namespacesNarrowed(dest) && !r.sharedApplyOf(dest.name).isUnmanaged(ns) && r.Watches.Synced(ctx, dest, vr.Name, ref.GVK):
+		return append([]*unstructured.Unstructured{n}, objects...), placement{joins: ns}, nil
+	default:
+		err = dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)
+	}
+	p := placement{joins: ns}
+	switch {
+	case err == nil && !ownership.IsManaged(existing):
+		return objects, placement{}, nil
+	case err == nil:
+		p.seen = append(p.seen, existing)
+	case apierrors.IsForbidden(err):
+		// An impersonated service account may not read namespaces: use the namespace as
+		// it is, and let the apply say so if it is missing.
+		return objects, placement{}, nil
+	case !apierrors.IsNotFound(err):
+		return nil, placement{}, fmt.Errorf("look up destination namespace %s: %w", ns, err)
+	}
+	return append([]*unstructured.Unstructured{n}, objects...), p, nil
 }

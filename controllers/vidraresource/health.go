@@ -3,9 +3,13 @@ package vidraresource
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -89,4 +93,73 @@ func currentUnchanged(applied []apply.Result, judged map[string]vidrav1alpha1.Ma
 		}
 	}
 	return current
+}
+
+// reportHealth keeps Ready false until every object is Current by kstatus. Status
+// changes do not trigger the drift watches, so progress is polled. Objects the apply
+// just returned are judged as returned, not read again.
+func (r *Reconciler) reportHealth(ctx context.Context, d *delivery) *outcome {
+	vr := d.vr
+	inProgress, failed, err := health(ctx, withApplied(d.dest.client, d.results), vr, d.kept, currentUnchanged(d.results, d.judged))
+	switch {
+	case err != nil:
+		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
+		return stop(ctrl.Result{}, err)
+	case len(failed) > 0:
+		markNotReady(vr, vidrav1alpha1.ReasonHealthCheckFailed, "failed: "+firstFew(failed))
+		return stop(ctrl.Result{RequeueAfter: healthPoll}, nil)
+	case len(inProgress) > 0:
+		markNotReady(vr, vidrav1alpha1.ReasonProgressing, "applied; waiting for: "+firstFew(inProgress))
+		setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionTrue, vidrav1alpha1.ReasonProgressing, "waiting for objects to become ready")
+		vr.Status.DeployState = vidrav1alpha1.StateRunning
+		return stop(ctrl.Result{RequeueAfter: healthPoll}, nil)
+	}
+	return nil
+}
+
+// healthPoll is how often objects still in progress are looked at again.
+const healthPoll = 5 * time.Second
+
+// listedObjects is how many objects a condition names; the rest are counted. Each one's
+// state is in status.managedResources.
+const listedObjects = 10
+
+// firstFew names the first listedObjects of items and counts the rest: a condition's
+// message may hold 32 KiB, and a bundle may wait for thousands of objects.
+func firstFew(items []string) string {
+	if len(items) <= listedObjects {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more (status.managedResources lists each)", strings.Join(items[:listedObjects], "; "), len(items)-listedObjects)
+}
+
+// appliedReader serves reads of the objects an apply just returned from them, and the
+// others from the destination.
+type appliedReader struct {
+	client.Client
+	applied map[string]*unstructured.Unstructured
+}
+
+func withApplied(c client.Client, results []apply.Result) client.Client {
+	applied := map[string]*unstructured.Unstructured{}
+	for _, res := range results {
+		if res.Object != nil {
+			applied[res.Ref.Key()] = res.Object
+		}
+	}
+	return appliedReader{Client: c, applied: applied}
+}
+
+func (a appliedReader) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return a.Client.Get(ctx, k, obj, opts...)
+	}
+	ref := inventory.Ref{GVK: u.GroupVersionKind(), Namespace: k.Namespace, Name: k.Name}
+	got, ok := a.applied[ref.Key()]
+	if !ok || got.GroupVersionKind() != u.GroupVersionKind() {
+		return a.Client.Get(ctx, k, obj, opts...)
+	}
+	got.DeepCopyInto(u)
+	return nil
 }

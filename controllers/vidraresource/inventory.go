@@ -1,14 +1,39 @@
 package vidraresource
 
 import (
+	"context"
 	"fmt"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/inventory"
 )
+
+// sizeInventory maps the bundle's objects to what the VidraResource will own, and stalls
+// a bundle whose inventory the hub could not record: recorded before anything is applied,
+// it would stop every reconcile at its first write. Until what left the bundle is
+// released, the inventory names it too. A bundle adding nothing to what is recorded
+// already fits, as it did before: a resync is not sized.
+func (r *Reconciler) sizeInventory(_ context.Context, d *delivery) *outcome {
+	d.desired, d.mapErrs = refsOf(d.engine, d.objects)
+	added := inventory.Difference(d.desired, d.previous)
+	if len(added) == 0 {
+		return nil
+	}
+	tooLarge := inventoryTooLarge(d.vr, d.desired, inventory.Union(d.previous, added))
+	if tooLarge == "" {
+		return nil
+	}
+	markStalled(d.vr, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
+	r.event(d.vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
+	return stop(ctrl.Result{}, nil) // terminal until the spec changes
+}
 
 // refsOf maps every object of the bundle to the reference it will be applied as. A custom
 // resource whose kind is not served yet, but whose CRD is in the bundle, takes its scope
@@ -102,4 +127,22 @@ func inventoryTooLarge(vr *vidrav1alpha1.VidraResource, desired, tracked []inven
 	}
 	return fmt.Sprintf("the bundle has %s: with their inventory the VidraResource would hold %d KiB, more than the %d KiB it may record under the hub's object size limit (etcd's, %d KiB); split the bundle into several VidraResources",
 		objects, size>>10, recordLimit>>10, hubObjectLimit>>10)
+}
+
+// recordInventory writes the inventory to status at once, ahead of the apply.
+func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref) error {
+	if slices.Equal(refs, inventory.FromEntries(vr.Status.ManagedResources)) {
+		return nil
+	}
+	// Patch a copy: the response would overwrite the status being built in vr.
+	// Optimistic: the inventory is written whole, so it must not be built on a stale read.
+	recorded := vr.DeepCopy()
+	setInventory(recorded, refs)
+	if err := r.Hub.Status().Patch(ctx, recorded, client.MergeFromWithOptions(vr, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("record inventory: %w", err)
+	}
+	setInventory(vr, refs)
+	vr.ResourceVersion = recorded.ResourceVersion // our own write: the status patch builds on it
+	r.wrote(vr)
+	return nil
 }

@@ -1,7 +1,11 @@
 package vidraresource
 
 import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -23,11 +27,23 @@ func (r *Reconciler) namespacesNarrowed(dest *target) bool {
 	return engaged && err == nil && len(pol.AllowedNamespaces) > 0
 }
 
+// checkPolicy stalls a bundle its cluster's delivery policy refuses, before anything
+// reaches the cluster: it is looked at again when the policy or the spec changes.
+func (r *Reconciler) checkPolicy(ctx context.Context, d *delivery) *outcome {
+	denied := r.policyDenies(ctx, d.vr, d.dest, d.objects)
+	if denied == "" {
+		return nil
+	}
+	markStalled(d.vr, vidrav1alpha1.ReasonPolicyDenied, denied)
+	r.event(d.vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonPolicyDenied, denied)
+	return stop(ctrl.Result{}, nil)
+}
+
 // policyDenies says why the cluster's delivery policy refuses the bundle ("" when it
 // does not). Objects are placed as the apply would place them (namespaces defaulted,
 // cluster-scoped ones without); an object whose kind the cluster does not map cannot be
 // applied either, and is left to the apply to report.
-func (r *Reconciler) policyDenies(vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) string {
+func (r *Reconciler) policyDenies(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) string {
 	if r.Policies == nil {
 		return ""
 	}
@@ -40,7 +56,7 @@ func (r *Reconciler) policyDenies(vr *vidrav1alpha1.VidraResource, dest *target,
 	case !pol.Restricts():
 		return ""
 	}
-	refs, _ := refsOf(r.engine(vr, dest), objects)
+	refs, _ := refsOf(r.engine(ctx, vr, dest, placement{}), objects)
 	checked := make([]policy.Object, 0, len(refs))
 	for _, ref := range refs {
 		checked = append(checked, policy.Object{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})

@@ -19,6 +19,14 @@ import (
 // maxPreviewChanges bounds the changes a preview lists: it lives in the status.
 const maxPreviewChanges = 100
 
+// previewOnly ends the reconcile of a dry run: it previews the bundle and applies nothing.
+func (r *Reconciler) previewOnly(ctx context.Context, d *delivery) *outcome {
+	if !d.vr.Spec.DryRun {
+		return nil
+	}
+	return stop(r.reconcileDryRun(ctx, d.vr, d.engine, d.objects, d.data))
+}
+
 // reconcileDryRun computes the preview of the bundle and applies nothing.
 func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, engine *apply.Engine, objects []*unstructured.Unstructured, data []byte) (ctrl.Result, error) {
 	digest := content.Digest(data)
@@ -72,16 +80,12 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 		fail("destination: " + err.Error())
 		return
 	}
-	declared := len(objects)
-	objects, _, err = r.withDestinationNamespace(ctx, dest, vr, objects)
+	objects, p, err := r.withDestinationNamespace(ctx, dest, vr, objects)
 	if err != nil {
 		fail(err.Error())
 		return
 	}
-	engine := r.engine(vr, dest)
-	if len(objects) > declared {
-		joinDestination(engine, vr.Spec.Destination.Namespace)
-	}
+	engine := r.engine(ctx, vr, dest, p)
 	previous := inventory.FromEntries(vr.Status.ManagedResources)
 	desired, _ := refsOf(engine, objects)
 	vr.Status.Preview = previewStatus(vr, digest, pending.Revision, engine.Preview(ctx, objects, inventory.Difference(previous, desired), prunes(vr)))

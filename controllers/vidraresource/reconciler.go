@@ -7,19 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,11 +25,8 @@ import (
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/inventory"
-	"github.com/vidra-operator/vidra/internal/manifest"
-	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // Reconciler reconciles VidraResources on the hub.
@@ -162,393 +153,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return result, err // controller-runtime logs it, with the VidraResource's name
 }
 
-// reconcileNormal applies the bundle and releases what left it.
+// reconcileNormal delivers the bundle, step by step: each step marks the status with what
+// it found and may end the reconcile there.
 func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
-	previousResult := history.CurrentResult(vr)
+	d := &delivery{vr: vr, previousResult: history.CurrentResult(vr)}
 	markReconciling(vr)
 	markPinned(vr)
-
-	// Read the bundle; stored content is verified whole before anything is applied.
-	data, err := r.bundle(ctx, vr)
-	switch {
-	case errors.Is(err, content.ErrUnavailable):
-		markStalled(vr, vidrav1alpha1.ReasonContentUnavailable, err.Error())
-		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonContentUnavailable, err.Error())
-		return ctrl.Result{RequeueAfter: contentRetry}, nil // it may be stored yet
-	case err != nil:
-		markNotReady(vr, vidrav1alpha1.ReasonContentUnavailable, err.Error())
-		return ctrl.Result{}, err
-	}
-
-	// Decode and validate the whole bundle before anything is applied.
-	objects, err := manifest.Decode(data)
-	if err != nil {
-		markStalled(vr, vidrav1alpha1.ReasonInvalidManifest, "manifest: "+err.Error())
-		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInvalidManifest, err.Error())
-		return ctrl.Result{}, nil // terminal until the spec changes
-	}
-
-	// Find the destination cluster.
-	dest, err := r.target(ctx, vr)
-	if err != nil {
-		markNotReady(vr, vidrav1alpha1.ReasonClusterNotFound, err.Error())
-		if dest != nil {
-			vr.Status.Cluster = destination.Label(dest.name)
+	for _, step := range []func(context.Context, *delivery) *outcome{
+		r.readBundle,      // the bundle, decoded whole before anything is applied
+		r.findDestination, // the cluster it goes to
+		r.checkPolicy,     // the cluster's delivery policy, before anything reaches it
+		r.prepareApply,    // the destination namespace and the apply engine
+		r.previewOnly,     // a dry run previews the bundle and applies nothing
+		r.sizeInventory,   // what it will own, which the hub must be able to record
+		r.recordOwnership, // recorded before it is applied: a crash never orphans an object
+		r.applyBundle,     // server-side apply, in stages
+		r.pruneStale,      // release what left the bundle
+		r.reportResults,   // Events, metrics, conflicts and the Ready condition
+		r.reportHealth,    // Ready only once every object is Current
+	} {
+		if o := step(ctx, d); o != nil {
+			return o.result, o.err
 		}
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-	}
-	vr.Status.Cluster = destination.Label(dest.name)
-
-	// The cluster's delivery policy, before anything reaches it.
-	if denied := r.policyDenies(vr, dest, objects); denied != "" {
-		markStalled(vr, vidrav1alpha1.ReasonPolicyDenied, denied)
-		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonPolicyDenied, denied)
-		return ctrl.Result{}, nil // looked at again when the policy or the spec changes
-	}
-	declared := len(objects)
-	objects, seen, err := r.withDestinationNamespace(ctx, dest, vr, objects)
-	if err != nil {
-		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
-		return ctrl.Result{}, err
-	}
-	engine := r.engine(vr, dest)
-	previous := inventory.FromEntries(vr.Status.ManagedResources)
-	engine.Seen = seen
-	shared := r.sharedApplyOf(dest.name)
-	engine.Latches, engine.Memo = &shared.latches, &shared.memo
-	engine.Current = func(ref inventory.Ref) (string, bool) { return r.Watches.ResourceVersion(ctx, dest, ref) }
-	if len(objects) > declared {
-		joinDestination(engine, vr.Spec.Destination.Namespace)
-	}
-	// A dry run previews the bundle and applies nothing.
-	if vr.Spec.DryRun {
-		return r.reconcileDryRun(ctx, vr, engine, objects, data)
-	}
-
-	// Health as last judged: an object left unchanged since keeps it.
-	judged := statusOf(vr.Status.ManagedResources)
-
-	// Record what is about to be owned before applying it, so a crash in between never
-	// orphans an object: the new revision names it, or else the inventory in status does.
-	// Objects a newer revision recorded before an earlier reconcile stopped are owned too.
-	desired, mapErrs := refsOf(engine, objects)
-	// Until what left the bundle is released, the inventory names it too. A bundle adding
-	// nothing to what is recorded already fits, as it did before: a resync is not sized.
-	if added := inventory.Difference(desired, previous); len(added) > 0 {
-		if tooLarge := inventoryTooLarge(vr, desired, inventory.Union(previous, added)); tooLarge != "" {
-			markStalled(vr, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
-			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonInventoryTooLarge, tooLarge)
-			return ctrl.Result{}, nil // terminal until the spec changes
-		}
-	}
-	recorded, pending, err := r.recordRevision(ctx, vr, data, previousResult, desired)
-	if errors.Is(err, errHistoryUnread) {
-		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
-		return ctrl.Result{}, err
-	}
-	if err != nil {
-		// A history that was read but not written does not hold the delivery up: the
-		// inventory is then recorded in status instead (one that cannot be read does,
-		// above, since it may name objects an earlier reconcile applied).
-		log := logr.FromContextOrDiscard(ctx)
-		log.Error(err, "revision not recorded", "vidraresource", vr.Name)
-		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.EventHistoryFailed, "revision not recorded: "+err.Error())
-	}
-	previous = inventory.Union(previous, pending)
-	// What is known spares reads: objects new to the inventory are created without one.
-	engine.Applied = inventory.NewSet(previous).Has
-	if !recorded {
-		if err := r.recordInventory(ctx, vr, inventory.Union(previous, desired)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-
-	// Apply, in stages.
-	results, applyErr := engine.Apply(ctx, objects)
-	r.rememberUsedAsItIs(dest, results)
-	r.Watches.Use(dest, vr.Name, inventory.Kinds(desired), r.onEvents(vr))
-
-	// Release what left the bundle (Namespaces and CRDs last).
-	stale := inventory.Difference(previous, desired)
-	var pruneErr error
-	var released []apply.Result
-	failedRelease := map[inventory.Ref]bool{}
-	if len(stale) > 0 && applyErr == nil && len(mapErrs) == 0 {
-		released, pruneErr = engine.Release(ctx, stale, prunes(vr))
-		for _, res := range released {
-			if res.Err != nil {
-				failedRelease[res.Ref] = true
-			}
-		}
-		r.eventResults(vr, released)
-	} else {
-		for _, ref := range stale {
-			failedRelease[ref] = true
-		}
-	}
-	// An existing object Vidra does not manage is not this VidraResource's to track.
-	var kept []inventory.Ref
-	for _, ref := range desired {
-		if !slices.ContainsFunc(results, func(res apply.Result) bool {
-			return (res.Action == apply.NotManaged || res.Action == apply.UsedAsItIs) && res.Ref.Key() == ref.Key()
-		}) {
-			kept = append(kept, ref)
-		}
-	}
-	for _, ref := range stale {
-		if failedRelease[ref] {
-			kept = append(kept, ref) // still tracked, so a failed delete is retried
-		}
-	}
-	setInventory(vr, kept)
-	traceResults(ctx, results, released)
-	r.eventResults(vr, results)
-	r.Metrics.observeApply(vr.Status.Cluster, results)
-	r.Metrics.setManaged(vr.Status.Cluster, vr.Name, len(kept))
-	for _, holder := range r.book().record(vr.Name, r.HubID, results) {
-		r.Watches.Requeue(holder)
-	}
-
-	changed := changedCluster(results) || changedCluster(released)
-	result, err := r.summarize(vr, results, errors.Join(append(mapErrs, applyErr)...), pruneErr, changed)
-	if err != nil || !meta.IsStatusConditionTrue(vr.Status.Conditions, vidrav1alpha1.ConditionReady) {
-		return result, err
-	}
-	return r.reconcileHealth(ctx, vr, dest, kept, results, judged)
-}
-
-// changedCluster says whether any result changed an object on the cluster.
-func changedCluster(results []apply.Result) bool {
-	return slices.ContainsFunc(results, func(res apply.Result) bool { return res.Action.Changes() && res.Err == nil })
-}
-
-// rememberUsedAsItIs remembers the destination namespaces the apply found to exist and
-// not be Vidra's, so that they are read, not created, next time.
-func (r *Reconciler) rememberUsedAsItIs(dest *target, results []apply.Result) {
-	for _, res := range results {
-		if res.Action == apply.UsedAsItIs {
-			r.sharedApplyOf(dest.name).setUnmanaged(res.Ref.Name)
-		}
-	}
-}
-
-// contentRetry is how soon a VidraResource whose stored content cannot be read looks again.
-const contentRetry = 10 * time.Second
-
-// bundle is the VidraResource's manifest: inline, or read from the content store.
-func (r *Reconciler) bundle(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]byte, error) {
-	return r.contentOf(ctx, "spec.content", vr.Spec.Manifest, vr.Spec.Content)
-}
-
-// contentOf is a bundle given inline (manifest) or by reference to the content store, as
-// field gives it.
-func (r *Reconciler) contentOf(ctx context.Context, field, manifest string, ref *vidrav1alpha1.ContentReference) ([]byte, error) {
-	if ref == nil {
-		return []byte(manifest), nil
-	}
-	if r.Content == nil {
-		return nil, fmt.Errorf("%s names %s, and this operator has no content store: %w", field, ref.Digest, content.ErrUnavailable)
-	}
-	data, err := r.Content.Get(ctx, ref.Digest)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", field, err)
-	}
-	return data, nil
-}
-
-// joinDestination makes the engine join the destination namespace that
-// withDestinationNamespace added to the bundle: its owners declare none of its fields.
-func joinDestination(engine *apply.Engine, ns string) {
-	engine.JoinOnly = func(ref inventory.Ref) bool {
-		return ref.GVK.Group == "" && ref.GVK.Kind == "Namespace" && ref.Name == ns
-	}
-}
-
-// onEvents says whether the VidraResource's drift is repaired as it happens, rather than at
-// the next resync.
-func (r *Reconciler) onEvents(vr *vidrav1alpha1.VidraResource) bool {
-	return r.ReconcileOnEvents || vr.Spec.Destination.ReconcileOnEvents || vr.Spec.ReconcileOnEvents
-}
-
-// listedObjects is how many objects a condition names; the rest are counted. Each one's
-// state is in status.managedResources.
-const listedObjects = 10
-
-// firstFew names the first listedObjects of items and counts the rest: a condition's
-// message may hold 32 KiB, and a bundle may wait for thousands of objects.
-func firstFew(items []string) string {
-	if len(items) <= listedObjects {
-		return strings.Join(items, "; ")
-	}
-	return fmt.Sprintf("%s; and %d more (status.managedResources lists each)", strings.Join(items[:listedObjects], "; "), len(items)-listedObjects)
-}
-
-// reconcileHealth keeps Ready false until every object is Current by kstatus. Status
-// changes do not trigger the drift watches, so progress is polled. Objects the apply
-// just returned are judged as returned, not read again.
-func (r *Reconciler) reconcileHealth(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, refs []inventory.Ref, applied []apply.Result, judged map[string]vidrav1alpha1.ManagedResource) (ctrl.Result, error) {
-	inProgress, failed, err := health(ctx, withApplied(dest.client, applied), vr, refs, currentUnchanged(applied, judged))
-	switch {
-	case err != nil:
-		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
-		return ctrl.Result{}, err
-	case len(failed) > 0:
-		markNotReady(vr, vidrav1alpha1.ReasonHealthCheckFailed, "failed: "+firstFew(failed))
-		return ctrl.Result{RequeueAfter: healthPoll}, nil
-	case len(inProgress) > 0:
-		markNotReady(vr, vidrav1alpha1.ReasonProgressing, "applied; waiting for: "+firstFew(inProgress))
-		setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionTrue, vidrav1alpha1.ReasonProgressing, "waiting for objects to become ready")
-		vr.Status.DeployState = vidrav1alpha1.StateRunning
-		return ctrl.Result{RequeueAfter: healthPoll}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
 }
 
-// conflictRetry is how soon a reconcile whose status write met a newer VidraResource runs
-// again.
-const conflictRetry = 50 * time.Millisecond
-
-// healthPoll is how often objects still in progress are looked at again.
-const healthPoll = 5 * time.Second
-
-// summarize turns the apply and prune results into the status and the next requeue.
-func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.Result, applyErr, pruneErr error, changed bool) (ctrl.Result, error) {
-	var conflicts []string
-	for _, res := range results {
-		switch res.Action {
-		case apply.Conflicted:
-			var fields []string
-			for _, c := range res.Conflicts {
-				fields = append(fields, fmt.Sprintf("%s (held by %s)", c.Field, strings.TrimPrefix(c.Manager, apply.FieldManagerPrefix)))
-			}
-			conflicts = append(conflicts, fmt.Sprintf("%s: %s", res.Ref, strings.Join(fields, ", ")))
-		case apply.NotManaged:
-			conflicts = append(conflicts, res.Err.Error())
-		}
-	}
-	markConflict(vr, strings.Join(conflicts, "; "), r.book().heldAgainst(vr.Name))
-	switch {
-	case len(conflicts) > 0:
-		markNotReady(vr, vidrav1alpha1.ReasonConflict, "conflicts with other owners: "+strings.Join(conflicts, "; "))
-		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
-	case errors.Is(applyErr, apply.ErrStalled):
-		// Retrying cannot help until the bundle changes; the resync looks again in case
-		// what refused it (another CRD holding its names) went away.
-		markStalled(vr, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
-		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
-		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
-	case applyErr != nil:
-		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
-		return ctrl.Result{}, applyErr
-	case pruneErr != nil:
-		markNotReady(vr, vidrav1alpha1.ReasonPruneFailed, pruneErr.Error())
-		return ctrl.Result{}, pruneErr
-	}
-	markReady(vr, fmt.Sprintf("applied %d objects", len(vr.Status.ManagedResources)), changed)
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+// delivery is one reconcile's delivery of a VidraResource's bundle: what each step found,
+// for the steps after it.
+type delivery struct {
+	vr *vidrav1alpha1.VidraResource
+	// previousResult is how the revision delivered until now stands, for the history.
+	previousResult string
+	// data is the bundle as given; objects are its objects, with the destination
+	// namespace when the bundle must create it.
+	data    []byte
+	objects []*unstructured.Unstructured
+	dest    *target
+	engine  *apply.Engine
+	// judged is each object's health as last judged, by key: an object left unchanged
+	// since keeps it.
+	judged map[string]vidrav1alpha1.ManagedResource
+	// previous is what the inventory named before (and what pending revisions recorded);
+	// desired is what the bundle names; mapErrs are its objects whose kind did not map.
+	previous, desired []inventory.Ref
+	mapErrs           []error
+	// results and released are what the apply and the release did, applyErr and
+	// pruneErr how they failed; kept is the inventory after them.
+	results, released []apply.Result
+	applyErr          error
+	pruneErr          error
+	kept              []inventory.Ref
 }
 
-// reconcileDelete releases every object, then removes the finalizer. An engaged but
-// unreachable cluster holds the deletion; an un-enrolled one does not, and what was left
-// on it is listed in a Warning Event.
-func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	refs := inventory.FromEntries(vr.Status.ManagedResources)
-	if r.History != nil {
-		// Objects a revision recorded before a reconcile stopped without its status.
-		pending, err := r.History.Pending(ctx, vr)
-		if err != nil {
-			markNotReady(vr, vidrav1alpha1.ReasonDeleting, err.Error())
-			return ctrl.Result{}, err
-		}
-		refs = inventory.Union(refs, inventory.FromEntries(pending))
-	}
-	dest, err := r.target(ctx, vr)
-	switch {
-	case errors.Is(err, errClusterNotEngaged) && !r.clusterEnrolled(ctx, dest):
-		if len(refs) > 0 {
-			r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonDeleting,
-				fmt.Sprintf("cluster %q is no longer enrolled; left on it: %s", dest.name, inventory.Join(refs)))
-		}
-	case err != nil && len(refs) == 0:
-		// Nothing was ever applied (the destination never resolved): nothing to release.
-	case err != nil:
-		markNotReady(vr, vidrav1alpha1.ReasonDeleting, "waiting for the destination to release objects: "+err.Error())
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-	default:
-		released, err := r.engine(vr, dest).Release(ctx, refs, prunes(vr))
-		r.eventResults(vr, released)
-		if err != nil {
-			markNotReady(vr, vidrav1alpha1.ReasonDeleting, "releasing objects: "+err.Error())
-			return ctrl.Result{}, err
-		}
-		r.Watches.Release(dest.name, vr.Name)
-	}
-	if dest != nil {
-		r.sharedApplyOf(dest.name).memo.Forget(ownership.ID(r.HubID, vr.Name))
-	}
-	for _, holder := range r.book().forget(vr.Name) {
-		r.Watches.Requeue(holder)
-	}
-	r.Metrics.setManaged(vr.Status.Cluster, vr.Name, 0)
-	if r.History != nil {
-		if err := r.History.Forget(ctx, vr); err != nil {
-			// Owned by the VidraResource, they go with it through the garbage collector.
-			logr.FromContextOrDiscard(ctx).Error(err, "revisions not deleted", "vidraresource", vr.Name)
-		}
-	}
-	finalized := vr.DeepCopy()
-	controllerutil.RemoveFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer)
-	if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(finalized, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
-	}
-	r.written.Delete(vr.Name)
-	r.revisions.Delete(vr.Name)
-	return ctrl.Result{}, nil
+// outcome ends a reconcile with what Reconcile returns; a step returns nil to go on.
+type outcome struct {
+	result ctrl.Result
+	err    error
 }
 
-// clusterEnrolled says whether a VidraCluster still shows the cluster.
-func (r *Reconciler) clusterEnrolled(ctx context.Context, dest *target) bool {
-	if dest == nil || dest.name == destination.LocalCluster {
-		return dest != nil
-	}
-	err := r.Hub.Get(ctx, client.ObjectKey{Name: string(dest.name)}, &vidrav1alpha1.VidraCluster{})
-	return err == nil
-}
-
-func (r *Reconciler) engine(vr *vidrav1alpha1.VidraResource, dest *target) *apply.Engine {
-	return &apply.Engine{
-		Client:           dest.client,
-		Owner:            ownership.ID(r.HubID, vr.Name),
-		Adopt:            vr.Spec.AdoptExisting == vidrav1alpha1.AdoptAlways,
-		DefaultNamespace: vr.Spec.Destination.Namespace,
-		Parallelism:      applyParallelism,
-	}
-}
-
-// applyParallelism is how many objects of one kind a reconcile applies at once: enough
-// for one large bundle to keep its member busy, while many small bundles share the member
-// among the workers anyway (docs/scaling.md has the measurements).
-const applyParallelism = 8
-
-// recordInventory writes the inventory to status at once, ahead of the apply.
-func (r *Reconciler) recordInventory(ctx context.Context, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref) error {
-	if slices.Equal(refs, inventory.FromEntries(vr.Status.ManagedResources)) {
-		return nil
-	}
-	// Patch a copy: the response would overwrite the status being built in vr.
-	// Optimistic: the inventory is written whole, so it must not be built on a stale read.
-	recorded := vr.DeepCopy()
-	setInventory(recorded, refs)
-	if err := r.Hub.Status().Patch(ctx, recorded, client.MergeFromWithOptions(vr, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("record inventory: %w", err)
-	}
-	setInventory(vr, refs)
-	vr.ResourceVersion = recorded.ResourceVersion // our own write: the status patch builds on it
-	r.wrote(vr)
-	return nil
+// stop ends the reconcile with result and err.
+func stop(result ctrl.Result, err error) *outcome {
+	return &outcome{result: result, err: err}
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, before, vr *vidrav1alpha1.VidraResource) error {
@@ -606,137 +272,6 @@ func (r *Reconciler) wrote(vr *vidrav1alpha1.VidraResource) {
 	r.written.Store(vr.Name, vr.ResourceVersion)
 }
 
-func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, note string) {
-	events.NewRecorder(r.Recorder, "Reconcile").Record(vr, nil, eventType, reason, note)
-}
-
-// eventResults records one Normal Event for what changed (created, configured, repaired,
-// released...), naming the objects by outcome, and one Warning Event per kind of failure:
-// a hub write per outcome rather than per object. (The recorder would fold Events of one
-// reason into a series anyway, keeping the first object's note only.)
-func (r *Reconciler) eventResults(vr *vidrav1alpha1.VidraResource, results []apply.Result) {
-	type outcome struct{ eventType, reason string }
-	var order []outcome
-	notes := map[outcome][]string{}
-	add := func(eventType, reason, note string) {
-		o := outcome{eventType, reason}
-		if _, ok := notes[o]; !ok {
-			order = append(order, o)
-		}
-		notes[o] = append(notes[o], note)
-	}
-	var changed []apply.Action
-	byAction := map[apply.Action][]string{}
-	for _, res := range results {
-		switch {
-		case res.Action == apply.Failed || res.Action == apply.NotManaged:
-			add(corev1.EventTypeWarning, string(res.Action), res.Err.Error())
-		case res.Action == apply.Conflicted:
-			add(corev1.EventTypeWarning, vidrav1alpha1.ReasonConflict, fmt.Sprintf("%s: fields held by another owner: %v", res.Ref, res.Conflicts))
-		case res.Action.Changes():
-			if _, ok := byAction[res.Action]; !ok {
-				changed = append(changed, res.Action)
-			}
-			byAction[res.Action] = append(byAction[res.Action], res.Ref.String())
-		}
-	}
-	if len(changed) > 0 {
-		// Named after the first outcome (Created, Configured, Deleted...), as one change.
-		var parts []string
-		for _, a := range changed {
-			parts = append(parts, strings.ToLower(string(a))+" "+strings.Join(byAction[a], ", "))
-		}
-		r.event(vr, corev1.EventTypeNormal, string(changed[0]), events.Join(parts))
-	}
-	for _, o := range order {
-		r.event(vr, o.eventType, o.reason, events.Join(notes[o]))
-	}
-}
-
-func prunes(vr *vidrav1alpha1.VidraResource) bool {
-	return vr.Spec.Prune == nil || *vr.Spec.Prune
-}
-
-// withDestinationNamespace adds the destination namespace to the bundle when it is
-// missing on the destination (or Vidra already manages it) and the bundle does not declare
-// it, so it is created and owned like any other object. A namespace that exists and that
-// Vidra does not manage is used as it is. The namespace it read is returned as seen, so
-// the apply does not read it again.
-func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target, vr *vidrav1alpha1.VidraResource, objects []*unstructured.Unstructured) ([]*unstructured.Unstructured, []*metav1.PartialObjectMetadata, error) {
-	ns := vr.Spec.Destination.Namespace
-	if ns == "" {
-		return objects, nil, nil
-	}
-	for _, o := range objects {
-		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" && o.GetName() == ns {
-			return objects, nil, nil
-		}
-	}
-	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	ref := inventory.Ref{GVK: existing.GroupVersionKind(), Name: ns}
-	n := &unstructured.Unstructured{}
-	n.SetGroupVersionKind(ref.GVK)
-	n.SetName(ns)
-	// A namespace Vidra manages is in the drift watch's cache: no read. Seen stale, it
-	// costs the apply a retry, never a wrong write (every write has a precondition).
-	// Absent from a synced cache, it is missing or not Vidra's: the apply creates it, or
-	// finds it is not Vidra's and uses it as it is (remembered, so it is read next time).
-	// A service account may not be allowed to create it, nor an identity narrowed to
-	// namespaces to watch them all: then it is read first.
-	var err error
-	cached, inCache := r.Watches.Cached(ctx, dest, ref)
-	switch {
-	case inCache:
-		existing = cached
-	case vr.Spec.ServiceAccountName == "" && !r.namespacesNarrowed(dest) && !r.sharedApplyOf(dest.name).isUnmanaged(ns) && r.Watches.Synced(ctx, dest, vr.Name, ref.GVK):
-		return append([]*unstructured.Unstructured{n}, objects...), nil, nil
-	default:
-		err = dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)
-	}
-	var seen []*metav1.PartialObjectMetadata
-	switch {
-	case err == nil && !ownership.IsManaged(existing):
-		return objects, nil, nil
-	case err == nil:
-		seen = append(seen, existing)
-	case apierrors.IsForbidden(err):
-		// An impersonated service account may not read namespaces: use the namespace as
-		// it is, and let the apply say so if it is missing.
-		return objects, nil, nil
-	case !apierrors.IsNotFound(err):
-		return nil, nil, fmt.Errorf("look up destination namespace %s: %w", ns, err)
-	}
-	return append([]*unstructured.Unstructured{n}, objects...), seen, nil
-}
-
-// appliedReader serves reads of the objects an apply just returned from them, and the
-// others from the destination.
-type appliedReader struct {
-	client.Client
-	applied map[string]*unstructured.Unstructured
-}
-
-func withApplied(c client.Client, results []apply.Result) client.Client {
-	applied := map[string]*unstructured.Unstructured{}
-	for _, res := range results {
-		if res.Object != nil {
-			applied[res.Ref.Key()] = res.Object
-		}
-	}
-	return appliedReader{Client: c, applied: applied}
-}
-
-func (a appliedReader) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return a.Client.Get(ctx, k, obj, opts...)
-	}
-	ref := inventory.Ref{GVK: u.GroupVersionKind(), Namespace: k.Namespace, Name: k.Name}
-	got, ok := a.applied[ref.Key()]
-	if !ok || got.GroupVersionKind() != u.GroupVersionKind() {
-		return a.Client.Get(ctx, k, obj, opts...)
-	}
-	got.DeepCopyInto(u)
-	return nil
-}
+// conflictRetry is how soon a reconcile whose status write met a newer VidraResource runs
+// again.
+const conflictRetry = 50 * time.Millisecond

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
@@ -17,6 +20,38 @@ import (
 
 // defaultHistoryLimit applies when spec.historyLimit is unset (the API server defaults it).
 const defaultHistoryLimit = 10
+
+// recordOwnership records what the VidraResource is about to own before it is applied, so
+// a crash in between never orphans an object: the new revision names it, or else the
+// inventory in status does. Objects a newer revision recorded before an earlier reconcile
+// stopped are owned too.
+func (r *Reconciler) recordOwnership(ctx context.Context, d *delivery) *outcome {
+	vr := d.vr
+	// Health as last judged, before the inventory is written anew.
+	d.judged = statusOf(vr.Status.ManagedResources)
+	recorded, pending, err := r.recordRevision(ctx, vr, d.data, d.previousResult, d.desired)
+	switch {
+	case errors.Is(err, errHistoryUnread):
+		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
+		return stop(ctrl.Result{}, err)
+	case err != nil:
+		// A history that was read but not written does not hold the delivery up: the
+		// inventory is then recorded in status instead (one that cannot be read does,
+		// above, since it may name objects an earlier reconcile applied).
+		logr.FromContextOrDiscard(ctx).Error(err, "revision not recorded", "vidraresource", vr.Name)
+		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.EventHistoryFailed, "revision not recorded: "+err.Error())
+	}
+	d.previous = inventory.Union(d.previous, pending)
+	// What is known spares reads: objects new to the inventory are created without one.
+	d.engine.Applied = inventory.NewSet(d.previous).Has
+	if recorded {
+		return nil
+	}
+	if err := r.recordInventory(ctx, vr, inventory.Union(d.previous, d.desired)); err != nil {
+		return stop(ctrl.Result{}, err)
+	}
+	return nil
+}
 
 // recordRevision makes the bundle about to be applied the VidraResource's newest revision
 // and sets status.revision. The revision names the objects it applies (desired), so that,
