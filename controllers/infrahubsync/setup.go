@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fanout"
 )
 
 // Backoff of failed syncs: soon at first, never slower than this.
@@ -92,7 +93,7 @@ var healthChanged = predicate.Funcs{
 func (r *Reconciler) rolloutOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetLabels()[vidrav1alpha1.InfrahubSyncLabel]
 	ihs := &vidrav1alpha1.InfrahubSync{}
-	if name == "" || r.Hub.Get(ctx, client.ObjectKey{Name: name}, ihs) != nil || !progressive(ihs) || !metav1.IsControlledBy(obj, ihs) {
+	if name == "" || r.Hub.Get(ctx, client.ObjectKey{Name: name}, ihs) != nil || !fanout.Progressive(ihs.Spec.Rollout) || !metav1.IsControlledBy(obj, ihs) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}

@@ -67,6 +67,13 @@ func Digest(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// MD5 is content's MD5 in lowercase hex, which the store records of each content: the
+// checksum Infrahub gives its artifacts, by which a sync knows content it holds.
+func MD5(data []byte) string {
+	sum := md5.Sum(data) //nolint:gosec // see the import
+	return hex.EncodeToString(sum[:])
+}
+
 // ErrUnavailable is wrapped by every error that says content cannot be read as stored:
 // missing, incomplete or corrupted.
 var ErrUnavailable = errors.New("content unavailable")
@@ -137,13 +144,13 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 	if n == 0 {
 		n = 1
 	}
-	sum := md5.Sum(data) //nolint:gosec // see the import
+	sum := MD5(data)
 	for i := n - 1; i >= 0; i-- {
 		chunk := compressed[min(i*size, len(compressed)):min((i+1)*size, len(compressed))]
 		cm := s.chunk(digest, i, n, chunk)
 		if i == 0 {
 			cm.Annotations[SizeAnnotation] = strconv.Itoa(len(data))
-			cm.Annotations[MD5Annotation] = hex.EncodeToString(sum[:])
+			cm.Annotations[MD5Annotation] = sum
 			cm.Annotations[StoredAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		}
 		if err := s.write(ctx, cm); err != nil {

@@ -1,4 +1,4 @@
-package infrahubsync
+package fanout
 
 import (
 	"crypto/sha256"

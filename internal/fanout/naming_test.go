@@ -1,4 +1,4 @@
-package infrahubsync
+package fanout
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ func TestResourceNamesAreDNSLabelsAndDistinct(t *testing.T) {
 	long := strings.Repeat("very-long-sync-name-", 4)[:63]
 	seen := map[string]string{}
 	for _, sync := range []string{"web", "web-dev", long, long[:62] + "x"} {
-		for _, dest := range []target{
+		for _, dest := range []Target{
 			{segment: "local", key: "local:"}, {segment: "local", key: "cluster:local"},
 			{segment: "edge-1", key: "cluster:edge-1"}, {segment: "10.0.0.1:6443", key: "server:https://10.0.0.1:6443"},
 			{segment: "10.0.0.1:6443", key: "server:https://10.0.0.1:6443/"}, {segment: strings.Repeat("c", 63), key: "cluster:" + strings.Repeat("c", 63)},

@@ -1,4 +1,4 @@
-package infrahubsync
+package rollout
 
 import (
 	"slices"
@@ -30,20 +30,20 @@ func twoWaves(onFailure vidrav1alpha1.RolloutFailurePolicy) vidrav1alpha1.Rollou
 
 // fleetOf is c1 in the canary ring, p1..p3 in prod and x1 in no wave, all holding the
 // stable revision.
-func fleetOf() []clusterView {
+func fleetOf() []Cluster {
 	ring := func(r string) map[string]string { return map[string]string{"ring": r} }
-	return []clusterView{
-		{name: "c1", labels: ring("canary"), present: true},
-		{name: "p1", labels: ring("prod"), present: true},
-		{name: "p2", labels: ring("prod"), present: true},
-		{name: "p3", labels: ring("prod"), present: true},
-		{name: "x1", present: true},
+	return []Cluster{
+		{Name: "c1", Labels: ring("canary"), Present: true},
+		{Name: "p1", Labels: ring("prod"), Present: true},
+		{Name: "p2", Labels: ring("prod"), Present: true},
+		{Name: "p3", Labels: ring("prod"), Present: true},
+		{Name: "x1", Present: true},
 	}
 }
 
-func moved(p rolloutPlan, m move) []string {
+func moved(p Plan, m Move) []string {
 	var out []string
-	for name, mv := range p.moves {
+	for name, mv := range p.Moves {
 		if mv == m {
 			out = append(out, name)
 		}
@@ -53,28 +53,28 @@ func moved(p rolloutPlan, m move) []string {
 }
 
 // apply plays the plan's moves on the views, as the API would show them afterwards.
-func apply(clusters []clusterView, p rolloutPlan, at time.Time) {
+func apply(clusters []Cluster, p Plan, at time.Time) {
 	for i := range clusters {
-		switch p.moves[clusters[i].name] {
-		case toNewest:
-			clusters[i].present, clusters[i].atTarget, clusters[i].healthy, clusters[i].updatedAt = true, true, false, at
-		case toStable:
-			clusters[i].present, clusters[i].atTarget, clusters[i].healthy = true, false, false
+		switch p.Moves[clusters[i].Name] {
+		case ToNewest:
+			clusters[i].Present, clusters[i].AtTarget, clusters[i].Healthy, clusters[i].UpdatedAt = true, true, false, at
+		case ToStable:
+			clusters[i].Present, clusters[i].AtTarget, clusters[i].Healthy = true, false, false
 		}
 	}
 }
 
-func healthyNow(clusters []clusterView, names ...string) {
+func healthyNow(clusters []Cluster, names ...string) {
 	for i := range clusters {
-		if slices.Contains(names, clusters[i].name) {
-			clusters[i].healthy = true
+		if slices.Contains(names, clusters[i].Name) {
+			clusters[i].Healthy = true
 		}
 	}
 }
 
-func mustPlan(t *testing.T, in rolloutInput) rolloutPlan {
+func mustPlan(t *testing.T, in Input) Plan {
 	t.Helper()
-	p, err := planRollout(in)
+	p, err := Decide(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,33 +85,33 @@ func mustPlan(t *testing.T, in rolloutInput) rolloutPlan {
 // updating at once, and the implicit wave comes last.
 func TestPlanMovesWaveByWaveWithinTheBudget(t *testing.T) {
 	clusters := fleetOf()
-	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h2", hasStable: true, now: t0, clusters: clusters}
-	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+	in := Input{Spec: twoWaves(vidrav1alpha1.RolloutFailurePause), Hash: "h2", HasStable: true, Now: t0, Clusters: clusters}
+	in.Last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
 
 	var order []string
 	for step := 0; step < 20; step++ {
 		p := mustPlan(t, in)
-		if p.status.Revision != 2 {
-			t.Fatalf("revision %d, want 2", p.status.Revision)
+		if p.Status.Revision != 2 {
+			t.Fatalf("revision %d, want 2", p.Status.Revision)
 		}
-		news := moved(p, toNewest)
+		news := moved(p, ToNewest)
 		if len(news) > 1 {
 			t.Fatalf("step %d: %v moved at once; maxUnavailable is 1", step, news)
 		}
 		order = append(order, news...)
-		apply(in.clusters, p, in.now)
-		in.last = p.status
-		if p.status.Phase == vidrav1alpha1.RolloutCompleted {
+		apply(in.Clusters, p, in.Now)
+		in.Last = p.Status
+		if p.Status.Phase == vidrav1alpha1.RolloutCompleted {
 			break
 		}
-		in.now = in.now.Add(time.Second)
-		healthyNow(in.clusters, news...)
+		in.Now = in.Now.Add(time.Second)
+		healthyNow(in.Clusters, news...)
 	}
 	if want := []string{"c1", "p1", "p2", "p3", "x1"}; !slices.Equal(order, want) {
 		t.Fatalf("order %v, want %v", order, want)
 	}
-	if in.last.Phase != vidrav1alpha1.RolloutCompleted || in.last.Updated != 5 {
-		t.Fatalf("status %+v, want Completed with 5 updated", in.last)
+	if in.Last.Phase != vidrav1alpha1.RolloutCompleted || in.Last.Updated != 5 {
+		t.Fatalf("status %+v, want Completed with 5 updated", in.Last)
 	}
 }
 
@@ -120,47 +120,47 @@ func TestPlanMovesWaveByWaveWithinTheBudget(t *testing.T) {
 func TestPlanStopsAtTheFailedWave(t *testing.T) {
 	for _, policy := range []vidrav1alpha1.RolloutFailurePolicy{vidrav1alpha1.RolloutFailurePause, vidrav1alpha1.RolloutFailureRollback} {
 		t.Run(string(policy), func(t *testing.T) {
-			in := rolloutInput{spec: twoWaves(policy), hash: "h2", hasStable: true, now: t0, clusters: fleetOf()}
-			in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+			in := Input{Spec: twoWaves(policy), Hash: "h2", HasStable: true, Now: t0, Clusters: fleetOf()}
+			in.Last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
 			p := mustPlan(t, in)
-			apply(in.clusters, p, in.now)
-			in.last = p.status
-			in.clusters[0].unhealthy = "c1-web: Progressing: waiting for Deployment"
+			apply(in.Clusters, p, in.Now)
+			in.Last = p.Status
+			in.Clusters[0].Unhealthy = "c1-web: Progressing: waiting for Deployment"
 
-			in.now = t0.Add(30 * time.Second) // still within healthTimeout
+			in.Now = t0.Add(30 * time.Second) // still within healthTimeout
 			p = mustPlan(t, in)
-			if len(p.moves) != 0 || p.status.Phase != vidrav1alpha1.RolloutProgressing || p.requeue != 30*time.Second {
-				t.Fatalf("within the timeout: moves %v, phase %s, requeue %s", p.moves, p.status.Phase, p.requeue)
+			if len(p.Moves) != 0 || p.Status.Phase != vidrav1alpha1.RolloutProgressing || p.Requeue != 30*time.Second {
+				t.Fatalf("within the timeout: moves %v, phase %s, requeue %s", p.Moves, p.Status.Phase, p.Requeue)
 			}
-			in.now = t0.Add(61 * time.Second)
+			in.Now = t0.Add(61 * time.Second)
 			p = mustPlan(t, in)
-			if !slices.Equal(p.status.FailedClusters, []string{"c1"}) {
-				t.Fatalf("failed clusters %v", p.status.FailedClusters)
+			if !slices.Equal(p.Status.FailedClusters, []string{"c1"}) {
+				t.Fatalf("failed clusters %v", p.Status.FailedClusters)
 			}
 			switch policy {
 			case vidrav1alpha1.RolloutFailurePause:
-				if p.status.Phase != vidrav1alpha1.RolloutFailed || len(p.moves) != 0 {
-					t.Fatalf("phase %s, moves %v; want Failed and nothing moved", p.status.Phase, p.moves)
+				if p.Status.Phase != vidrav1alpha1.RolloutFailed || len(p.Moves) != 0 {
+					t.Fatalf("phase %s, moves %v; want Failed and nothing moved", p.Status.Phase, p.Moves)
 				}
 			case vidrav1alpha1.RolloutFailureRollback:
-				if p.status.Phase != vidrav1alpha1.RolloutRolledBack || !slices.Equal(moved(p, toStable), []string{"c1"}) || len(moved(p, toNewest)) != 0 {
-					t.Fatalf("phase %s, moves %v; want RolledBack and c1 alone to the stable revision", p.status.Phase, p.moves)
+				if p.Status.Phase != vidrav1alpha1.RolloutRolledBack || !slices.Equal(moved(p, ToStable), []string{"c1"}) || len(moved(p, ToNewest)) != 0 {
+					t.Fatalf("phase %s, moves %v; want RolledBack and c1 alone to the stable revision", p.Status.Phase, p.Moves)
 				}
 			}
 			// It holds, at every later look, until a person resumes.
-			apply(in.clusters, p, in.now)
-			in.last = p.status
-			in.now = in.now.Add(time.Hour)
-			if p := mustPlan(t, in); len(moved(p, toNewest)) != 0 {
-				t.Fatalf("moved %v after the failure", p.moves)
+			apply(in.Clusters, p, in.Now)
+			in.Last = p.Status
+			in.Now = in.Now.Add(time.Hour)
+			if p := mustPlan(t, in); len(moved(p, ToNewest)) != 0 {
+				t.Fatalf("moved %v after the failure", p.Moves)
 			}
-			in.resume = "now"
+			in.Resume = "now"
 			p = mustPlan(t, in)
-			if p.status.Phase != vidrav1alpha1.RolloutProgressing || len(p.status.FailedClusters) != 0 {
-				t.Fatalf("after resume: %+v", p.status)
+			if p.Status.Phase != vidrav1alpha1.RolloutProgressing || len(p.Status.FailedClusters) != 0 {
+				t.Fatalf("after resume: %+v", p.Status)
 			}
-			if policy == vidrav1alpha1.RolloutFailureRollback && !slices.Equal(moved(p, toNewest), []string{"c1"}) {
-				t.Fatalf("after resume the rolled back canary is updated again; moves %v", p.moves)
+			if policy == vidrav1alpha1.RolloutFailureRollback && !slices.Equal(moved(p, ToNewest), []string{"c1"}) {
+				t.Fatalf("after resume the rolled back canary is updated again; moves %v", p.Moves)
 			}
 		})
 	}
@@ -170,42 +170,42 @@ func TestPlanStopsAtTheFailedWave(t *testing.T) {
 // revision and is not healthy yet once its labels put it in the canary wave, holds the
 // completion within healthTimeout, and fails the rollout after it.
 func TestPlanCompletesOnlyWhereHealthy(t *testing.T) {
-	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h1", now: t0, clusters: []clusterView{
-		{name: "c1", labels: map[string]string{"ring": "canary"}, present: true, atTarget: true, updatedAt: t0},
-		{name: "p1", labels: map[string]string{"ring": "prod"}, present: true, atTarget: true, healthy: true, updatedAt: t0},
+	in := Input{Spec: twoWaves(vidrav1alpha1.RolloutFailurePause), Hash: "h1", Now: t0, Clusters: []Cluster{
+		{Name: "c1", Labels: map[string]string{"ring": "canary"}, Present: true, AtTarget: true, UpdatedAt: t0},
+		{Name: "p1", Labels: map[string]string{"ring": "prod"}, Present: true, AtTarget: true, Healthy: true, UpdatedAt: t0},
 	}}
-	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutProgressing, Wave: "remaining"}
-	in.now = t0.Add(10 * time.Second)
+	in.Last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutProgressing, Wave: "remaining"}
+	in.Now = t0.Add(10 * time.Second)
 	p := mustPlan(t, in)
 	// The last wave became healthy now: the canary has healthTimeout from here.
-	if p.status.Phase != vidrav1alpha1.RolloutProgressing || !strings.Contains(p.status.Message, "waiting for c1 to become healthy") || p.requeue != time.Minute {
-		t.Fatalf("with the canary unhealthy: phase %s, message %q, requeue %s", p.status.Phase, p.status.Message, p.requeue)
+	if p.Status.Phase != vidrav1alpha1.RolloutProgressing || !strings.Contains(p.Status.Message, "waiting for c1 to become healthy") || p.Requeue != time.Minute {
+		t.Fatalf("with the canary unhealthy: phase %s, message %q, requeue %s", p.Status.Phase, p.Status.Message, p.Requeue)
 	}
-	in.last = p.status
-	healthyNow(in.clusters, "c1")
-	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutCompleted || p.status.Updated != 2 {
-		t.Fatalf("with both healthy: phase %s, updated %d", p.status.Phase, p.status.Updated)
+	in.Last = p.Status
+	healthyNow(in.Clusters, "c1")
+	if p := mustPlan(t, in); p.Status.Phase != vidrav1alpha1.RolloutCompleted || p.Status.Updated != 2 {
+		t.Fatalf("with both healthy: phase %s, updated %d", p.Status.Phase, p.Status.Updated)
 	}
-	in.clusters[0].healthy = false
-	in.now = t0.Add(71 * time.Second)
+	in.Clusters[0].Healthy = false
+	in.Now = t0.Add(71 * time.Second)
 	p = mustPlan(t, in)
-	if p.status.Phase != vidrav1alpha1.RolloutFailed || !slices.Equal(p.status.FailedClusters, []string{"c1"}) || len(p.moves) != 0 {
-		t.Fatalf("past healthTimeout: phase %s, failed %v, moves %v", p.status.Phase, p.status.FailedClusters, p.moves)
+	if p.Status.Phase != vidrav1alpha1.RolloutFailed || !slices.Equal(p.Status.FailedClusters, []string{"c1"}) || len(p.Moves) != 0 {
+		t.Fatalf("past healthTimeout: phase %s, failed %v, moves %v", p.Status.Phase, p.Status.FailedClusters, p.Moves)
 	}
 
 	// A cluster updated long ago that turns unhealthy as the last wave completes gets a
 	// whole healthTimeout from then, and with Rollback nothing is sent back.
-	in.spec.OnFailure = vidrav1alpha1.RolloutFailureRollback
-	in.hasStable = true
+	in.Spec.OnFailure = vidrav1alpha1.RolloutFailureRollback
+	in.HasStable = true
 	completed := metav1.NewTime(t0.Add(10 * time.Minute))
-	in.last.WaveCompletedAt = &completed
-	in.now = completed.Add(30 * time.Second)
-	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutProgressing || p.requeue != 30*time.Second {
-		t.Fatalf("within the grace after the last wave: phase %s, requeue %s", p.status.Phase, p.requeue)
+	in.Last.WaveCompletedAt = &completed
+	in.Now = completed.Add(30 * time.Second)
+	if p := mustPlan(t, in); p.Status.Phase != vidrav1alpha1.RolloutProgressing || p.Requeue != 30*time.Second {
+		t.Fatalf("within the grace after the last wave: phase %s, requeue %s", p.Status.Phase, p.Requeue)
 	}
-	in.now = completed.Add(61 * time.Second)
-	if p := mustPlan(t, in); p.status.Phase != vidrav1alpha1.RolloutFailed || len(p.moves) != 0 {
-		t.Fatalf("past the grace: phase %s, moves %v; want Failed and nothing rolled back", p.status.Phase, p.moves)
+	in.Now = completed.Add(61 * time.Second)
+	if p := mustPlan(t, in); p.Status.Phase != vidrav1alpha1.RolloutFailed || len(p.Moves) != 0 {
+		t.Fatalf("past the grace: phase %s, moves %v; want Failed and nothing rolled back", p.Status.Phase, p.Moves)
 	}
 }
 
@@ -215,61 +215,61 @@ func TestPlanRollbackReturnsTheWholeWave(t *testing.T) {
 	spec := twoWaves(vidrav1alpha1.RolloutFailureRollback)
 	two := intstr.FromInt32(2)
 	spec.MaxUnavailable = &two
-	in := rolloutInput{spec: spec, hash: "h2", hasStable: true, now: t0, clusters: fleetOf()}
-	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+	in := Input{Spec: spec, Hash: "h2", HasStable: true, Now: t0, Clusters: fleetOf()}
+	in.Last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
 	p := mustPlan(t, in) // the canary
-	apply(in.clusters, p, in.now)
-	healthyNow(in.clusters, "c1")
-	in.last = p.status
+	apply(in.Clusters, p, in.Now)
+	healthyNow(in.Clusters, "c1")
+	in.Last = p.Status
 	p = mustPlan(t, in) // prod, two at once
-	if !slices.Equal(moved(p, toNewest), []string{"p1", "p2"}) {
-		t.Fatalf("prod moves %v", p.moves)
+	if !slices.Equal(moved(p, ToNewest), []string{"p1", "p2"}) {
+		t.Fatalf("prod moves %v", p.Moves)
 	}
-	apply(in.clusters, p, in.now)
-	healthyNow(in.clusters, "p1")
-	in.clusters[2].unhealthy = "p2-web: Progressing: waiting for Deployment"
-	in.last = p.status
-	in.now = t0.Add(61 * time.Second)
+	apply(in.Clusters, p, in.Now)
+	healthyNow(in.Clusters, "p1")
+	in.Clusters[2].Unhealthy = "p2-web: Progressing: waiting for Deployment"
+	in.Last = p.Status
+	in.Now = t0.Add(61 * time.Second)
 	p = mustPlan(t, in)
-	if p.status.Phase != vidrav1alpha1.RolloutRolledBack || !slices.Equal(p.status.FailedClusters, []string{"p2"}) {
-		t.Fatalf("phase %s, failed %v", p.status.Phase, p.status.FailedClusters)
+	if p.Status.Phase != vidrav1alpha1.RolloutRolledBack || !slices.Equal(p.Status.FailedClusters, []string{"p2"}) {
+		t.Fatalf("phase %s, failed %v", p.Status.Phase, p.Status.FailedClusters)
 	}
-	if !slices.Equal(moved(p, toStable), []string{"p1", "p2"}) || len(moved(p, toNewest)) != 0 {
-		t.Fatalf("moves %v; want p1 and p2 back to the stable revision, c1 and p3 untouched", p.moves)
+	if !slices.Equal(moved(p, ToStable), []string{"p1", "p2"}) || len(moved(p, ToNewest)) != 0 {
+		t.Fatalf("moves %v; want p1 and p2 back to the stable revision, c1 and p3 untouched", p.Moves)
 	}
-	if !strings.Contains(p.status.Message, "wave prod rolled back to the previous revision: p1, p2") {
-		t.Errorf("message %q", p.status.Message)
+	if !strings.Contains(p.Status.Message, "wave prod rolled back to the previous revision: p1, p2") {
+		t.Errorf("message %q", p.Status.Message)
 	}
 }
 
 // A newer revision mid-rollout starts again from the first wave; clusters joining get the
 // stable revision until their wave is reached.
 func TestPlanNewerRevisionStartsOverAndJoinersGetStable(t *testing.T) {
-	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h2", hasStable: true, now: t0, clusters: fleetOf()}
-	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+	in := Input{Spec: twoWaves(vidrav1alpha1.RolloutFailurePause), Hash: "h2", HasStable: true, Now: t0, Clusters: fleetOf()}
+	in.Last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
 	p := mustPlan(t, in)
-	apply(in.clusters, p, in.now)
-	healthyNow(in.clusters, "c1")
-	in.last = p.status
+	apply(in.Clusters, p, in.Now)
+	healthyNow(in.Clusters, "c1")
+	in.Last = p.Status
 	p = mustPlan(t, in)
-	if p.status.Wave != "prod" || !slices.Equal(moved(p, toNewest), []string{"p1"}) {
-		t.Fatalf("wave %s, moves %v", p.status.Wave, p.moves)
+	if p.Status.Wave != "prod" || !slices.Equal(moved(p, ToNewest), []string{"p1"}) {
+		t.Fatalf("wave %s, moves %v", p.Status.Wave, p.Moves)
 	}
-	apply(in.clusters, p, in.now)
-	in.last = p.status
+	apply(in.Clusters, p, in.Now)
+	in.Last = p.Status
 
 	// h3 arrives; a cluster joins the prod ring.
-	in.hash = "h3"
-	for i := range in.clusters {
-		in.clusters[i].atTarget, in.clusters[i].healthy = false, false
+	in.Hash = "h3"
+	for i := range in.Clusters {
+		in.Clusters[i].AtTarget, in.Clusters[i].Healthy = false, false
 	}
-	in.clusters = append(in.clusters, clusterView{name: "p4", labels: map[string]string{"ring": "prod"}})
+	in.Clusters = append(in.Clusters, Cluster{Name: "p4", Labels: map[string]string{"ring": "prod"}})
 	p = mustPlan(t, in)
-	if p.status.Revision != 3 || p.status.Wave != "canary" || !slices.Equal(moved(p, toNewest), []string{"c1"}) {
-		t.Fatalf("revision %d, wave %s, moves %v; want 3 from the canary", p.status.Revision, p.status.Wave, p.moves)
+	if p.Status.Revision != 3 || p.Status.Wave != "canary" || !slices.Equal(moved(p, ToNewest), []string{"c1"}) {
+		t.Fatalf("revision %d, wave %s, moves %v; want 3 from the canary", p.Status.Revision, p.Status.Wave, p.Moves)
 	}
-	if !slices.Equal(moved(p, toStable), []string{"p4"}) {
-		t.Fatalf("the joining cluster got %v, want the stable revision", p.moves)
+	if !slices.Equal(moved(p, ToStable), []string{"p4"}) {
+		t.Fatalf("the joining cluster got %v, want the stable revision", p.Moves)
 	}
 }
 
@@ -277,31 +277,31 @@ func TestPlanNewerRevisionStartsOverAndJoinersGetStable(t *testing.T) {
 // late) gets the revision before it completes: the first revision of a sync whose canary
 // was not yet known when it started must not complete on prod alone.
 func TestPlanClusterJoiningAPassedWaveTakesItBack(t *testing.T) {
-	prod := clusterView{name: "p1", labels: map[string]string{"ring": "prod"}}
-	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h1", now: t0, clusters: []clusterView{prod}}
+	prod := Cluster{Name: "p1", Labels: map[string]string{"ring": "prod"}}
+	in := Input{Spec: twoWaves(vidrav1alpha1.RolloutFailurePause), Hash: "h1", Now: t0, Clusters: []Cluster{prod}}
 	p := mustPlan(t, in)
-	if p.status.Wave != "prod" || !slices.Equal(moved(p, toNewest), []string{"p1"}) {
-		t.Fatalf("wave %s, moves %v; want p1 in the only wave with clusters", p.status.Wave, p.moves)
+	if p.Status.Wave != "prod" || !slices.Equal(moved(p, ToNewest), []string{"p1"}) {
+		t.Fatalf("wave %s, moves %v; want p1 in the only wave with clusters", p.Status.Wave, p.Moves)
 	}
-	apply(in.clusters, p, in.now)
-	in.last = p.status
+	apply(in.Clusters, p, in.Now)
+	in.Last = p.Status
 
 	// The canary's VidraCluster appears while p1 becomes healthy.
-	in.clusters = append(in.clusters, clusterView{name: "c1", labels: map[string]string{"ring": "canary"}})
-	healthyNow(in.clusters, "p1")
+	in.Clusters = append(in.Clusters, Cluster{Name: "c1", Labels: map[string]string{"ring": "canary"}})
+	healthyNow(in.Clusters, "p1")
 	p = mustPlan(t, in)
-	if p.completed || p.status.Phase != vidrav1alpha1.RolloutProgressing || p.status.Wave != "canary" {
-		t.Fatalf("phase %s at wave %s (completed %v); want the canary wave back", p.status.Phase, p.status.Wave, p.completed)
+	if p.Completed || p.Status.Phase != vidrav1alpha1.RolloutProgressing || p.Status.Wave != "canary" {
+		t.Fatalf("phase %s at wave %s (completed %v); want the canary wave back", p.Status.Phase, p.Status.Wave, p.Completed)
 	}
-	if !slices.Equal(moved(p, toNewest), []string{"c1"}) {
-		t.Fatalf("moves %v; want c1 updated", p.moves)
+	if !slices.Equal(moved(p, ToNewest), []string{"c1"}) {
+		t.Fatalf("moves %v; want c1 updated", p.Moves)
 	}
-	apply(in.clusters, p, in.now)
-	healthyNow(in.clusters, "c1")
-	in.last = p.status
+	apply(in.Clusters, p, in.Now)
+	healthyNow(in.Clusters, "c1")
+	in.Last = p.Status
 	p = mustPlan(t, in)
-	if !p.completed || p.status.Updated != 2 {
-		t.Fatalf("phase %s, %d updated; want completed on both", p.status.Phase, p.status.Updated)
+	if !p.Completed || p.Status.Updated != 2 {
+		t.Fatalf("phase %s, %d updated; want completed on both", p.Status.Phase, p.Status.Updated)
 	}
 }
 
@@ -309,26 +309,26 @@ func TestPlanClusterJoiningAPassedWaveTakesItBack(t *testing.T) {
 func TestPlanPauseAfterAndPaused(t *testing.T) {
 	spec := twoWaves(vidrav1alpha1.RolloutFailurePause)
 	spec.Waves[0].PauseAfter = &metav1.Duration{Duration: 5 * time.Minute}
-	in := rolloutInput{spec: spec, hash: "h2", hasStable: true, now: t0, clusters: fleetOf()}
-	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+	in := Input{Spec: spec, Hash: "h2", HasStable: true, Now: t0, Clusters: fleetOf()}
+	in.Last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
 	p := mustPlan(t, in)
-	apply(in.clusters, p, in.now)
-	healthyNow(in.clusters, "c1")
-	in.last = p.status
+	apply(in.Clusters, p, in.Now)
+	healthyNow(in.Clusters, "c1")
+	in.Last = p.Status
 	p = mustPlan(t, in)
-	if len(p.moves) != 0 || p.requeue != 5*time.Minute || p.status.WaveCompletedAt == nil {
-		t.Fatalf("moves %v, requeue %s: the prod wave must wait 5m", p.moves, p.requeue)
+	if len(p.Moves) != 0 || p.Requeue != 5*time.Minute || p.Status.WaveCompletedAt == nil {
+		t.Fatalf("moves %v, requeue %s: the prod wave must wait 5m", p.Moves, p.Requeue)
 	}
-	in.last = p.status
-	in.now = t0.Add(5 * time.Minute)
-	in.spec.Paused = true
-	if p = mustPlan(t, in); len(p.moves) != 0 || p.status.Phase != vidrav1alpha1.RolloutPaused {
-		t.Fatalf("paused: moves %v, phase %s", p.moves, p.status.Phase)
+	in.Last = p.Status
+	in.Now = t0.Add(5 * time.Minute)
+	in.Spec.Paused = true
+	if p = mustPlan(t, in); len(p.Moves) != 0 || p.Status.Phase != vidrav1alpha1.RolloutPaused {
+		t.Fatalf("paused: moves %v, phase %s", p.Moves, p.Status.Phase)
 	}
-	in.last = p.status
-	in.spec.Paused = false
-	if p = mustPlan(t, in); !slices.Equal(moved(p, toNewest), []string{"p1"}) {
-		t.Fatalf("after the pause: moves %v", p.moves)
+	in.Last = p.Status
+	in.Spec.Paused = false
+	if p = mustPlan(t, in); !slices.Equal(moved(p, ToNewest), []string{"p1"}) {
+		t.Fatalf("after the pause: moves %v", p.Moves)
 	}
 }
 
@@ -351,34 +351,34 @@ func TestBudget(t *testing.T) {
 // A cluster pinned by a rollback holds its wave: the revision does not complete where it
 // does not run, and once unpinned the cluster is updated within the wave.
 func TestPlanPinnedClustersHoldTheirWave(t *testing.T) {
-	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h2", hasStable: true, now: t0, clusters: fleetOf()[:2]}
-	in.last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
-	for i := range in.clusters {
-		in.clusters[i].pinned = true
+	in := Input{Spec: twoWaves(vidrav1alpha1.RolloutFailurePause), Hash: "h2", HasStable: true, Now: t0, Clusters: fleetOf()[:2]}
+	in.Last = vidrav1alpha1.RolloutStatus{Revision: 1, ContentHash: "h1", Phase: vidrav1alpha1.RolloutCompleted}
+	for i := range in.Clusters {
+		in.Clusters[i].Pinned = true
 	}
 	p := mustPlan(t, in)
-	if p.status.Phase != vidrav1alpha1.RolloutProgressing || p.completed || len(p.moves) != 0 {
-		t.Fatalf("all pinned: phase %s, completed %v, moves %v; want Progressing and nothing moved", p.status.Phase, p.completed, p.moves)
+	if p.Status.Phase != vidrav1alpha1.RolloutProgressing || p.Completed || len(p.Moves) != 0 {
+		t.Fatalf("all pinned: phase %s, completed %v, moves %v; want Progressing and nothing moved", p.Status.Phase, p.Completed, p.Moves)
 	}
-	in.last = p.status
-	in.clusters[0].pinned, in.clusters[1].pinned = false, false // resumed
-	if p = mustPlan(t, in); !slices.Equal(moved(p, toNewest), []string{"c1"}) {
-		t.Fatalf("after resume: moves %v, want the canary alone", p.moves)
+	in.Last = p.Status
+	in.Clusters[0].Pinned, in.Clusters[1].Pinned = false, false // resumed
+	if p = mustPlan(t, in); !slices.Equal(moved(p, ToNewest), []string{"c1"}) {
+		t.Fatalf("after resume: moves %v, want the canary alone", p.Moves)
 	}
 }
 
 // A cluster of the wave already unhealthy on its old revision counts against
 // maxUnavailable.
 func TestPlanUnhealthyClustersCountAgainstTheBudget(t *testing.T) {
-	in := rolloutInput{spec: twoWaves(vidrav1alpha1.RolloutFailurePause), hash: "h2", hasStable: true, now: t0, clusters: fleetOf()}
-	in.last = vidrav1alpha1.RolloutStatus{Revision: 2, ContentHash: "h2", Phase: vidrav1alpha1.RolloutProgressing, Wave: "prod"}
-	in.clusters[0].atTarget, in.clusters[0].healthy = true, true
-	in.clusters[2].unavailable = true // p2, still on the old revision
-	if p := mustPlan(t, in); len(p.moves) != 0 {
-		t.Fatalf("moves %v while p2 is unavailable; maxUnavailable is 1", p.moves)
+	in := Input{Spec: twoWaves(vidrav1alpha1.RolloutFailurePause), Hash: "h2", HasStable: true, Now: t0, Clusters: fleetOf()}
+	in.Last = vidrav1alpha1.RolloutStatus{Revision: 2, ContentHash: "h2", Phase: vidrav1alpha1.RolloutProgressing, Wave: "prod"}
+	in.Clusters[0].AtTarget, in.Clusters[0].Healthy = true, true
+	in.Clusters[2].Unavailable = true // p2, still on the old revision
+	if p := mustPlan(t, in); len(p.Moves) != 0 {
+		t.Fatalf("moves %v while p2 is unavailable; maxUnavailable is 1", p.Moves)
 	}
-	in.clusters[2].unavailable = false
-	if p := mustPlan(t, in); !slices.Equal(moved(p, toNewest), []string{"p1"}) {
-		t.Fatalf("moves %v, want p1", moved(p, toNewest))
+	in.Clusters[2].Unavailable = false
+	if p := mustPlan(t, in); !slices.Equal(moved(p, ToNewest), []string{"p1"}) {
+		t.Fatalf("moves %v, want p1", moved(p, ToNewest))
 	}
 }

@@ -1,0 +1,250 @@
+package infrahubsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
+	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/fanout"
+	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/tracing"
+)
+
+// sync lists the artifacts, delivers each to its destinations and removes what is gone.
+func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) (ctrl.Result, error) {
+	interval := defaultInterval
+	if ihs.Spec.Interval != nil {
+		interval = ihs.Spec.Interval.Duration
+	}
+	markReconciling(ihs)
+
+	// Connect to Infrahub.
+	c, err := r.sources().clientFor(ctx, ihs)
+	if err != nil {
+		return r.failSource(ihs, err, interval)
+	}
+	at, err := infrahub.At(ihs.Spec.Source.TargetDate, r.now())
+	if err != nil {
+		return r.failSource(ihs, &sourceError{msg: err.Error()}, interval)
+	}
+	snap := infrahub.Snapshot{Branch: branchOf(ihs), At: at}
+
+	// List the artifacts. A failed listing changes nothing.
+	listed, err := r.list(ctx, c, snap, ihs)
+	if err != nil {
+		return r.failList(ihs, err, interval)
+	}
+	now := metav1.NewTime(r.now())
+	ihs.Status.LastSyncTime = &now
+
+	// Find what the sync made before, and where its artifacts go.
+	d, err := fanout.New(ctx, r.fanoutConfig(), fanoutSync(ihs), artifacts{client: c, snap: snap, metrics: r.Metrics})
+	if err != nil {
+		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	if len(listed) == 0 && !ihs.Spec.AllowEmpty {
+		markEmpty(ihs, d.Owned())
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	targets, err := d.Destinations(ctx)
+	if err != nil {
+		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+
+	// Deliver each artifact, at once or wave by wave.
+	previous := map[string]vidrav1alpha1.ArtifactStatus{}
+	for _, st := range ihs.Status.Artifacts {
+		previous[st.ID] = st
+	}
+	statuses := deliver(ctx, ihs, d, itemsOf(listed), targets, previous)
+
+	// Remove what is no longer listed or no longer has a destination.
+	pruneErr := d.Prune(ctx)
+	r.eventRemoved(ihs, listed, previous)
+
+	setArtifacts(ihs, statuses)
+	return r.summarize(ihs, d, pruneErr, interval)
+}
+
+// deliver delivers the items to their targets, at once or wave by wave, and records the
+// rollout in the status.
+func deliver(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync, d *fanout.Delivery, items []fanout.Item, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) []vidrav1alpha1.ArtifactStatus {
+	if fanout.Progressive(ihs.Spec.Rollout) {
+		statuses, st := d.Progressive(ctx, items, targets, previous)
+		if st != nil {
+			ihs.Status.Rollout = st
+			fanout.MarkRolledOut(ihs, *st)
+		}
+		return statuses
+	}
+	statuses, st := d.AtOnce(ctx, items, targets, previous)
+	ihs.Status.Rollout = &st
+	conditions.Remove(ihs, vidrav1alpha1.ConditionRolledOut)
+	return statuses
+}
+
+// fanoutConfig is what every InfrahubSync's delivery shares.
+func (r *Reconciler) fanoutConfig() fanout.Config {
+	return fanout.Config{
+		Hub:         r.Hub,
+		HubReader:   r.HubReader,
+		Content:     r.Content,
+		InlineLimit: r.inlineLimit(),
+		Events:      events.NewRecorder(r.Recorder, "Sync"),
+		Transient:   isTransient,
+		ObserveWave: r.Metrics.observeWave,
+		Now:         r.now,
+	}
+}
+
+// fanoutSync is the InfrahubSync as its delivery sees it.
+func fanoutSync(ihs *vidrav1alpha1.InfrahubSync) fanout.Sync {
+	return fanout.Sync{
+		Object:      ihs,
+		Kind:        vidrav1alpha1.GroupVersion.WithKind("InfrahubSync"),
+		Label:       vidrav1alpha1.InfrahubSyncLabel,
+		SourceName:  "Infrahub",
+		Destination: ihs.Spec.Destination,
+		Template:    ihs.Spec.Template,
+		Rollout:     ihs.Spec.Rollout,
+		LastRollout: ihs.Status.Rollout,
+		Resume:      ihs.Annotations[vidrav1alpha1.ResumeRequestedAtAnnotation],
+	}
+}
+
+// failSource marks a source that could not be used. One that is unusable as written
+// waits for a change; another error is retried with backoff.
+func (r *Reconciler) failSource(ihs *vidrav1alpha1.InfrahubSync, err error, interval time.Duration) (ctrl.Result, error) {
+	var srcErr *sourceError
+	if errors.As(err, &srcErr) {
+		markStalled(ihs, vidrav1alpha1.ReasonSourceInvalid, err.Error())
+		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonSourceInvalid, err.Error())
+		// A Secret may be created or fixed without the InfrahubSync changing.
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	markFailed(ihs, vidrav1alpha1.ReasonSourceInvalid, err.Error())
+	return ctrl.Result{}, err
+}
+
+func (r *Reconciler) list(ctx context.Context, c *infrahub.Client, snap infrahub.Snapshot, ihs *vidrav1alpha1.InfrahubSync) ([]infrahub.Artifact, error) {
+	ctx, span := tracing.Tracer().Start(ctx, "infrahub.list", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("infrahub.branch", snap.Branch)))
+	defer span.End()
+	var listed []infrahub.Artifact
+	var err error
+	if q := ihs.Spec.Source.QueryName; q != "" {
+		listed, err = c.ListArtifactsByQuery(ctx, snap, q, ihs.Spec.Source.ArtefactName)
+	} else {
+		listed, err = c.ListArtifacts(ctx, snap, ihs.Spec.Source.ArtefactName)
+	}
+	span.SetAttributes(attribute.Int("infrahub.artifacts", len(listed)))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return listed, err
+}
+
+// failList marks a listing that failed: refused credentials wait for the interval, as a
+// retry cannot help until they change; another error is retried with backoff.
+func (r *Reconciler) failList(ihs *vidrav1alpha1.InfrahubSync, err error, interval time.Duration) (ctrl.Result, error) {
+	reason := vidrav1alpha1.ReasonListFailed
+	if infrahub.IsAuthError(err) {
+		reason = vidrav1alpha1.ReasonAuthenticationFailed
+	}
+	markFailed(ihs, reason, err.Error())
+	r.event(ihs, nil, corev1.EventTypeWarning, reason, err.Error())
+	if infrahub.IsAuthError(err) {
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+func branchOf(ihs *vidrav1alpha1.InfrahubSync) string {
+	if b := ihs.Spec.Source.TargetBranch; b != "" {
+		return b
+	}
+	return "main"
+}
+
+// eventRemoved records an Event for each artifact that left the listing.
+func (r *Reconciler) eventRemoved(ihs *vidrav1alpha1.InfrahubSync, listed []infrahub.Artifact, previous map[string]vidrav1alpha1.ArtifactStatus) {
+	isListed := map[string]bool{}
+	for _, a := range listed {
+		isListed[a.ID] = true
+	}
+	for id, st := range previous {
+		if isListed[id] {
+			continue
+		}
+		var related *vidrav1alpha1.VidraResource
+		if len(st.VidraResources) > 0 {
+			related = &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: st.VidraResources[0]}}
+		}
+		r.event(ihs, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactRemoved,
+			fmt.Sprintf("artifact %s (%s, target %s) is no longer in Infrahub: removed %s", st.Name, id, st.Target, strings.Join(st.VidraResources, ", ")))
+	}
+}
+
+// summarize turns the deliveries into conditions and the next requeue. Artifacts that
+// failed for a reason that may pass (Infrahub unreachable, a write conflict) are retried
+// with backoff; others at the next interval.
+func (r *Reconciler) summarize(ihs *vidrav1alpha1.InfrahubSync, d *fanout.Delivery, pruneErr error, interval time.Duration) (ctrl.Result, error) {
+	if d.Requeue() > 0 && d.Requeue() < interval {
+		interval = d.Requeue()
+	}
+	switch {
+	case d.Stalled() != "":
+		markStalled(ihs, vidrav1alpha1.ReasonRolloutFailed, d.Stalled())
+		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonRolloutFailed, d.Stalled())
+		return ctrl.Result{RequeueAfter: interval}, nil
+	case pruneErr != nil:
+		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, pruneErr.Error())
+		return ctrl.Result{}, pruneErr
+	case len(d.Problems()) > 0:
+		msg := strings.Join(d.Problems(), "; ")
+		markFailed(ihs, vidrav1alpha1.ReasonArtifactFailed, msg)
+		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonArtifactFailed, msg)
+		if d.Transient() != nil {
+			return ctrl.Result{}, d.Transient()
+		}
+		return ctrl.Result{RequeueAfter: interval}, nil
+	case len(d.Pending()) > 0:
+		markPending(ihs, "waiting for Infrahub to generate: "+strings.Join(d.Pending(), "; "))
+		return ctrl.Result{RequeueAfter: min(interval, pendingPoll)}, nil
+	}
+	markSucceeded(ihs, fmt.Sprintf("delivered %d artifacts as %d VidraResources", len(ihs.Status.Artifacts), d.Kept()))
+	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+// isTransient reports whether an error may pass on its own: the network, a timeout, an
+// Infrahub server error, or a conflict writing to the hub.
+func isTransient(err error) bool {
+	var apiErr *infrahub.APIError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr.Status >= http.StatusInternalServerError || apiErr.Status == http.StatusTooManyRequests
+	case errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded):
+		return true
+	case apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err):
+		return true
+	}
+	return false
+}

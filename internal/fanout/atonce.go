@@ -1,0 +1,155 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/rollout"
+)
+
+// AtOnce delivers every item to every one of its targets now, and returns their statuses
+// and the revision of the content they make.
+func (d *Delivery) AtOnce(ctx context.Context, items []Item, targets []Target, previous map[string]vidrav1alpha1.ArtifactStatus) ([]vidrav1alpha1.ArtifactStatus, vidrav1alpha1.RolloutStatus) {
+	st := d.revisionOf(items, previous)
+	d.revision = strconv.FormatInt(st.Revision, 10)
+	var statuses []vidrav1alpha1.ArtifactStatus
+	for _, it := range items {
+		statuses = append(statuses, d.deliver(ctx, it, targets, previous[it.ID]))
+	}
+	if len(d.problems) > 0 {
+		// The phase stays Completed: a switch to Progressive must not inherit a failure.
+		st.Message = fmt.Sprintf("revision %d: not delivered everywhere: %s", st.Revision, d.problems[0])
+	}
+	return statuses, st
+}
+
+// deliver writes item it's VidraResources, one per target, and returns its status.
+// Whatever goes wrong, the VidraResources it had are kept as they were.
+func (d *Delivery) deliver(ctx context.Context, it Item, targets []Target, prev vidrav1alpha1.ArtifactStatus) vidrav1alpha1.ArtifactStatus {
+	st := vidrav1alpha1.ArtifactStatus{
+		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
+		Checksum: prev.Checksum, VidraResources: prev.VidraResources,
+	}
+	existing := d.resourcesOf(it.ID)
+	keepExisting := func() {
+		for _, vr := range existing {
+			d.keep[vr.Name] = true
+		}
+	}
+	fail := func(msg string, err error) vidrav1alpha1.ArtifactStatus {
+		keepExisting()
+		st.Message = msg
+		d.problem(it, msg, err)
+		return st
+	}
+
+	if msg, generating := d.notReady(it); msg != "" {
+		if !generating {
+			return fail(msg, nil)
+		}
+		keepExisting()
+		st.Message = msg
+		return st
+	}
+	targets, msg := d.targetsOf(it, targets)
+	if msg != "" {
+		return fail(msg, nil)
+	}
+
+	// Build the desired VidraResources; content is filled in below if any needs writing.
+	desired := make([]*vidrav1alpha1.VidraResource, 0, len(targets))
+	stale := false
+	for _, t := range targets {
+		vr := d.resource(it, t)
+		desired = append(desired, vr)
+		if cur := d.owned[vr.Name]; cur == nil || !d.holds(ctx, cur, it.Checksum) {
+			stale = true
+		}
+	}
+	body, err := d.content(ctx, it, existing, stale)
+	if err != nil {
+		return fail(err.Error(), err)
+	}
+
+	// Write them.
+	st.VidraResources = nil
+	var writeErrs []error
+	var pinned []string
+	for _, vr := range desired {
+		if cur := d.owned[vr.Name]; cur != nil && cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "" {
+			// A person rolled it back: it keeps its content until the rollout is resumed.
+			d.keep[vr.Name] = true
+			st.VidraResources = append(st.VidraResources, vr.Name)
+			if !d.holds(ctx, cur, it.Checksum) {
+				pinned = append(pinned, fmt.Sprintf("%s (revision %s)", vr.Name, cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]))
+			}
+			continue
+		}
+		if body != nil {
+			vr.Spec.Manifest, vr.Spec.Content = body.manifest, body.ref
+		}
+		if d.revision != "" {
+			vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = d.revision
+		}
+		d.keep[vr.Name] = true
+		if err := d.write(ctx, vr); err != nil {
+			writeErrs = append(writeErrs, err)
+		}
+		st.VidraResources = append(st.VidraResources, vr.Name)
+	}
+	if err := errors.Join(writeErrs...); err != nil {
+		return fail(err.Error(), err)
+	}
+	st.Checksum, st.StableChecksum = it.Checksum, it.Checksum
+	if len(pinned) > 0 {
+		st.Message = d.pinnedMessage(it.Checksum, pinned)
+	}
+	// The VidraResource is the Event's related object, so the Events of different
+	// artifacts are not folded into one series.
+	if len(desired) == 0 {
+		return st
+	}
+	related := desired[0]
+	switch {
+	case prev.ID == "":
+		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactAdded, fmt.Sprintf("artifact %s (%s, target %s) delivered as %s", it.Name, it.ID, it.Target, strings.Join(st.VidraResources, ", ")))
+	case prev.Checksum != it.Checksum:
+		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactUpdated, fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", it.Name, it.ID, it.Target, it.Checksum, strings.Join(st.VidraResources, ", ")))
+	}
+	return st
+}
+
+// revisionOf numbers the listed content for a sync that delivers at once: the revision
+// grows when an item's checksum changes, or an item comes or goes.
+func (d *Delivery) revisionOf(items []Item, previous map[string]vidrav1alpha1.ArtifactStatus) vidrav1alpha1.RolloutStatus {
+	checksums := map[string]string{}
+	for _, it := range items {
+		switch {
+		case it.Unready == "":
+			checksums[it.ID] = it.Checksum
+		case previous[it.ID].Checksum != "":
+			checksums[it.ID] = previous[it.ID].Checksum // still generating: what it delivers stays
+		}
+	}
+	st := vidrav1alpha1.RolloutStatus{}
+	if d.sync.LastRollout != nil {
+		st = *d.sync.LastRollout
+	}
+	if hash := rollout.ContentHash(checksums); hash != st.ContentHash {
+		st.Revision++
+		st.ContentHash = hash
+		now := metav1.Now()
+		st.StartedAt = &now
+	}
+	st.Phase, st.Wave, st.FailedClusters, st.WaveCompletedAt = vidrav1alpha1.RolloutCompleted, "", nil, nil
+	st.StableRevision = st.Revision
+	st.Message = fmt.Sprintf("revision %d: delivered to every cluster at once", st.Revision)
+	return st
+}

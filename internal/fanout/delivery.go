@@ -1,0 +1,182 @@
+// Package fanout delivers what a sync lists — Infrahub artifacts today, Git, OCI and Helm
+// bundles next — as VidraResources on the hub: one per item and destination cluster,
+// made from the sync's template and controlled by it, written at once or wave by wave as
+// the rollout planner (package rollout) decides. A sync kind brings its Source, which
+// fetches an item's content; the rest is the same for every kind.
+package fanout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/events"
+)
+
+// Config is what every delivery of a sync kind shares.
+type Config struct {
+	// Hub reads VidraResources and VidraClusters from the cache and writes VidraResources.
+	Hub client.Client
+	// HubReader reads VidraResources from the API server, where a cached one may be stale.
+	HubReader client.Reader
+	// Content stores contents larger than InlineLimit, and every revision of a
+	// progressive rollout. Nil: every content is inline, and rollouts are refused.
+	Content *content.Store
+	// InlineLimit is the largest content a VidraResource holds inline.
+	InlineLimit int
+	// Events records Events on the sync.
+	Events events.Recorder
+	// Transient says whether an error may pass with a retry, to back off on.
+	Transient func(error) bool
+	// ObserveWave counts a wave that ended, by result (nil: not counted).
+	ObserveWave func(result string)
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// Sync is the sync a delivery is for.
+type Sync struct {
+	// Object is the sync: it controls its VidraResources and has the Events.
+	Object client.Object
+	// Kind is its kind, for the controller reference.
+	Kind schema.GroupVersionKind
+	// Label names the sync on its VidraResources.
+	Label string
+	// SourceName names where its content comes from, for people ("Infrahub").
+	SourceName string
+	// Destination, Template and Rollout are its spec's.
+	Destination vidrav1alpha1.InfrahubSyncDestination
+	Template    *vidrav1alpha1.VidraResourceTemplate
+	Rollout     *vidrav1alpha1.RolloutSpec
+	// LastRollout is the rollout status as last written; Resume, the value of its
+	// resume-requested-at annotation.
+	LastRollout *vidrav1alpha1.RolloutStatus
+	Resume      string
+}
+
+// Item is one bundle a sync lists: an Infrahub artifact, say.
+type Item struct {
+	// ID names it across revisions (an Infrahub node ID).
+	ID string
+	// Name, Target and Definition say what it is, for people: with clusterFromTarget,
+	// Target names the cluster it goes to.
+	Name, Target, Definition string
+	// Checksum is the MD5 of its content, as its source lists it.
+	Checksum string
+	// Unready, when set, says why its content as listed is not delivered; Generating
+	// says the source is still making it, which is no error and is looked at soon, and
+	// State is what the source calls that state.
+	Unready    string
+	Generating bool
+	State      string
+}
+
+// Source fetches an item's content: what differs from one sync kind to another.
+type Source interface {
+	Fetch(ctx context.Context, item Item) ([]byte, error)
+}
+
+// Delivery is the delivery of one sync's items in one reconcile, and what became of it.
+type Delivery struct {
+	cfg    Config
+	sync   Sync
+	source Source
+	owned  map[string]*vidrav1alpha1.VidraResource
+
+	// keep are the owned VidraResources to keep: delivered now, or left as they were
+	// because their item could not be delivered.
+	keep map[string]bool
+	// problems say which items could not be delivered and why; transient is the first
+	// of their errors that may pass with a retry.
+	problems  []string
+	transient error
+	// pending are items the source is still generating.
+	pending []string
+	// stored are the MD5 checksums of stored contents, by digest ("" when unreadable).
+	stored map[string]string
+	// revision is the sync revision a sync that delivers at once writes.
+	revision string
+	// stalled says why a progressive rollout cannot go on as the sync is written.
+	stalled string
+	// requeue is how soon a progressive rollout needs another look (0: at the interval).
+	requeue time.Duration
+}
+
+// New starts a delivery for sync, finding the VidraResources it made before.
+func New(ctx context.Context, cfg Config, sync Sync, source Source) (*Delivery, error) {
+	d := &Delivery{cfg: cfg, sync: sync, source: source, keep: map[string]bool{}, stored: map[string]string{}}
+	var err error
+	if d.owned, err = d.ownedResources(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Owned is how many VidraResources the sync made before.
+func (d *Delivery) Owned() int { return len(d.owned) }
+
+// Kept is how many VidraResources the sync keeps.
+func (d *Delivery) Kept() int { return len(d.keep) }
+
+// Problems say which items could not be delivered and why.
+func (d *Delivery) Problems() []string { return d.problems }
+
+// Transient is the first error of the problems that may pass with a retry (nil: none).
+func (d *Delivery) Transient() error { return d.transient }
+
+// Pending are the items the source is still generating.
+func (d *Delivery) Pending() []string { return d.pending }
+
+// Stalled says why a progressive rollout cannot go on as the sync is written ("": it can).
+func (d *Delivery) Stalled() string { return d.stalled }
+
+// Requeue is how soon a progressive rollout needs another look (0: at the interval).
+func (d *Delivery) Requeue() time.Duration { return d.requeue }
+
+// problem records why item it could not be delivered, and the first error that may pass
+// with a retry.
+func (d *Delivery) problem(it Item, msg string, err error) {
+	d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", it.ID, it.Target, msg))
+	d.retry(err)
+}
+
+// retry keeps err, when it may pass with a retry and is the first such, to back off on.
+func (d *Delivery) retry(err error) {
+	if err != nil && d.transient == nil && d.cfg.Transient != nil && d.cfg.Transient(err) {
+		d.transient = err
+	}
+}
+
+// notReady says why item it is not delivered as listed ("" when it is); generating: the
+// source is still at it, which is no error and is looked at soon.
+func (d *Delivery) notReady(it Item) (msg string, generating bool) {
+	if it.Generating {
+		d.pending = append(d.pending, fmt.Sprintf("artifact %s for %s (%s)", it.ID, it.Target, it.State))
+	}
+	return it.Unready, it.Generating
+}
+
+// resourcesOf are the owned VidraResources that deliver item id.
+func (d *Delivery) resourcesOf(id string) []*vidrav1alpha1.VidraResource {
+	var out []*vidrav1alpha1.VidraResource
+	for _, vr := range d.owned {
+		if vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation] == id {
+			out = append(out, vr)
+		}
+	}
+	return out
+}
+
+// keepAll keeps the VidraResources of every item as they are.
+func (d *Delivery) keepAll(items []Item) {
+	for _, it := range items {
+		for _, vr := range d.resourcesOf(it.ID) {
+			d.keep[vr.Name] = true
+		}
+	}
+}

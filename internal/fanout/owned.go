@@ -1,0 +1,62 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// ownedResources are the VidraResources the sync made: labeled with its name and
+// controlled by it. A VidraResource that only carries the label is not its own.
+func (d *Delivery) ownedResources(ctx context.Context) (map[string]*vidrav1alpha1.VidraResource, error) {
+	name := d.sync.Object.GetName()
+	var list vidrav1alpha1.VidraResourceList
+	if err := d.cfg.Hub.List(ctx, &list, client.MatchingLabels{d.sync.Label: name}); err != nil {
+		return nil, fmt.Errorf("list VidraResources of %s: %w", name, err)
+	}
+	owned := map[string]*vidrav1alpha1.VidraResource{}
+	for i := range list.Items {
+		if vr := &list.Items[i]; metav1.IsControlledBy(vr, d.sync.Object) {
+			owned[vr.Name] = vr
+		}
+	}
+	return owned, nil
+}
+
+// Prune deletes the VidraResources the sync made that no item keeps: those of items no
+// longer listed, or of clusters no longer selected.
+func (d *Delivery) Prune(ctx context.Context) error {
+	var errs []error
+	names := make([]string, 0, len(d.owned))
+	for name := range d.owned {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if d.keep[name] {
+			continue
+		}
+		vr := d.owned[name]
+		// The UID precondition makes sure only this sync's VidraResource is deleted, even
+		// if the name was reused since the cache saw it.
+		err := d.cfg.Hub.Delete(ctx, vr, client.Preconditions{UID: &vr.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete VidraResource %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// observeWave counts a wave of a progressive rollout that ended.
+func (d *Delivery) observeWave(result string) {
+	if d.cfg.ObserveWave != nil {
+		d.cfg.ObserveWave(result)
+	}
+}

@@ -1,0 +1,166 @@
+package fanout
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/tracing"
+)
+
+// resource is the VidraResource that delivers item it to target t, without content.
+// The template's labels and annotations come first, so the sync's own always win.
+func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
+	tpl := d.sync.Template
+	if tpl == nil {
+		tpl = &vidrav1alpha1.VidraResourceTemplate{}
+	}
+	vr := &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID),
+			Labels: mergeInto(maps.Clone(tpl.Labels), map[string]string{
+				d.sync.Label: d.sync.Object.GetName(),
+			}),
+			Annotations: mergeInto(maps.Clone(tpl.Annotations), map[string]string{
+				vidrav1alpha1.ArtifactIDAnnotation:       it.ID,
+				vidrav1alpha1.ArtifactChecksumAnnotation: it.Checksum,
+				vidrav1alpha1.ArtifactNameAnnotation:     it.Name,
+				vidrav1alpha1.ArtifactTargetAnnotation:   it.Target,
+			}),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d.sync.Object, d.sync.Kind)},
+		},
+		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination},
+	}
+	applyTemplate(&vr.Spec, tpl)
+	return vr
+}
+
+// applyTemplate sets the spec fields the template sets; the others keep their value.
+func applyTemplate(spec *vidrav1alpha1.VidraResourceSpec, tpl *vidrav1alpha1.VidraResourceTemplate) {
+	if tpl.Prune != nil {
+		spec.Prune = ptr.To(*tpl.Prune)
+	}
+	if tpl.AdoptExisting != "" {
+		spec.AdoptExisting = tpl.AdoptExisting
+	}
+	if tpl.ServiceAccountName != "" {
+		spec.ServiceAccountName = tpl.ServiceAccountName
+	}
+	if tpl.VMRollout != nil {
+		spec.VMRollout = tpl.VMRollout.DeepCopy()
+	}
+	if tpl.DryRun {
+		spec.DryRun = true
+	}
+	if tpl.HistoryLimit != nil {
+		spec.HistoryLimit = ptr.To(*tpl.HistoryLimit)
+	}
+}
+
+// write creates vr or brings the sync's existing one to it. A VidraResource of that name
+// that is not this sync's is never touched.
+func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (retErr error) {
+	// Only a write gets a span, and carries its trace context to the VidraResource's
+	// reconcile: an unchanged VidraResource is left as it is, annotations included.
+	traced := func(action string) (context.Context, func()) {
+		wctx, span := tracing.Tracer().Start(ctx, "vidraresource.write", trace.WithAttributes(
+			attribute.String("vidra.vidraresource", vr.Name), attribute.String("vidra.cluster", cmp.Or(vr.Spec.Destination.Cluster, vr.Spec.Destination.Server, "local")),
+			attribute.String("vidra.action", action), attribute.String("vidra.checksum", vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation])))
+		return wctx, func() {
+			if retErr != nil {
+				span.SetStatus(codes.Error, retErr.Error())
+			}
+			span.End()
+		}
+	}
+	cur := d.owned[vr.Name]
+	if cur == nil {
+		wctx, end := traced("create")
+		defer end()
+		created := vr.DeepCopy() // the trace context is for the create only
+		tracing.Inject(wctx, created)
+		// Created with the finalizer its reconcile would add: one write fewer per delivery.
+		controllerutil.AddFinalizer(created, vidrav1alpha1.VidraResourceFinalizer)
+		err := d.cfg.Hub.Create(ctx, created)
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("create VidraResource %s: %w", vr.Name, err)
+			}
+			return nil
+		}
+		// The cache had not seen it yet, or it is someone else's.
+		cur = &vidrav1alpha1.VidraResource{}
+		if err := d.cfg.HubReader.Get(ctx, client.ObjectKeyFromObject(vr), cur); err != nil {
+			return fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
+		}
+		if !metav1.IsControlledBy(cur, d.sync.Object) {
+			return fmt.Errorf("VidraResource %s exists and was not made by this %s; it is left alone", vr.Name, d.sync.Kind.Kind)
+		}
+	}
+	if vr.Spec.Manifest == "" && vr.Spec.Content == nil {
+		vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content // content unchanged, not fetched
+	}
+	if vr.Spec.Manifest == cur.Spec.Manifest && apiequality.Semantic.DeepEqual(vr.Spec.Content, cur.Spec.Content) {
+		// The content is the one delivered since an earlier revision: that one it keeps.
+		if rev, ok := cur.Annotations[vidrav1alpha1.SyncRevisionAnnotation]; ok {
+			vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = rev
+		} else {
+			delete(vr.Annotations, vidrav1alpha1.SyncRevisionAnnotation)
+		}
+		if at, ok := cur.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation]; ok {
+			vr.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation] = at
+		}
+	}
+	// Only what the sync sets is compared and written: the API server's defaults and
+	// fields outside the template keep their values, so an unchanged sync writes nothing.
+	updated := cur.DeepCopy()
+	updated.Labels = mergeInto(updated.Labels, vr.Labels)
+	updated.Annotations = mergeInto(updated.Annotations, vr.Annotations)
+	updated.Spec.Destination = vr.Spec.Destination
+	updated.Spec.Manifest = vr.Spec.Manifest
+	updated.Spec.Content = vr.Spec.Content
+	updated.Spec.Preview = vr.Spec.Preview
+	if tpl := d.sync.Template; tpl != nil {
+		applyTemplate(&updated.Spec, tpl)
+	}
+	if apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) && apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec) {
+		return nil
+	}
+	wctx, end := traced("update")
+	defer end()
+	tracing.Inject(wctx, updated)
+	// A merge patch of what changed: the VidraResource controller writes its status and
+	// finalizer meanwhile, which must not make this write conflict.
+	if err := d.cfg.Hub.Patch(ctx, updated, client.MergeFrom(cur)); err != nil {
+		return fmt.Errorf("update VidraResource %s: %w", vr.Name, err)
+	}
+	return nil
+}
+
+func mergeInto(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+// pinnedMessage says which VidraResources a rollback holds while the source has newer
+// content for them.
+func (d *Delivery) pinnedMessage(checksum string, pinned []string) string {
+	return fmt.Sprintf("pinned by a rollback: %s; %s has newer content (checksum %s), delivered after `kubectl vidra rollout resume %s`",
+		strings.Join(pinned, ", "), d.sync.SourceName, checksum, d.sync.Object.GetName())
+}
