@@ -119,6 +119,10 @@ func TestLargeBundleIsDeliveredAndKeptOnEvents(t *testing.T) {
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "delete", "secret", "edge-3", "--ignore-not-found")
+			// Unenrolled before the operator stops, so no later test sees edge-3 engaged.
+			testfleet.Eventually(t, 30*time.Second, "edge-3 unenrolled", func() (bool, error) {
+				return strings.TrimSpace(kubectl(ctx, t, nil, "get", "vidraclusters", "edge-3", "--ignore-not-found")) == "", nil
+			})
 			return ctx
 		}).
 		Teardown(stopOperator("delivery")).

@@ -53,7 +53,8 @@ func TestLabeledSecretEnrollsAMember(t *testing.T) {
 			var out string
 			testfleet.Eventually(t, 30*time.Second, "edge-1 Engaged", func() (bool, error) {
 				out = kubectl(ctx, t, nil, "get", "vidraclusters")
-				return strings.Contains(out, "Engaged") && strings.Contains(out, "v1.36.0"), nil
+				r := row(out, "edge-1")
+				return len(r) >= 3 && r[2] == "Engaged", nil
 			})
 			t.Logf("kubectl get vidraclusters:\n%s", out)
 			row := row(out, "edge-1")

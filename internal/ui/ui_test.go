@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -304,9 +305,17 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fleet.Hub.Client.Delete(context.Background(), ihs) })
-	ihs.Status.Artifacts = []vidrav1alpha1.ArtifactStatus{{ID: "a1", Name: "web-config", Target: "paris", Checksum: "0123456789abcdef0123"}}
-	ihs.Status.Rollout = &vidrav1alpha1.RolloutStatus{Revision: 2, Phase: vidrav1alpha1.RolloutProgressing, Wave: "canary", Updated: 1, Total: 3}
-	if err := fleet.Hub.Client.Status().Update(ctx, ihs); err != nil {
+	// The operator syncs it meanwhile (and fails to reach the made-up Infrahub, which
+	// leaves these fields as they are): the status is written on its latest version.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := fleet.Hub.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(ihs), ihs); err != nil {
+			return err
+		}
+		ihs.Status.Artifacts = []vidrav1alpha1.ArtifactStatus{{ID: "a1", Name: "web-config", Target: "paris", Checksum: "0123456789abcdef0123"}}
+		ihs.Status.Rollout = &vidrav1alpha1.RolloutStatus{Revision: 2, Phase: vidrav1alpha1.RolloutProgressing, Wave: "canary", Updated: 1, Total: 3}
+		return fleet.Hub.Client.Status().Update(ctx, ihs)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	url, key := serve(t, fleet.Hub.Kubeconfig)
