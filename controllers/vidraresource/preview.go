@@ -24,11 +24,11 @@ func (r *Reconciler) previewOnly(ctx context.Context, d *delivery) *outcome {
 	if !d.vr.Spec.DryRun {
 		return nil
 	}
-	return stop(r.reconcileDryRun(ctx, d.vr, d.engine, d.objects, d.data))
+	return stop(r.reconcileDryRun(ctx, d.vr, d.engine, d.objects, d.data), nil)
 }
 
 // reconcileDryRun computes the preview of the bundle and applies nothing.
-func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, engine *apply.Engine, objects []*unstructured.Unstructured, data []byte) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, engine *apply.Engine, objects []*unstructured.Unstructured, data []byte) ctrl.Result {
 	digest := content.Digest(data)
 	if !r.previewFresh(vr, digest) {
 		previous := inventory.FromEntries(vr.Status.ManagedResources)
@@ -44,7 +44,7 @@ func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.Vidr
 	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, vidrav1alpha1.ReasonDryRun, msg)
 	setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionFalse, vidrav1alpha1.ReasonDryRun, msg)
 	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	return ctrl.Result{RequeueAfter: r.ResyncInterval}
 }
 
 // previewPending computes the preview of the content waiting for this VidraResource
