@@ -19,7 +19,7 @@ func (r *Reconciler) pruneStale(ctx context.Context, d *delivery) *outcome {
 		unreleased = inventory.Set{}
 		for _, res := range d.released {
 			if res.Err != nil {
-				unreleased[res.Ref.Key()] = struct{}{}
+				unreleased.Add(res.Ref)
 			}
 		}
 		r.eventResults(d.vr, d.released)
@@ -40,7 +40,7 @@ func tracked(desired []inventory.Ref, results []apply.Result) []inventory.Ref {
 	untracked := inventory.Set{}
 	for _, res := range results {
 		if res.Action == apply.NotManaged || res.Action == apply.UsedAsItIs {
-			untracked[res.Ref.Key()] = struct{}{}
+			untracked.Add(res.Ref)
 		}
 	}
 	var kept []inventory.Ref

@@ -79,14 +79,29 @@ func (d *Delivery) deliver(ctx context.Context, it Item, targets []Target, prev 
 	}
 
 	// Write them.
-	st.VidraResources = nil
+	names, pinned, err := d.writeAll(ctx, it, desired, body)
+	st.VidraResources = names
+	if err != nil {
+		return fail(err.Error(), err)
+	}
+	st.Checksum, st.StableChecksum = it.Checksum, it.Checksum
+	if len(pinned) > 0 {
+		st.Message = d.pinnedMessage(it.Checksum, pinned)
+	}
+	d.eventDelivered(it, prev, desired, names)
+	return st
+}
+
+// writeAll writes item it's desired VidraResources with its content (body; nil: the
+// content they hold), but those a rollback pins. It returns their names, and the pinned
+// ones that do not hold the item's content.
+func (d *Delivery) writeAll(ctx context.Context, it Item, desired []*vidrav1alpha1.VidraResource, body *body) (names, pinned []string, err error) {
 	var writeErrs []error
-	var pinned []string
 	for _, vr := range desired {
+		names = append(names, vr.Name)
+		d.keep[vr.Name] = true
 		if cur := d.owned[vr.Name]; cur != nil && cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "" {
 			// A person rolled it back: it keeps its content until the rollout is resumed.
-			d.keep[vr.Name] = true
-			st.VidraResources = append(st.VidraResources, vr.Name)
 			if !d.holds(ctx, cur, it.Checksum) {
 				pinned = append(pinned, fmt.Sprintf("%s (revision %s)", vr.Name, cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]))
 			}
@@ -98,32 +113,27 @@ func (d *Delivery) deliver(ctx context.Context, it Item, targets []Target, prev 
 		if d.revision != "" {
 			vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = d.revision
 		}
-		d.keep[vr.Name] = true
 		if err := d.write(ctx, vr); err != nil {
 			writeErrs = append(writeErrs, err)
 		}
-		st.VidraResources = append(st.VidraResources, vr.Name)
 	}
-	if err := errors.Join(writeErrs...); err != nil {
-		return fail(err.Error(), err)
-	}
-	st.Checksum, st.StableChecksum = it.Checksum, it.Checksum
-	if len(pinned) > 0 {
-		st.Message = d.pinnedMessage(it.Checksum, pinned)
-	}
-	// The VidraResource is the Event's related object, so the Events of different
-	// artifacts are not folded into one series.
+	return names, pinned, errors.Join(writeErrs...)
+}
+
+// eventDelivered records that item it was delivered, when it is new or its content
+// changed. The first VidraResource is the Event's related object, so the Events of
+// different items are not folded into one series.
+func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, desired []*vidrav1alpha1.VidraResource, names []string) {
 	if len(desired) == 0 {
-		return st
+		return
 	}
 	related := desired[0]
 	switch {
 	case prev.ID == "":
-		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactAdded, fmt.Sprintf("artifact %s (%s, target %s) delivered as %s", it.Name, it.ID, it.Target, strings.Join(st.VidraResources, ", ")))
+		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactAdded, fmt.Sprintf("artifact %s (%s, target %s) delivered as %s", it.Name, it.ID, it.Target, strings.Join(names, ", ")))
 	case prev.Checksum != it.Checksum:
-		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactUpdated, fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", it.Name, it.ID, it.Target, it.Checksum, strings.Join(st.VidraResources, ", ")))
+		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactUpdated, fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", it.Name, it.ID, it.Target, it.Checksum, strings.Join(names, ", ")))
 	}
-	return st
 }
 
 // revisionOf numbers the listed content for a sync that delivers at once: the revision

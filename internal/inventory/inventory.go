@@ -125,10 +125,15 @@ func NewSet(lists ...[]Ref) Set {
 	s := Set{}
 	for _, list := range lists {
 		for _, r := range list {
-			s[r.Key()] = struct{}{}
+			s.Add(r)
 		}
 	}
 	return s
+}
+
+// Add adds the object to the set.
+func (s Set) Add(r Ref) {
+	s[r.Key()] = struct{}{}
 }
 
 // Has says whether the set names the object, whatever its version.
