@@ -109,6 +109,10 @@ const (
 	// ReasonRolloutFailed: the progressive rollout cannot go on as the sync is written;
 	// as an Event, a wave or the revision was not healthy within healthTimeout.
 	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonLimitExceeded: the sync went over a bound the operator sets on reading
+	// Infrahub (artifacts listed, bytes downloaded, memory, time); the message names the
+	// bound and the flag that raises it. Nothing delivered was removed.
+	ReasonLimitExceeded = "LimitExceeded"
 )
 
 // Event reasons of an InfrahubSync beside its condition reasons.

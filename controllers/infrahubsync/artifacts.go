@@ -20,6 +20,9 @@ type artifacts struct {
 	client  *infrahub.Client
 	snap    infrahub.Snapshot
 	metrics *Metrics
+	// quota bounds the sync's downloads, and holds memory for the last one while the
+	// delivery decodes and stores it.
+	quota *infrahub.Quota
 }
 
 // itemsOf are the listed artifacts as the delivery sees them: an artifact not Ready in
@@ -45,7 +48,7 @@ func itemsOf(listed []infrahub.Artifact) []fanout.Item {
 func (s artifacts) Fetch(ctx context.Context, it fanout.Item) ([]byte, error) {
 	ctx, span := tracing.Tracer().Start(ctx, "infrahub.download", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("infrahub.artifact_id", it.ID), attribute.String("infrahub.checksum", it.Checksum)))
-	data, err := s.client.Download(ctx, s.snap, infrahub.Artifact{ID: it.ID, Checksum: it.Checksum})
+	data, err := s.client.Download(ctx, s.snap, infrahub.Artifact{ID: it.ID, Checksum: it.Checksum}, s.quota)
 	span.SetAttributes(attribute.Int("infrahub.bytes", len(data)))
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
+	"github.com/vidra-operator/vidra/operator"
 )
 
 const namespace = testoperator.Namespace
@@ -22,6 +23,19 @@ var fleet *testfleet.Fleet
 var registry prometheus.Gatherer
 
 func TestMain(m *testing.M) {
-	os.Exit(testoperator.Main(m, testfleet.Options{Members: 3, ControllerManager: true}, testoperator.Options{Unenrolled: 1},
+	os.Exit(testoperator.Main(m, testfleet.Options{Members: 3, ControllerManager: true}, testoperator.Options{Unenrolled: 1, Configure: smallBounds},
 		func(f *testfleet.Fleet, op *testoperator.Operator) { fleet, registry = f, op.Registry }))
+}
+
+// The bounds of reading Infrahub the tests run with: small enough for a test to go over
+// them cheaply, large enough for every other test (the largest sync lists three
+// artifacts; the largest artifact is 5 MiB, 42 MiB of memory decoded).
+const (
+	maxArtifacts = 40
+	maxBytes     = 8 << 20
+	memoryBudget = 64 << 20
+)
+
+func smallBounds(o *operator.Options) {
+	o.InfrahubSyncMaxArtifacts, o.InfrahubSyncMaxBytes, o.InfrahubMemoryBudget = maxArtifacts, maxBytes, memoryBudget
 }

@@ -21,6 +21,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
 // Reconciler reconciles InfrahubSyncs on the hub.
@@ -34,6 +35,9 @@ type Reconciler struct {
 	Namespace string
 	// HTTPTimeout bounds every request to Infrahub.
 	HTTPTimeout time.Duration
+	// Limits bound each sync's reading of Infrahub (artifacts, bytes, time), and its
+	// Budget the memory all syncs' answers take at once. Zero: unbounded.
+	Limits infrahub.Limits
 	// Recorder records Events on InfrahubSyncs.
 	Recorder k8sevents.EventRecorder
 	// Metrics, when set, count requests, downloads and sync durations.

@@ -44,8 +44,13 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	}
 	snap := infrahub.Snapshot{Branch: branchOf(ihs), At: at}
 
-	// List the artifacts. A failed listing changes nothing.
-	listed, err := r.list(ctx, c, snap, ihs)
+	// Read Infrahub within the operator's bounds, so no Infrahub can take the memory
+	// every sync shares.
+	quota := infrahub.NewQuota(r.Limits, time.Now())
+	defer quota.Close()
+
+	// List the artifacts. A failed listing, or one over the bounds, changes nothing.
+	listed, err := r.list(ctx, c, snap, ihs, quota)
 	if err != nil {
 		return r.failList(ihs, err, interval)
 	}
@@ -53,7 +58,7 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	ihs.Status.LastSyncTime = &now
 
 	// Find what the sync made before, and where its artifacts go.
-	d, err := fanout.New(ctx, r.fanoutConfig(), fanoutSync(ihs), artifacts{client: c, snap: snap, metrics: r.Metrics})
+	d, err := fanout.New(ctx, r.fanoutConfig(), fanoutSync(ihs), artifacts{client: c, snap: snap, metrics: r.Metrics, quota: quota})
 	if err != nil {
 		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, err.Error())
 		return ctrl.Result{}, err
@@ -80,7 +85,7 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	r.eventRemoved(ihs, listed, previous)
 
 	setArtifacts(ihs, statuses)
-	return r.summarize(ihs, d, pruneErr, interval)
+	return r.summarize(ihs, d, quota.Exceeded(), pruneErr, interval)
 }
 
 // deliver delivers the items to their targets, at once or wave by wave, and records the
@@ -143,16 +148,16 @@ func (r *Reconciler) failSource(ihs *vidrav1alpha1.InfrahubSync, err error, inte
 	return ctrl.Result{}, err
 }
 
-func (r *Reconciler) list(ctx context.Context, c *infrahub.Client, snap infrahub.Snapshot, ihs *vidrav1alpha1.InfrahubSync) ([]infrahub.Artifact, error) {
+func (r *Reconciler) list(ctx context.Context, c *infrahub.Client, snap infrahub.Snapshot, ihs *vidrav1alpha1.InfrahubSync, quota *infrahub.Quota) ([]infrahub.Artifact, error) {
 	ctx, span := tracing.Tracer().Start(ctx, "infrahub.list", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("infrahub.branch", snap.Branch)))
 	defer span.End()
 	var listed []infrahub.Artifact
 	var err error
 	if q := ihs.Spec.Source.QueryName; q != "" {
-		listed, err = c.ListArtifactsByQuery(ctx, snap, q, ihs.Spec.Source.ArtefactName)
+		listed, err = c.ListArtifactsByQuery(ctx, snap, q, ihs.Spec.Source.ArtefactName, quota)
 	} else {
-		listed, err = c.ListArtifacts(ctx, snap, ihs.Spec.Source.ArtefactName)
+		listed, err = c.ListArtifacts(ctx, snap, ihs.Spec.Source.ArtefactName, quota)
 	}
 	span.SetAttributes(attribute.Int("infrahub.artifacts", len(listed)))
 	if err != nil {
@@ -162,8 +167,13 @@ func (r *Reconciler) list(ctx context.Context, c *infrahub.Client, snap infrahub
 }
 
 // failList marks a listing that failed: refused credentials wait for the interval, as a
-// retry cannot help until they change; another error is retried with backoff.
+// retry cannot help until they change, and so does a listing over the operator's bounds,
+// which stalls the sync; another error is retried with backoff.
 func (r *Reconciler) failList(ihs *vidrav1alpha1.InfrahubSync, err error, interval time.Duration) (ctrl.Result, error) {
+	if lim, ok := infrahub.AsLimitError(err); ok {
+		r.stallOverLimit(ihs, lim, err.Error()+"; nothing delivered was changed or removed")
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
 	reason := vidrav1alpha1.ReasonListFailed
 	if infrahub.IsAuthError(err) {
 		reason = vidrav1alpha1.ReasonAuthenticationFailed
@@ -205,7 +215,10 @@ func (r *Reconciler) eventRemoved(ihs *vidrav1alpha1.InfrahubSync, listed []infr
 // summarize turns the deliveries into conditions and the next requeue. Artifacts that
 // failed for a reason that may pass (Infrahub unreachable, a write conflict) are retried
 // with backoff; others at the next interval.
-func (r *Reconciler) summarize(ihs *vidrav1alpha1.InfrahubSync, d *fanout.Delivery, pruneErr error, interval time.Duration) (ctrl.Result, error) {
+//
+// A sync that went over one of the operator's bounds while downloading is Stalled: what
+// it could not download keeps what it delivered, and retrying sooner cannot help.
+func (r *Reconciler) summarize(ihs *vidrav1alpha1.InfrahubSync, d *fanout.Delivery, over *infrahub.LimitError, pruneErr error, interval time.Duration) (ctrl.Result, error) {
 	if d.Requeue() > 0 && d.Requeue() < interval {
 		interval = d.Requeue()
 	}
@@ -213,6 +226,9 @@ func (r *Reconciler) summarize(ihs *vidrav1alpha1.InfrahubSync, d *fanout.Delive
 	case d.Stalled() != "":
 		markStalled(ihs, vidrav1alpha1.ReasonRolloutFailed, d.Stalled())
 		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonRolloutFailed, d.Stalled())
+		return ctrl.Result{RequeueAfter: interval}, nil
+	case over != nil:
+		r.stallOverLimit(ihs, over, over.Error()+"; the artifacts not downloaded keep what they delivered")
 		return ctrl.Result{RequeueAfter: interval}, nil
 	case pruneErr != nil:
 		markFailed(ihs, vidrav1alpha1.ReasonVidraResourceFailed, pruneErr.Error())

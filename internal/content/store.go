@@ -278,6 +278,9 @@ func (s *Store) read(ctx context.Context, digest string, head *corev1.ConfigMap)
 	if err != nil {
 		return nil, err
 	}
+	// The chunks are joined only as far as the content chunk 0 records can take
+	// compressed: chunks that hold more are refused before they are held, not after.
+	bound := compressedBound(info.Size)
 	var compressed bytes.Buffer
 	for i := range info.Chunks {
 		cm := head
@@ -289,6 +292,10 @@ func (s *Store) read(ctx context.Context, digest string, head *corev1.ConfigMap)
 		chunk, err := s.chunkData(cm, digest, i, info.Chunks)
 		if err != nil {
 			return nil, err
+		}
+		if joined := int64(compressed.Len()) + int64(len(chunk)); joined > bound {
+			return nil, fmt.Errorf("chunks 0 to %d of %d of content %s hold %d bytes, more than %d bytes of content (as chunk 0 records) can take compressed (%d): %w",
+				i, info.Chunks, digest, joined, info.Size, bound, ErrUnavailable)
 		}
 		compressed.Write(chunk)
 	}
@@ -341,6 +348,12 @@ func parseIndex(v string) (i, n int, err error) {
 		return 0, 0, fmt.Errorf("index %q is out of range", v)
 	}
 	return i, n, nil
+}
+
+// compressedBound is the most that size bytes take gzip-compressed: deflate's stored
+// blocks add 5 bytes in 65,535, gzip 18 bytes of header and trailer; the bound is looser.
+func compressedBound(size int64) int64 {
+	return size + size/1024 + 1024
 }
 
 func compress(data []byte) ([]byte, error) {

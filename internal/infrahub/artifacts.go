@@ -133,13 +133,21 @@ type artifactsData struct {
 
 // ListArtifacts lists every artifact named name on the snapshot's branch, through GraphQL,
 // a page at a time. An answer with errors, or that does not parse, is an error: never zero
-// artifacts, and never a partial list.
-func (c *Client) ListArtifacts(ctx context.Context, snap Snapshot, name string) ([]Artifact, error) {
+// artifacts, and never a partial list. Within quota q (nil: none), a listing Infrahub
+// counts over the artifacts bound is refused at its first page, and one that runs past
+// the sync's deadline is a *LimitError: neither is read to its end.
+func (c *Client) ListArtifacts(ctx context.Context, snap Snapshot, name string, q *Quota) ([]Artifact, error) {
+	bounded, cancel := q.bound(ctx)
+	defer cancel()
 	var all []Artifact
 	for {
-		page, count, err := c.listPage(ctx, snap, name, len(all))
+		page, count, err := c.listPage(bounded, snap, name, len(all), q)
+		if err == nil {
+			// Infrahub's count, and what it actually sent, against the bound.
+			err = q.checkListed(max(count, len(all)+len(page)))
+		}
 		if err != nil {
-			return nil, fmt.Errorf("list artifacts %q on branch %s: %w", name, snap.Branch, err)
+			return nil, fmt.Errorf("list artifacts %q on branch %s: %w", name, snap.Branch, q.timedOut(ctx, err, "listing"))
 		}
 		all = append(all, page...)
 		if len(all) >= count || len(page) == 0 {
@@ -155,14 +163,19 @@ func (c *Client) ListArtifacts(ctx context.Context, snap Snapshot, name string) 
 // pageSize is how many artifacts one GraphQL request asks for.
 const pageSize = 200
 
-func (c *Client) listPage(ctx context.Context, snap Snapshot, name string, offset int) ([]Artifact, int, error) {
+// maxPageBytes caps one page of a listing: 200 artifacts take a few hundred KiB.
+const maxPageBytes = 4 << 20
+
+func (c *Client) listPage(ctx context.Context, snap Snapshot, name string, offset int, q *Quota) ([]Artifact, int, error) {
 	vars := map[string]any{"names": []string{name}, "offset": offset, "limit": pageSize}
 	body, err := json.Marshal(map[string]any{"query": artifactsQuery, "variables": vars})
 	if err != nil {
 		return nil, 0, err
 	}
-	req := request{method: http.MethodPost, path: "/graphql/" + url.PathEscape(snap.Branch), query: snap.query(), body: body}
-	data, err := c.do(ctx, req, maxResponseBytes)
+	read := q.listingRead(maxPageBytes)
+	defer read.release() // once decoded
+	req := request{method: http.MethodPost, path: "/graphql/" + url.PathEscape(snap.Branch), query: snap.query(), body: body, bounded: read}
+	data, err := c.do(ctx, req, maxPageBytes)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -172,17 +185,24 @@ func (c *Client) listPage(ctx context.Context, snap Snapshot, name string, offse
 // ListArtifactsByQuery lists artifacts through the stored query queryName, given the
 // variable artifactname, as the original Vidra did with its ArtifactIDs query. An
 // artifact whose status the query does not return is taken as Ready, as the original did.
-func (c *Client) ListArtifactsByQuery(ctx context.Context, snap Snapshot, queryName, name string) ([]Artifact, error) {
+func (c *Client) ListArtifactsByQuery(ctx context.Context, snap Snapshot, queryName, name string, quota *Quota) ([]Artifact, error) {
 	// GET, because Infrahub lets anonymous readers GET a stored query but not POST one.
 	q := snap.query()
 	q.Set("branch", snap.Branch)
 	q.Set("artifactname", name)
-	req := request{method: http.MethodGet, path: "/api/query/" + url.PathEscape(queryName), query: q}
-	data, err := c.do(ctx, req, maxResponseBytes)
+	bounded, cancel := quota.bound(ctx)
+	defer cancel()
+	read := quota.listingRead(maxResponseBytes)
+	defer read.release() // once decoded
+	req := request{method: http.MethodGet, path: "/api/query/" + url.PathEscape(queryName), query: q, bounded: read}
+	data, err := c.do(bounded, req, maxResponseBytes)
 	if err != nil {
-		return nil, fmt.Errorf("stored query %s for %q on branch %s: %w", queryName, name, snap.Branch, err)
+		return nil, fmt.Errorf("stored query %s for %q on branch %s: %w", queryName, name, snap.Branch, quota.timedOut(ctx, err, "listing"))
 	}
 	arts, count, err := decodeArtifacts(data, "")
+	if err == nil {
+		err = quota.checkListed(max(count, len(arts)))
+	}
 	if err == nil && count != len(arts) {
 		err = fmt.Errorf("the answer counts %d artifacts but holds %d: a stored query must return them all", count, len(arts))
 	}
@@ -246,15 +266,28 @@ func decodeArtifacts(data []byte, name string) ([]Artifact, int, error) {
 
 // Download returns the content of artifact a as of the snapshot, after checking that its
 // MD5 is a's checksum; a mismatch is a *ChecksumMismatchError and the content is not
-// returned.
-func (c *Client) Download(ctx context.Context, snap Snapshot, a Artifact) ([]byte, error) {
-	q := snap.query()
-	q.Set("branch", snap.Branch)
-	req := request{method: http.MethodGet, path: "/api/artifact/" + url.PathEscape(a.ID), query: q}
-	data, err := c.do(ctx, req, MaxArtifactBytes)
-	if err != nil {
+// returned. Within quota q (nil: none), content over what is left of the sync's bytes or
+// than the memory budget can hold, or not read by the sync's deadline, is a *LimitError;
+// the memory held for the content stays held until q's next download or Close.
+func (c *Client) Download(ctx context.Context, snap Snapshot, a Artifact, q *Quota) ([]byte, error) {
+	if q == nil {
+		q = &Quota{}
+	}
+	if err := q.startDownload(); err != nil {
 		return nil, fmt.Errorf("download artifact %s: %w", a.ID, err)
 	}
+	bounded, cancel := q.bound(ctx)
+	defer cancel()
+	query := snap.query()
+	query.Set("branch", snap.Branch)
+	read := q.downloadRead(a.ID)
+	req := request{method: http.MethodGet, path: "/api/artifact/" + url.PathEscape(a.ID), query: query, bounded: read}
+	data, err := c.do(bounded, req, MaxArtifactBytes)
+	if err != nil {
+		read.release()
+		return nil, fmt.Errorf("download artifact %s: %w", a.ID, q.timedOut(ctx, err, "artifact "+a.ID))
+	}
+	q.count(read, len(data))
 	if got := Checksum(data); got != a.Checksum {
 		return nil, &ChecksumMismatchError{ID: a.ID, Want: a.Checksum, Got: got}
 	}

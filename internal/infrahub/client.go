@@ -1,7 +1,9 @@
 // Package infrahub is a client of the parts of Infrahub's HTTP API that deliver artifacts:
 // authentication (API token, or username and password with JWT refresh), listing
 // artifacts by name through GraphQL or a stored query, downloading their content with its
-// checksum verified, and Infrahub's signed webhooks.
+// checksum verified, and Infrahub's signed webhooks. A sync reads within its Limits
+// (artifacts, bytes, time) and a memory Budget every sync shares, so that no Infrahub can
+// exhaust the memory of the process.
 package infrahub
 
 import (
@@ -107,6 +109,10 @@ const expiredSignature = "Expired Signature"
 // exhaust memory.
 const maxResponseBytes = 16 << 20
 
+// maxErrorBytes is how much of an error answer is read: enough for any error envelope,
+// and no memory held for a server that sends megabytes with its 404.
+const maxErrorBytes = 64 << 10
+
 // request is one HTTP call, built anew for a retry.
 type request struct {
 	method string
@@ -117,6 +123,9 @@ type request struct {
 	// default), with no credentials (to log in), or with the refresh token.
 	auth   authMode
 	bearer string
+	// bounded, when set, reads a successful answer within a sync's quota instead of
+	// the limit do is given.
+	bounded *boundedRead
 }
 
 type authMode int
@@ -175,15 +184,24 @@ func (c *Client) send(ctx context.Context, req request, limit int64) ([]byte, er
 	}
 	defer func() { _ = resp.Body.Close() }()
 	c.observe(strconv.Itoa(resp.StatusCode))
+	if resp.StatusCode != http.StatusOK {
+		// Only the start of an error answer is read: its envelope is short.
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+		return nil, &APIError{Status: resp.StatusCode, Messages: errorMessages(data)}
+	}
+	if req.bounded != nil {
+		data, err := req.bounded.read(ctx, resp.Body, resp.ContentLength)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", req.method, req.pathForHumans(), err)
+		}
+		return data, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read answer: %w", req.method, req.pathForHumans(), err)
 	}
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("%s %s: %w (more than %d bytes)", req.method, req.pathForHumans(), ErrTooLarge, limit)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &APIError{Status: resp.StatusCode, Messages: errorMessages(data)}
 	}
 	return data, nil
 }

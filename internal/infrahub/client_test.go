@@ -45,7 +45,7 @@ var mainBranch = infrahub.Snapshot{Branch: "main"}
 
 func TestListArtifactsByName(t *testing.T) {
 	s := seeded(t, infrahubtest.Options{Token: "tok"})
-	arts, err := newClient(t, s, infrahub.Credentials{Token: "tok"}).ListArtifacts(context.Background(), mainBranch, "web")
+	arts, err := newClient(t, s, infrahub.Credentials{Token: "tok"}).ListArtifacts(context.Background(), mainBranch, "web", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestListArtifactsPagesThroughLargeListings(t *testing.T) {
 	for i := range n {
 		s.Put("main", infrahubtest.Artifact{ID: fmt.Sprintf("art-%03d", i), Name: "web", Content: "x"})
 	}
-	arts, err := newClient(t, s, infrahub.Credentials{}).ListArtifacts(context.Background(), mainBranch, "web")
+	arts, err := newClient(t, s, infrahub.Credentials{}).ListArtifacts(context.Background(), mainBranch, "web", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestListArtifactsFailuresAreErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := seeded(t, infrahubtest.Options{AllowAnonymous: true})
 			s.SetFault(tt.fault)
-			arts, err := newClient(t, s, infrahub.Credentials{}).ListArtifacts(context.Background(), infrahub.Snapshot{Branch: tt.branch}, "web")
+			arts, err := newClient(t, s, infrahub.Credentials{}).ListArtifacts(context.Background(), infrahub.Snapshot{Branch: tt.branch}, "web", nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ListArtifacts = %d artifacts, %v; want an error with %q", len(arts), err, tt.want)
 			}
@@ -119,11 +119,11 @@ func TestListArtifactsOnABranchAndAtATime(t *testing.T) {
 	s.Put("dev", infrahubtest.Artifact{ID: "art-0", Name: "web", Content: "dev: true\n", TargetLabel: "paris"})
 	s.Delete("main", "art-2")
 
-	dev, err := c.ListArtifacts(ctx, infrahub.Snapshot{Branch: "dev"}, "web")
+	dev, err := c.ListArtifacts(ctx, infrahub.Snapshot{Branch: "dev"}, "web", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	onMain, err := c.ListArtifacts(ctx, mainBranch, "web")
+	onMain, err := c.ListArtifacts(ctx, mainBranch, "web", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +134,14 @@ func TestListArtifactsOnABranchAndAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	past, err := c.ListArtifacts(ctx, infrahub.Snapshot{Branch: "main", At: before}, "web")
+	past, err := c.ListArtifacts(ctx, infrahub.Snapshot{Branch: "main", At: before}, "web", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(past) != 3 {
 		t.Errorf("main at %s lists %d artifacts, want the 3 of then", before, len(past))
 	}
-	content, err := c.Download(ctx, infrahub.Snapshot{Branch: "main", At: before}, past[2])
+	content, err := c.Download(ctx, infrahub.Snapshot{Branch: "main", At: before}, past[2], nil)
 	if err != nil || !strings.Contains(string(content), "nice") {
 		t.Errorf("download of a deleted artifact as it was = %q, %v", content, err)
 	}
@@ -151,17 +151,17 @@ func TestDownloadVerifiesTheChecksum(t *testing.T) {
 	s := seeded(t, infrahubtest.Options{AllowAnonymous: true})
 	c := newClient(t, s, infrahub.Credentials{})
 	ctx := context.Background()
-	arts, err := c.ListArtifacts(ctx, mainBranch, "web")
+	arts, err := c.ListArtifacts(ctx, mainBranch, "web", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	content, err := c.Download(ctx, mainBranch, arts[1])
+	content, err := c.Download(ctx, mainBranch, arts[1], nil)
 	if err != nil || string(content) != fmt.Sprintf(manifestYAML, "lyon") {
 		t.Fatalf("download = %q, %v", content, err)
 	}
 
 	s.Put("main", infrahubtest.Artifact{ID: "art-1", Name: "web", Content: "tampered: true\n", Checksum: arts[1].Checksum})
-	content, err = c.Download(ctx, mainBranch, arts[1])
+	content, err = c.Download(ctx, mainBranch, arts[1], nil)
 	var mismatch *infrahub.ChecksumMismatchError
 	if !errors.As(err, &mismatch) || content != nil {
 		t.Fatalf("download of content that does not match its checksum = %q, %v; want a ChecksumMismatchError", content, err)
@@ -169,7 +169,7 @@ func TestDownloadVerifiesTheChecksum(t *testing.T) {
 	if mismatch.ID != "art-1" || mismatch.Want != arts[1].Checksum {
 		t.Errorf("mismatch = %+v", mismatch)
 	}
-	if _, err := c.Download(ctx, mainBranch, infrahub.Artifact{ID: "missing"}); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+	if _, err := c.Download(ctx, mainBranch, infrahub.Artifact{ID: "missing"}, nil); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Errorf("download of an unknown artifact = %v, want HTTP 404", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestLoginOnceAndRefreshAnExpiredToken(t *testing.T) {
 	c := newClient(t, s, infrahub.Credentials{Username: "vidra", Password: "s3cret"})
 	ctx := context.Background()
 	for range 3 {
-		if _, err := c.ListArtifacts(ctx, mainBranch, "web"); err != nil {
+		if _, err := c.ListArtifacts(ctx, mainBranch, "web", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +187,7 @@ func TestLoginOnceAndRefreshAnExpiredToken(t *testing.T) {
 		t.Errorf("%d logins for 3 listings, want 1", s.Logins())
 	}
 	s.ExpireAccessTokens()
-	if _, err := c.ListArtifacts(ctx, mainBranch, "web"); err != nil {
+	if _, err := c.ListArtifacts(ctx, mainBranch, "web", nil); err != nil {
 		t.Fatalf("listing after the access token expired: %v", err)
 	}
 	if s.Refreshes() != 1 || s.Logins() != 1 {
@@ -208,7 +208,7 @@ func TestAuthenticationFailures(t *testing.T) {
 		{"wrong password", infrahub.Credentials{Username: "vidra", Password: "guess"}, "Incorrect password"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := newClient(t, s, tt.creds).ListArtifacts(ctx, mainBranch, "web")
+			_, err := newClient(t, s, tt.creds).ListArtifacts(ctx, mainBranch, "web", nil)
 			if !infrahub.IsAuthError(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ListArtifacts = %v, want an authentication error with %q", err, tt.want)
 			}
@@ -226,14 +226,14 @@ func TestAuthenticationFailures(t *testing.T) {
 
 func TestListArtifactsByStoredQuery(t *testing.T) {
 	s := seeded(t, infrahubtest.Options{AllowAnonymous: true})
-	arts, err := newClient(t, s, infrahub.Credentials{}).ListArtifactsByQuery(context.Background(), mainBranch, "ArtifactIDs", "web")
+	arts, err := newClient(t, s, infrahub.Credentials{}).ListArtifactsByQuery(context.Background(), mainBranch, "ArtifactIDs", "web", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(arts) != 3 || arts[0].Status != infrahub.StatusReady || arts[0].Target.Label != "paris" || len(arts[0].Checksum) != 32 {
 		t.Fatalf("stored query listed %+v", arts)
 	}
-	_, err = newClient(t, s, infrahub.Credentials{}).ListArtifactsByQuery(context.Background(), mainBranch, "Missing", "web")
+	_, err = newClient(t, s, infrahub.Credentials{}).ListArtifactsByQuery(context.Background(), mainBranch, "Missing", "web", nil)
 	if err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Errorf("unknown stored query = %v, want HTTP 404", err)
 	}
