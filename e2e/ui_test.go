@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -19,7 +18,8 @@ import (
 )
 
 // TestPluginServesTheUI: kubectl vidra ui, run as a user would, prints a URL on 127.0.0.1
-// with its access key; the page answers that URL, and nothing answers without the key.
+// with its access key in the fragment; the views answer the key sent as the page sends it
+// (a bearer token), and no view answers without it.
 // (The pages themselves are tested in a browser in internal/ui.)
 func TestPluginServesTheUI(t *testing.T) {
 	feature := features.New("kubectl vidra ui serves the fleet on 127.0.0.1").
@@ -52,31 +52,26 @@ func TestPluginServesTheUI(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("kubectl vidra ui printed no URL within 30s")
 			}
-			m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)\?key=[0-9a-f]+`).FindStringSubmatch(line)
+			m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)#key=([0-9a-f]+)`).FindStringSubmatch(line)
 			if m == nil {
 				t.Fatalf("kubectl vidra ui printed %q, no URL on 127.0.0.1 with its key", line)
 			}
 			url := m[1]
-			resp, err := http.Get(url)
+			resp, err := http.Get(url + "view/")
 			if err != nil {
 				t.Fatal(err)
 			}
 			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusForbidden {
-				t.Errorf("GET %s without the key: HTTP %d, want 403", url, resp.StatusCode)
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET %sview/ without the key: HTTP %d, want 401", url, resp.StatusCode)
 			}
-			jar, err := cookiejar.New(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			browser := &http.Client{Jar: jar}
-			resp, err = browser.Get(m[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			for path, want := range map[string]string{"": "<h1>Fleet</h1>", "static/live.js": "EventSource", "graph": "Dependencies"} {
-				resp, err := browser.Get(url + path)
+			for path, want := range map[string]string{"": "live.js", "view/": "<h1>Fleet</h1>", "static/live.js": "sessionStorage", "view/graph": "Dependencies"} {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+m[2])
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}

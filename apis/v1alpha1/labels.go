@@ -91,6 +91,23 @@ const (
 	RequireServiceAccountAnnotation = "vidra.infrahub.operators.com/require-service-account"
 )
 
+// Who last wrote a VidraResource's spec, as the chart's admission policy records it from
+// the request (a value a person writes is overwritten): the operator checks with a
+// SubjectAccessReview that they may deliver to a cluster only a server URL names.
+const (
+	// RequestedByAnnotation is the user name.
+	RequestedByAnnotation = "vidra.infrahub.operators.com/requested-by"
+	// RequestedByGroupsAnnotation is the user's groups, comma-separated.
+	RequestedByGroupsAnnotation = "vidra.infrahub.operators.com/requested-by-groups"
+)
+
+// DeliverVerb is the RBAC verb, on vidraclusters named for a cluster, that lets a person
+// deliver there; the hub itself is the name LocalClusterName.
+const DeliverVerb = "deliver"
+
+// LocalClusterName names the hub in VidraResource status and in deliver rights.
+const LocalClusterName = "local"
+
 // ServiceAccountAnnotation on an enrollment Secret names the member's ServiceAccount
 // (NAMESPACE/NAME) whose token the kubeconfig holds: kubectl vidra enroll created it, and
 // the operator renews the token through the member's TokenRequest API.

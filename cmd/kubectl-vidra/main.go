@@ -61,6 +61,10 @@ kubeconfig context when you enroll it.`,
   # Enroll the cluster of kubeconfig context "edge-1-admin" as edge-1.
   kubectl vidra enroll edge-1 --context edge-1-admin --labels site=paris
 
+  # May I deliver to edge-1? Where may I deliver?
+  kubectl vidra can-deliver edge-1
+  kubectl vidra can-deliver --list
+
   # Deliver a bundle of any size to edge-1.
   kubectl vidra upload argocd -f install.yaml --cluster edge-1 --namespace argocd
 
@@ -96,6 +100,7 @@ kubeconfig context when you enroll it.`,
 		newRollbackCommand(streams),
 		newRolloutCommand(streams),
 		newDiffCommand(streams),
+		newCanDeliverCommand(streams),
 	)
 	return root
 }

@@ -42,6 +42,15 @@ expiry), the InfrahubSyncs (artifacts, checksums, rollout progress, their bundle
 status, conditions, preview, history and Events), and the dependency graph
 (InfrahubSync → VidraResources → clusters → objects, colored by health).
 
+The clusters' view says, for each cluster and for the hub itself (local), whether you
+may deliver there (the verb deliver on the VidraCluster's name; see kubectl vidra
+can-deliver).
+
+Only this browser tab gets in: the URL printed carries an access key in its fragment
+(#key=…), which the page keeps in the tab's sessionStorage and sends with each request
+(never in a cookie, which other services on 127.0.0.1 could read). Another tab, or
+another user of this machine, must open the printed URL.
+
 Every asset is in the binary: it works without network access beyond the hub.`,
 		Example: `  # Serve on a free port and print the URL.
   kubectl vidra ui
@@ -78,8 +87,9 @@ func (o *uiOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		return fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
 	srv := &http.Server{Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	// The key in the URL is what lets this browser in; the page keeps it as a cookie.
-	fmt.Fprintf(out, "Vidra UI of %s on http://%s/?key=%s (Ctrl-C to stop)\n", cfg.Host, listener.Addr(), server.Key())
+	// The key in the URL's fragment is what lets this browser in: the browser sends no
+	// fragment to a server, and the page keeps the key in the tab, never in a cookie.
+	fmt.Fprintf(out, "Vidra UI of %s on http://%s/#key=%s (Ctrl-C to stop)\n", cfg.Host, listener.Addr(), server.Key())
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -2,15 +2,20 @@ package infrahubsync_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
@@ -56,7 +61,12 @@ func event(id, branch, definition, artifactID string) []byte {
 // deliver posts a body signed with key at ts, and returns the HTTP status.
 func deliver(t testing.TB, url string, key string, ts time.Time, body []byte) int {
 	t.Helper()
-	id := fmt.Sprintf("msg_%d", time.Now().UnixNano())
+	return status(t, signed(t, url, []byte(key), fmt.Sprintf("msg_%d", time.Now().UnixNano()), ts, body))
+}
+
+// signed is a delivery of body to url, signed with key as webhook-id id at ts.
+func signed(t testing.TB, url string, key []byte, id string, ts time.Time, body []byte) *http.Request {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +74,8 @@ func deliver(t testing.TB, url string, key string, ts time.Time, body []byte) in
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(infrahub.HeaderWebhookID, id)
 	req.Header.Set(infrahub.HeaderWebhookTimestamp, fmt.Sprint(ts.Unix()))
-	req.Header.Set(infrahub.HeaderWebhookSignature, infrahub.SignWebhook([]byte(key), id, ts.Unix(), body))
-	return status(t, req)
+	req.Header.Set(infrahub.HeaderWebhookSignature, infrahub.SignWebhook(key, id, ts.Unix(), body))
+	return req
 }
 
 // status sends req and returns the HTTP status of the answer.
@@ -183,5 +193,184 @@ func TestWebhookReceiverAcceptsTheReferenceVectorAndRefusesMalformedDeliveries(t
 	get, _ := http.NewRequest(http.MethodGet, url, nil)
 	if code := status(t, get); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET: HTTP %d, want 405", code)
+	}
+}
+
+// ?infrahub= narrows a delivery to the syncs of one Infrahub only when the delivery is
+// signed with the key derived for that name: a signed delivery replayed with another
+// name, or without one, is refused, and so is a name added to a delivery signed with the
+// shared key.
+func TestAnInfrahubNamedInTheWebhookURLMustBeSignedFor(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"paris", "lyon"} {
+		ihs := &vidrav1alpha1.InfrahubSync{
+			ObjectMeta: metav1.ObjectMeta{Name: "source-" + name},
+			Spec: vidrav1alpha1.InfrahubSyncSpec{
+				// Made up: the sync fails to list, which leaves the annotation to read.
+				Source:   vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: "https://infrahub-" + name + ".example.com", ArtefactName: "source-definition"},
+				Interval: &metav1.Duration{Duration: time.Hour},
+			},
+		}
+		if err := fleet.Hub.Client.Create(ctx, ihs); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fleet.Hub.Client.Delete(context.Background(), ihs) })
+	}
+	url := newReceiver(t, nil)
+	const paris = "infrahub-paris.example.com"
+	parisKey := infrahub.SourceKey([]byte(webhookKey), paris)
+	now := time.Now()
+	body := event("evt-source-1", "main", "source-definition", "a-1")
+
+	// Signed for paris: paris only.
+	if code := status(t, signed(t, url+"?infrahub="+paris, parisKey, "msg_s1", now, body)); code != http.StatusAccepted {
+		t.Fatalf("delivery signed for its ?infrahub=: HTTP %d, want 202", code)
+	}
+	if requestedAt(t, "source-paris") == "" || requestedAt(t, "source-lyon") != "" {
+		t.Fatalf("a delivery for %s requested paris %q and lyon %q; want paris only", paris, requestedAt(t, "source-paris"), requestedAt(t, "source-lyon"))
+	}
+
+	// The same signed delivery, its name changed or dropped, and the name added to a
+	// delivery signed with the shared key: refused. Fresh event IDs, so that a refusal
+	// is the signature's and not the duplicate check's.
+	retarget := event("evt-source-2", "main", "source-definition", "a-1")
+	sig := signed(t, url, parisKey, "msg_s2", now, retarget).Header.Get(infrahub.HeaderWebhookSignature)
+	for _, tt := range []struct {
+		name, query string
+		key         []byte
+	}{
+		{"replayed for another Infrahub", "?infrahub=infrahub-lyon.example.com", nil},
+		{"replayed without its name", "", nil},
+		{"replayed with the name spelt as a URL", "?infrahub=https://" + paris, nil},
+		{"a name added to a delivery signed with the shared key", "?infrahub=infrahub-lyon.example.com", []byte(webhookKey)},
+	} {
+		req := signed(t, url+tt.query, []byte(webhookKey), "msg_s2", now, retarget)
+		if tt.key == nil {
+			req.Header.Set(infrahub.HeaderWebhookSignature, sig)
+		}
+		if code := status(t, req); code != http.StatusUnauthorized {
+			t.Errorf("%s: HTTP %d, want 401", tt.name, code)
+		}
+	}
+	twice := signed(t, url+"?infrahub="+paris+"&infrahub=infrahub-lyon.example.com", parisKey, "msg_s3", now, retarget)
+	if code := status(t, twice); code != http.StatusBadRequest {
+		t.Errorf("two ?infrahub=: HTTP %d, want 400", code)
+	}
+	if got := requestedAt(t, "source-lyon"); got != "" {
+		t.Fatalf("a refused delivery requested a sync of source-lyon (%s)", got)
+	}
+
+	// Without a name, signed with the shared key: every Infrahub's sync.
+	if code := status(t, signed(t, url, []byte(webhookKey), "msg_s4", now, retarget)); code != http.StatusAccepted {
+		t.Fatalf("delivery without ?infrahub=: HTTP %d, want 202", code)
+	}
+	if requestedAt(t, "source-lyon") == "" {
+		t.Error("a delivery without ?infrahub= did not request the sync of the other Infrahub")
+	}
+}
+
+// countingReader counts the reads of the webhook key's Secret; while gate is set, a read
+// waits for it to close.
+type countingReader struct {
+	client.Reader
+	reads atomic.Int64
+	mu    sync.Mutex
+	gate  chan struct{}
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.reads.Add(1)
+	r.mu.Lock()
+	gate := r.gate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// Deliveries, signed or not, cannot make the receiver ask the API server for a missing
+// key Secret more than once per 10 seconds; once the Secret exists, it is read within
+// 10 seconds; while it is read again, other deliveries are verified with the key read
+// before, not held up.
+func TestAMissingWebhookSecretIsReadOncePerRefresh(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	secretName := fmt.Sprintf("webhook-key-missing-%d", time.Now().UnixNano())
+	reader := &countingReader{Reader: fleet.Hub.Client}
+	log, err := testfleet.Logger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &infrahubsync.Receiver{
+		Hub: fleet.Hub.Client, Secrets: reader, Log: log.WithName("webhook"), Now: now,
+		KeySecret: types.NamespacedName{Namespace: namespace, Name: secretName},
+	}
+	srv := httptest.NewServer(r.Handler())
+	t.Cleanup(srv.Close)
+	url := srv.URL + infrahubsync.WebhookPath
+
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(`{"id":"x-%d"}`, i)))
+			if code := status(t, req); code != http.StatusServiceUnavailable {
+				t.Errorf("a delivery while the key's Secret is missing: HTTP %d, want 503", code)
+			}
+		})
+	}
+	wg.Wait()
+	if n := reader.reads.Load(); n != 1 {
+		t.Fatalf("40 deliveries read the missing Secret %d times, want once", n)
+	}
+
+	// Created: still missing until the outcome is 10 seconds old, then read again.
+	createSecret(t, secretName, nil, map[string][]byte{infrahubsync.WebhookKeyField: []byte(webhookKey)})
+	unrelated := func(id string) []byte { return event(id, "no-such-branch", "", "a") }
+	if code := status(t, signed(t, url, []byte(webhookKey), "msg_c1", now(), unrelated("evt-c1"))); code != http.StatusServiceUnavailable {
+		t.Errorf("within 10s of the missing read: HTTP %d, want 503", code)
+	}
+	clock.Add(int64(11 * time.Second))
+	if code := status(t, signed(t, url, []byte(webhookKey), "msg_c2", now(), unrelated("evt-c2"))); code != http.StatusAccepted {
+		t.Fatalf("10s after the Secret was created: HTTP %d, want 202", code)
+	}
+	if n := reader.reads.Load(); n != 2 {
+		t.Fatalf("%d reads of the Secret, want 2", n)
+	}
+
+	// The API server is slow to answer the next read: the delivery that started it
+	// waits, the others go on with the key already read.
+	gate := make(chan struct{})
+	reader.mu.Lock()
+	reader.gate = gate
+	reader.mu.Unlock()
+	t.Cleanup(func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	})
+	clock.Add(int64(11 * time.Second))
+	first := make(chan int, 1)
+	go func() { first <- status(t, signed(t, url, []byte(webhookKey), "msg_c3", now(), unrelated("evt-c3"))) }()
+	testfleet.Eventually(t, 10*time.Second, "the refresh read to start", func() (bool, error) { return reader.reads.Load() == 3, nil })
+	done := make(chan int, 1)
+	go func() { done <- status(t, signed(t, url, []byte(webhookKey), "msg_c4", now(), unrelated("evt-c4"))) }()
+	select {
+	case code := <-done:
+		if code != http.StatusAccepted {
+			t.Errorf("a delivery during the refresh: HTTP %d, want 202", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a delivery waited for another's read of the Secret")
+	}
+	close(gate)
+	if code := <-first; code != http.StatusAccepted {
+		t.Errorf("the delivery that refreshed the key: HTTP %d, want 202", code)
+	}
+	if n := reader.reads.Load(); n != 3 {
+		t.Errorf("%d reads of the Secret, want 3", n)
 	}
 }

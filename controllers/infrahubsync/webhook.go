@@ -68,10 +68,22 @@ type Receiver struct {
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 
-	mu      sync.Mutex
-	key     []byte
-	keyRead time.Time
-	seen    map[string]time.Time
+	mu   sync.Mutex
+	seen map[string]time.Time
+
+	// The key's Secret as last read. Its own lock, never held while the API is asked.
+	keyMu      sync.Mutex
+	keyLast    *keyOutcome
+	keyReading chan struct{} // closed when the read in flight ends; nil when none is
+}
+
+// keyOutcome is one read of the key's Secret: the key, or why there is none (the Secret
+// missing, or no key in it). Both are kept for keyTTL, so a missing Secret is not asked
+// for again on every delivery, which anyone could send.
+type keyOutcome struct {
+	key  []byte
+	err  error
+	read time.Time
 }
 
 // Handler serves WebhookPath.
@@ -126,14 +138,30 @@ func (w *Receiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		w.answer(rw, http.StatusRequestEntityTooLarge, "refused", "body too large")
 		return
 	}
+	// ?infrahub= narrows the syncs a delivery triggers. Infrahub does not sign the URL,
+	// so the name is bound to the signature through the key it must be signed with.
+	sources := req.URL.Query()["infrahub"]
+	if len(sources) > 1 {
+		w.answer(rw, http.StatusBadRequest, "refused", "at most one ?infrahub=")
+		return
+	}
 	key, err := w.sharedKey(req.Context())
 	if err != nil {
 		log.Error(err, "webhook refused: no shared key")
 		w.answer(rw, http.StatusServiceUnavailable, "error", "webhook key unavailable")
 		return
 	}
+	source := ""
+	if len(sources) == 1 {
+		source = sources[0]
+		key = infrahub.SourceKey(key, source)
+	}
 	if err := infrahub.VerifyWebhook(key, req.Header, body, w.now(), webhookTolerance); err != nil {
-		log.Info("webhook refused: signature", "reason", err.Error())
+		if source != "" {
+			log.Info("webhook refused: signature (a delivery with ?infrahub= is signed with the key derived for that name)", "reason", err.Error(), "infrahub", source)
+		} else {
+			log.Info("webhook refused: signature", "reason", err.Error())
+		}
 		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
 		return
 	}
@@ -159,7 +187,7 @@ func (w *Receiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 			attribute.String("infrahub.event", ev.Event), attribute.String("infrahub.event_id", ev.ID),
 			attribute.String("infrahub.branch", ev.Branch), attribute.String("infrahub.artifact_id", ev.Data.NodeID)))
-	triggered, err := w.trigger(ctx, ev, req.URL.Query().Get("infrahub"))
+	triggered, err := w.trigger(ctx, ev, source)
 	span.SetAttributes(attribute.StringSlice("vidra.infrahubsyncs", triggered))
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
@@ -212,9 +240,10 @@ func (w *Receiver) trigger(ctx context.Context, ev infrahub.WebhookEvent, source
 }
 
 // concerns reports whether an artifact event may change what an InfrahubSync delivers:
-// same Infrahub (when the delivery says which, with ?infrahub=<URL or host>), same
-// branch, a point in time that moves with now, and the event's artifact definition
-// among the sync's (when the event names it; otherwise the sync's listing decides).
+// same Infrahub (when the delivery says which, with a ?infrahub=<URL or host> its
+// signature vouches for), same branch, a point in time that moves with now, and the
+// event's artifact definition among the sync's (when the event names it; otherwise the
+// sync's listing decides).
 func concerns(ihs *vidrav1alpha1.InfrahubSync, ev infrahub.WebhookEvent, source string) bool {
 	src := ihs.Spec.Source
 	if ihs.Spec.Suspend || branchOf(ihs) != ev.Branch || !infrahub.IsRelative(src.TargetDate) {
@@ -252,13 +281,43 @@ func sameHost(rawURL, hostOrURL string) bool {
 	return strings.EqualFold(u.Host, other) || (!strings.Contains(other, ":") && strings.EqualFold(u.Hostname(), other))
 }
 
-// sharedKey returns the webhook key, read again once it is older than keyTTL.
+// sharedKey returns the webhook key, or why there is none, as read at most keyTTL ago.
+// One read is in flight at a time; while it is, callers use the previous outcome, or,
+// when there is none yet, wait for it (or for their own ctx).
 func (w *Receiver) sharedKey(ctx context.Context) ([]byte, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.key != nil && w.now().Sub(w.keyRead) < keyTTL {
-		return w.key, nil
+	for {
+		w.keyMu.Lock()
+		last, reading := w.keyLast, w.keyReading
+		if last != nil && (reading != nil || w.now().Sub(last.read) < keyTTL) {
+			w.keyMu.Unlock()
+			return last.key, last.err
+		}
+		if reading == nil {
+			done := make(chan struct{})
+			w.keyReading = done
+			w.keyMu.Unlock()
+			// Not the caller's ctx: a delivery that hangs up must not leave its
+			// cancellation cached as the outcome every other delivery gets.
+			readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keyTTL)
+			key, err := w.readKey(readCtx)
+			cancel()
+			w.keyMu.Lock()
+			w.keyLast, w.keyReading = &keyOutcome{key: key, err: err, read: w.now()}, nil
+			w.keyMu.Unlock()
+			close(done)
+			return key, err
+		}
+		w.keyMu.Unlock()
+		select {
+		case <-reading:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for webhook Secret %s: %w", w.KeySecret, ctx.Err())
+		}
 	}
+}
+
+// readKey reads the shared key from its Secret.
+func (w *Receiver) readKey(ctx context.Context) ([]byte, error) {
 	secret := &corev1.Secret{}
 	if err := w.Secrets.Get(ctx, w.KeySecret, secret); err != nil {
 		return nil, fmt.Errorf("read webhook Secret %s: %w", w.KeySecret, err)
@@ -267,7 +326,6 @@ func (w *Receiver) sharedKey(ctx context.Context) ([]byte, error) {
 	if len(key) == 0 {
 		return nil, fmt.Errorf("webhook Secret %s has no %s", w.KeySecret, WebhookKeyField)
 	}
-	w.key, w.keyRead = key, w.now()
 	return key, nil
 }
 

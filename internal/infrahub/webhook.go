@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,19 @@ var (
 // base64 HMAC-SHA256, keyed by key, of "{id}.{timestamp}.{body}".
 func SignWebhook(key []byte, id string, timestamp int64, body []byte) string {
 	return "v1," + base64.StdEncoding.EncodeToString(webhookMAC(key, id, strconv.FormatInt(timestamp, 10), body))
+}
+
+// SourceKey is the key a delivery that names its Infrahub must be signed with: the hex
+// HMAC-SHA256, keyed by the shared key, of "infrahub=" and the name exactly as the
+// webhook URL's ?infrahub= carries it. Infrahub signs only "{id}.{timestamp}.{body}",
+// not the URL, so the name is bound to the signature through the key: a delivery
+// replayed with another ?infrahub= (or none) fails verification, and an Infrahub given
+// only its own derived key cannot speak for another.
+func SourceKey(key []byte, source string) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("infrahub="))
+	mac.Write([]byte(source))
+	return []byte(hex.EncodeToString(mac.Sum(nil)))
 }
 
 func webhookMAC(key []byte, id, timestamp string, body []byte) []byte {

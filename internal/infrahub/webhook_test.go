@@ -88,3 +88,30 @@ func TestParseWebhookEvent(t *testing.T) {
 		t.Error("a body that is not JSON was accepted")
 	}
 }
+
+// A delivery that names its Infrahub is signed with the key derived for that name: it
+// verifies with that key only, not with the shared key nor the key of another name, so
+// the name cannot be changed or dropped on a replay.
+func TestSourceKeyBindsTheInfrahubNameToTheSignature(t *testing.T) {
+	shared := []byte(vectorKey)
+	paris := SourceKey(shared, "infrahub-paris.example.com")
+	// The derivation is the documented one: printf %s "infrahub=$NAME" | openssl dgst -sha256 -hmac "$KEY" -r.
+	if got, want := string(paris), "beb66d7a79b2026e36dc957efd18eff5f3fb6c06bc88fece551f26ebc5bf8b05"; got != want {
+		t.Fatalf("SourceKey = %s, want %s (as openssl derives it)", got, want)
+	}
+	sig := SignWebhook(paris, vectorID, vectorTimestamp, []byte(vectorBody))
+	for _, tt := range []struct {
+		name string
+		key  []byte
+		want error
+	}{
+		{"the key of the name it was signed for", paris, nil},
+		{"the shared key (the name dropped)", shared, ErrBadSignature},
+		{"the key of another name", SourceKey(shared, "infrahub-lyon.example.com"), ErrBadSignature},
+		{"the key of the same host spelt as a URL", SourceKey(shared, "https://infrahub-paris.example.com"), ErrBadSignature},
+	} {
+		if err := VerifyWebhook(tt.key, vectorHeader(sig), []byte(vectorBody), vectorTime, 5*time.Minute); !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,9 +66,14 @@ type Server struct {
 	kinds  map[string]*kind
 	pages  *template.Template
 	token  string // guards the actions against other sites' forms
-	// key is in the URL the command prints; the page keeps it as a cookie. Without it
-	// nothing is served, so another local user or a page of another site reads nothing.
-	key string
+	// key is in the fragment of the URL the command prints (never sent to a server);
+	// the page keeps it in the tab's sessionStorage, which only this origin (port
+	// included) reads, and sends it as a bearer token with every request for data. Not
+	// a cookie: cookies ignore ports, so any other service on 127.0.0.1 would get it.
+	// Without it no data is served, so another local user or a page of another site
+	// reads nothing.
+	key     string
+	deliver *deliverRights
 
 	mu          sync.Mutex
 	subscribers map[chan struct{}]bool
@@ -91,7 +97,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
-	s := &Server{opts: opts, client: c, pages: pages, token: hex.EncodeToString(token), key: hex.EncodeToString(key), subscribers: map[chan struct{}]bool{}}
+	s := &Server{opts: opts, client: c, pages: pages, token: hex.EncodeToString(token), key: hex.EncodeToString(key),
+		deliver: newDeliverRights(c), subscribers: map[chan struct{}]bool{}}
 	s.kinds = map[string]*kind{
 		"vidraclusters":       {resource: "vidraclusters", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraCluster{}},
 		"vidraresources":      {resource: "vidraresources", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraResource{}},
@@ -162,49 +169,42 @@ func (s *Server) mayRead(ctx context.Context, k *kind) (bool, string, error) {
 	return true, "", nil
 }
 
-// Handler serves the pages, the live events, the actions and the assets.
+// Handler serves the pages, their views, the live events, the actions and the assets.
+// A page is a shell that holds no data: its script reads the key from the URL's
+// fragment, then fetches the view, the events and the actions with it.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	mux.HandleFunc("GET /{$}", s.page("fleet", s.fleetView))
-	mux.HandleFunc("GET /syncs", s.page("syncs", s.syncsView))
-	mux.HandleFunc("GET /bundles/{name}", s.page("bundle", s.bundleView))
-	mux.HandleFunc("GET /graph", s.page("graph", s.graphView))
-	mux.HandleFunc("GET /events", s.events)
-	mux.HandleFunc("POST /syncs/{name}/sync", s.syncNow)
+	for _, p := range []struct {
+		name, pattern string
+		view          func(*http.Request) (any, error)
+	}{
+		{"fleet", "/{$}", s.fleetView},
+		{"syncs", "/syncs", s.syncsView},
+		{"bundle", "/bundles/{name}", s.bundleView},
+		{"graph", "/graph", s.graphView},
+	} {
+		mux.HandleFunc("GET "+p.pattern, s.shell(p.name))
+		mux.Handle("GET /view"+p.pattern, s.keyed(s.page(p.name, p.view)))
+	}
+	mux.Handle("GET /events", s.keyed(http.HandlerFunc(s.events)))
+	mux.Handle("POST /syncs/{name}/sync", s.keyed(http.HandlerFunc(s.syncNow)))
 	return s.guard(mux)
 }
 
-// Key is the access key the URL of the UI must carry once (?key=…).
+// Key is the access key the page sends with its requests; the URL the command prints
+// carries it in its fragment (#key=…).
 func (s *Server) Key() string { return s.key }
 
 // guard serves only this machine's browser, on the address the command printed: the Host
-// must be the loopback (no DNS rebinding), the access key must come with the request (in
-// the URL once, then as a cookie), pages may not be framed, and a POST must come from the
-// UI's own pages.
+// must be the loopback (no DNS rebinding), pages may not be framed, and a POST must come
+// from the UI's own pages.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		host, _, err := net.SplitHostPort(req.Host)
 		if err != nil || (host != "127.0.0.1" && host != "localhost") {
 			http.Error(w, "the UI answers on 127.0.0.1 only", http.StatusForbidden)
-			return
-		}
-		if key := req.URL.Query().Get("key"); key != "" {
-			if subtle.ConstantTimeCompare([]byte(key), []byte(s.key)) != 1 {
-				http.Error(w, "wrong key: open the URL kubectl vidra ui printed", http.StatusForbidden)
-				return
-			}
-			http.SetCookie(w, &http.Cookie{Name: keyCookie, Value: s.key, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			q := req.URL.Query()
-			q.Del("key")
-			req.URL.RawQuery = q.Encode()
-			http.Redirect(w, req, req.URL.RequestURI(), http.StatusSeeOther)
-			return
-		}
-		cookie, err := req.Cookie(keyCookie)
-		if err != nil || subtle.ConstantTimeCompare([]byte(cookie.Value), []byte(s.key)) != 1 {
-			http.Error(w, "open the URL kubectl vidra ui printed: it carries the key", http.StatusForbidden)
 			return
 		}
 		if req.Method == http.MethodPost {
@@ -214,15 +214,47 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}
 		w.Header().Set("X-Frame-Options", "DENY")
+		// The key never is in a URL the server sees; nothing else of a page leaks either.
+		w.Header().Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, req)
 	})
 }
 
-// keyCookie holds the access key in the browser.
-const keyCookie = "vidra-ui-key"
+// keyed serves only a request that carries the access key as a bearer token: 401
+// without it, 403 with another.
+func (s *Server) keyed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		key, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+		if !ok || key == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="kubectl vidra ui"`)
+			http.Error(w, "open the URL kubectl vidra ui printed: it carries the key", http.StatusUnauthorized)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(key), []byte(s.key)) != 1 {
+			http.Error(w, "wrong key: open the URL kubectl vidra ui printed", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, req)
+	})
+}
 
-// page renders a view: the whole page, or with ?fragment=1 only its content, which the
-// page's script swaps in when the hub changes.
+// contentPolicy lets a page load only the UI's own script, styles and requests.
+const contentPolicy = "default-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+
+// shell renders a page without its view: its script fetches the view with the key.
+func (s *Server) shell(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", contentPolicy)
+		if err := s.pages.ExecuteTemplate(w, "layout", page{Name: name}); err != nil {
+			s.opts.Log.Error(err, "render", "page", name)
+		}
+	}
+}
+
+// page renders a view, which the page's script swaps in when it opens and whenever the
+// hub changes.
 func (s *Server) page(name string, view func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		data, err := view(req)
@@ -231,13 +263,9 @@ func (s *Server) page(name string, view func(*http.Request) (any, error)) http.H
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		tpl := "layout"
-		if req.URL.Query().Get("fragment") == "1" {
-			tpl = name
-		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
-		if err := s.pages.ExecuteTemplate(w, tpl, page{Name: name, Token: s.token, Data: data}); err != nil {
+		w.Header().Set("Content-Security-Policy", contentPolicy)
+		if err := s.pages.ExecuteTemplate(w, name, page{Name: name, Token: s.token, Data: data}); err != nil {
 			s.opts.Log.Error(err, "render", "page", name)
 		}
 	}
@@ -320,5 +348,6 @@ func (s *Server) syncNow(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("request a sync of %s: %v", name, err), code)
 		return
 	}
-	http.Redirect(w, req, "/syncs", http.StatusSeeOther)
+	// The page asked with fetch, and refreshes its view itself.
+	w.WriteHeader(http.StatusNoContent)
 }

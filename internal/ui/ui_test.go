@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +37,7 @@ func TestMain(m *testing.M) {
 }
 
 // serve runs the UI with a kubeconfig's credentials on 127.0.0.1 and returns its base URL
-// and its access key (the printed URL carries ?key=).
+// and its access key (the printed URL carries #key=).
 func serve(t *testing.T, kubeconfig []byte) (string, string) {
 	t.Helper()
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
@@ -65,25 +64,44 @@ func serve(t *testing.T, kubeconfig []byte) (string, string) {
 	return "http://" + listener.Addr().String(), s.Key()
 }
 
-// keyedClient is an HTTP client that opened the UI's printed URL: it holds the key cookie
-// and does not follow redirects after that.
-func keyedClient(t *testing.T, url, key string) *http.Client {
+// keyedClient is an HTTP client that sends the key as the UI's pages do (a bearer
+// token), does not follow redirects, and fails the test if the UI ever sets a cookie.
+func keyedClient(t *testing.T, key string) *http.Client {
 	t.Helper()
-	jar, err := cookiejar.New(nil)
+	return &http.Client{
+		Transport:     bearer{t: t, key: key},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type bearer struct {
+	t   *testing.T
+	key string
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil && len(resp.Header.Values("Set-Cookie")) > 0 {
+		b.t.Errorf("%s %s set a cookie: %v", req.Method, req.URL.Path, resp.Header.Values("Set-Cookie"))
+	}
+	return resp, err
+}
+
+// body reads a response of c to GET url and fails the test unless it is 200.
+func body(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
+	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &http.Client{Jar: jar}
-	resp, err := c.Get(url + "/?key=" + key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("opening the printed URL: HTTP %d", resp.StatusCode)
+		t.Fatalf("GET %s: HTTP %d\n%s", url, resp.StatusCode, b)
 	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return c
+	return string(b)
 }
 
 // browser starts headless Chromium from Debian's package (make browser installs it).
@@ -164,11 +182,29 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 	url, key := serve(t, fleet.Hub.Kubeconfig)
 	member := fleet.Members[0]
 
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/?key="+key)); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/#key="+key)); err != nil {
 		t.Fatal(err)
 	}
 	text(ctx, t, "the live indicator", "#live", "live", 10*time.Second)
 	text(ctx, t, "an empty fleet", "main", "No clusters are enrolled", 10*time.Second)
+	text(ctx, t, "the right to deliver to the hub itself", "[data-deliver-local] [data-deliver]", "yes", 10*time.Second)
+	// The key left the address bar for the tab's sessionStorage; no cookie holds it.
+	var where, cookies, stored string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`location.href`, &where), chromedp.Evaluate(`document.cookie`, &cookies),
+		chromedp.Evaluate(`sessionStorage.getItem("vidra-ui-key") || ""`, &stored)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(where, key) || cookies != "" || stored != key {
+		t.Errorf("after opening the printed URL: address %q, cookies %q, sessionStorage %q; want the key in sessionStorage only", where, cookies, stored)
+	}
+	// Another tab, which has not opened the printed URL, gets nothing.
+	other, cancelOther := chromedp.NewContext(ctx)
+	defer cancelOther()
+	if err := chromedp.Run(other, chromedp.Navigate(url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	text(other, t, "a tab without the key told to open the printed URL", "main", "Open the URL kubectl vidra ui printed", 10*time.Second)
+	cancelOther()
 
 	// Enrolled while the page is open: it appears, Engaged, without a reload.
 	if err := testoperator.Enroll(context.Background(), fleet.Hub, member); err != nil {
@@ -177,6 +213,7 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 	row := fmt.Sprintf(`tr[data-cluster=%q]`, member.Name)
 	text(ctx, t, "the member Engaged on the page", row+" [data-phase]", "Engaged", 30*time.Second)
 	text(ctx, t, "its version", row, "v1.36.0", 10*time.Second)
+	text(ctx, t, "the right to deliver there", row+" [data-deliver]", "yes", 10*time.Second)
 	screenshot(ctx, t, "fleet.png")
 
 	// A bundle and its objects.
@@ -232,6 +269,31 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 		t.Errorf("%d edges and %d objects in the graph; want the bundle to its cluster, and the cluster to each object", edges, objects)
 	}
 	screenshot(ctx, t, "graph.png")
+
+	// "Sync now", clicked: the page sends the action with the key, as the caller.
+	ihs := &vidrav1alpha1.InfrahubSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "clicked"},
+		Spec: vidrav1alpha1.InfrahubSyncSpec{
+			Source: vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: "https://infrahub.example.com", ArtefactName: "web"},
+		},
+	}
+	if err := fleet.Hub.Client.Create(context.Background(), ihs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fleet.Hub.Client.Delete(context.Background(), ihs) })
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/syncs")); err != nil {
+		t.Fatal(err)
+	}
+	button := `section[data-sync="clicked"] button`
+	text(ctx, t, "the sync's button", button, "Sync now", 30*time.Second)
+	if err := chromedp.Run(ctx, chromedp.Click(button, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 10*time.Second, "the click to request a sync", func() (bool, error) {
+		got := &vidrav1alpha1.InfrahubSync{}
+		err := fleet.Hub.Client.Get(context.Background(), ctrlclient.ObjectKey{Name: "clicked"}, got)
+		return err == nil && got.Annotations[vidrav1alpha1.RequestedAtAnnotation] != "", err
+	})
 }
 
 // A user who may not read InfrahubSyncs or Events is told so on the page, and sees what
@@ -259,33 +321,36 @@ subjects: [{kind: User, name: fleet-viewer, apiGroup: rbac.authorization.k8s.io}
 		t.Fatal(err)
 	}
 	url, key := serve(t, kubeconfig)
-	c := keyedClient(t, url, key)
-	get := func(path string) string {
-		resp, err := c.Get(url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: HTTP %d\n%s", path, resp.StatusCode, body)
-		}
-		return string(body)
-	}
-	if page := get("/syncs"); !strings.Contains(page, "you may not list infrahubsyncs.infrahub.operators.com on the hub") {
+	c := keyedClient(t, key)
+	if page := body(t, c, url+"/view/syncs"); !strings.Contains(page, "you may not list infrahubsyncs.infrahub.operators.com on the hub") {
 		t.Errorf("the syncs page does not say the user may not read them:\n%s", page)
 	}
-	if page := get("/"); strings.Contains(page, "data-denied") {
+	if page := body(t, c, url+"/view/"); strings.Contains(page, "data-denied") {
 		t.Errorf("the fleet page denies what the user may read:\n%s", page)
 	}
-	// Without the key, from another host name (DNS rebinding), nothing is served.
-	if code := statusOf(http.Get(url + "/")); code != http.StatusForbidden {
-		t.Errorf("GET / without the key: %d, want 403", code)
+	// Without the key, or with another, no view, event or action is served; the page
+	// itself is a shell without data (its script brings the key).
+	for _, path := range []string{"/view/", "/view/syncs", "/view/graph", "/view/bundles/web", "/events"} {
+		if code := statusOf(http.Get(url + path)); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without the key: %d, want 401", path, code)
+		}
+		if code := statusOf(keyedClient(t, "0123456789abcdef0123456789abcdef").Get(url + path)); code != http.StatusForbidden {
+			t.Errorf("GET %s with another key: %d, want 403", path, code)
+		}
 	}
-	req, _ := http.NewRequest(http.MethodGet, url+"/?key="+key, nil)
-	req.Host = "rebound.example.com"
-	if code := statusOf(http.DefaultClient.Do(req)); code != http.StatusForbidden {
-		t.Errorf("GET with another Host: %d, want 403", code)
+	if code := statusOf(http.PostForm(url+"/syncs/site/sync", nil)); code != http.StatusUnauthorized {
+		t.Errorf("POST Sync now without the key: %d, want 401", code)
+	}
+	if shell := body(t, http.DefaultClient, url+"/"); strings.Contains(shell, "<table") || strings.Contains(shell, "data-deliver") {
+		t.Errorf("the page without the key holds data:\n%s", shell)
+	}
+	// From another host name (DNS rebinding), nothing is served, not even the shell.
+	for _, path := range []string{"/", "/view/"} {
+		req, _ := http.NewRequest(http.MethodGet, url+path, nil)
+		req.Host = "rebound.example.com"
+		if code := statusOf(keyedClient(t, key).Do(req)); code != http.StatusForbidden {
+			t.Errorf("GET %s with another Host: %d, want 403", path, code)
+		}
 	}
 }
 
@@ -319,10 +384,10 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, key := serve(t, fleet.Hub.Kubeconfig)
-	c := keyedClient(t, url, key)
+	c := keyedClient(t, key)
 	var page string
 	testfleet.Eventually(t, 10*time.Second, "the sync on the page", func() (bool, error) {
-		resp, err := c.Get(url + "/syncs")
+		resp, err := c.Get(url + "/view/syncs")
 		if err != nil {
 			return false, err
 		}
@@ -369,8 +434,8 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("Sync now: HTTP %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("Sync now: HTTP %d, want 204", resp.StatusCode)
 	}
 	got := &vidrav1alpha1.InfrahubSync{}
 	if err := fleet.Hub.Client.Get(ctx, ctrlclient.ObjectKey{Name: "site"}, got); err != nil {
@@ -394,4 +459,85 @@ func statusOf(resp *http.Response, err error) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// The fleet page says, per cluster and for the hub itself, whether the caller may
+// deliver there: a user bound to the verb deliver on one cluster's name sees yes there
+// only; cluster-admin sees yes everywhere.
+func TestTheFleetPageSaysWhereTheCallerMayDeliver(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"ui-deliver-a", "ui-deliver-b"} {
+		// By hand, without a Secret: the cluster provider leaves it alone.
+		vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := fleet.Hub.Client.Create(ctx, vc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fleet.Hub.Client.Delete(context.Background(), vc) })
+	}
+	kubeconfig, err := fleet.Hub.AddUser("ui-deliverer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac := `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: vidra-ui-deliverer}
+rules:
+- apiGroups: [infrahub.operators.com]
+  resources: [vidraclusters, vidraresources]
+  verbs: [get, list, watch]
+- apiGroups: [infrahub.operators.com]
+  resources: [vidraclusters]
+  resourceNames: [ui-deliver-a]
+  verbs: [deliver]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vidra-ui-deliverer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: vidra-ui-deliverer}
+subjects: [{kind: User, name: ui-deliverer, apiGroup: rbac.authorization.k8s.io}]
+`
+	if _, err := fleet.Hub.Kubectl(ctx, []byte(rbac), "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = fleet.Hub.Kubectl(context.Background(), []byte(rbac), "delete", "-f", "-") })
+
+	for _, tc := range []struct {
+		who        string
+		kubeconfig []byte
+		want       map[string]string // by cluster; "local" is the hub itself
+	}{
+		{"ui-deliverer", kubeconfig, map[string]string{"ui-deliver-a": "yes", "ui-deliver-b": "no", "local": "no"}},
+		{"cluster-admin", fleet.Hub.Kubeconfig, map[string]string{"ui-deliver-a": "yes", "ui-deliver-b": "yes", "local": "yes"}},
+	} {
+		url, key := serve(t, tc.kubeconfig)
+		c := keyedClient(t, key)
+		var page string
+		testfleet.Eventually(t, 10*time.Second, "both clusters on the page of "+tc.who, func() (bool, error) {
+			page = body(t, c, url+"/view/")
+			return strings.Contains(page, `data-cluster="ui-deliver-b"`), nil
+		})
+		for cluster, want := range tc.want {
+			if got := deliverOf(page, cluster); got != want {
+				t.Errorf("%s may deliver to %s: the page says %q, want %q\n%s", tc.who, cluster, got, want, page)
+			}
+		}
+	}
+}
+
+// deliverOf reads the "may deliver" badge of a cluster's row on the fleet page (of the
+// hub's line for local).
+func deliverOf(page, cluster string) string {
+	start := `data-cluster="` + cluster + `"`
+	if cluster == "local" {
+		start = "data-deliver-local"
+	}
+	i := strings.Index(page, start)
+	if i < 0 {
+		return ""
+	}
+	m := regexp.MustCompile(`data-deliver>([a-z]+)<`).FindStringSubmatch(page[i:])
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }

@@ -61,20 +61,33 @@ type clusterRow struct {
 	Labels                                                  []string
 	Expires                                                 *metav1.Time
 	Bundles, Ready                                          int
+	// Deliver is whether the caller may deliver there (the fleet page only).
+	Deliver mayDeliver
 }
 
 type fleetData struct {
 	Clusters        []clusterRow
 	ClustersDenied  *denied
 	ResourcesDenied *denied
+	// Local is whether the caller may deliver to the hub itself.
+	Local mayDeliver
 }
 
 func (s *Server) fleetView(req *http.Request) (any, error) {
-	resources, err := s.resources(req.Context())
+	ctx := req.Context()
+	resources, err := s.resources(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.fleetOf(req.Context(), resources)
+	out, err := s.fleetOf(ctx, resources)
+	if err != nil {
+		return nil, err
+	}
+	out.Local = s.deliver.of(ctx, vidrav1alpha1.LocalClusterName)
+	for i := range out.Clusters {
+		out.Clusters[i].Deliver = s.deliver.of(ctx, out.Clusters[i].Name)
+	}
+	return out, nil
 }
 
 // fleetOf is the fleet view, with the VidraResources already read.
