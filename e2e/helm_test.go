@@ -30,6 +30,9 @@ const (
 	// chartServiceAccount is the chart's ServiceAccount for release "vidra" (its full name).
 	chartServiceAccount = "vidra"
 	chartSAUser         = "system:serviceaccount:" + chartNamespace + ":" + chartServiceAccount
+	// chartLocalServiceAccount is who bundles for the hub are applied as.
+	chartLocalServiceAccount = chartServiceAccount + "-local"
+	chartLocalSAUser         = "system:serviceaccount:" + chartNamespace + ":" + chartLocalServiceAccount
 )
 
 // helmRun runs the helm binary of $HELM with its caches and configuration in a temp dir,
@@ -308,8 +311,9 @@ func TestHelmChart(t *testing.T) {
 						if !slices.Equal(g.verbs, []string{"get", "list", "watch", "patch"}) {
 							t.Errorf("Secrets verbs %q, want get list watch patch", g.verbs)
 						}
-					case localApply == "broad" && g.kind == "ClusterRole" && g.name == chartRelease+"-local-apply":
-						// The documented rbac.localApply=broad choice: anything on the local cluster.
+					case localApply == "broad" && g.kind == "ClusterRole" && (g.name == chartRelease+"-local-apply" || g.name == chartRelease+"-local-read"):
+						// The documented rbac.localApply=broad choice: anything on the local
+						// cluster for the local ServiceAccount, reading it for the operator.
 					default:
 						t.Errorf("localApply=%s: a rule outside the release namespace's Role grants Secrets: %s", localApply, g)
 					}
@@ -383,7 +387,7 @@ func TestHelmChart(t *testing.T) {
 					t.Errorf("standalone args name a cluster Secret namespace: %q", args)
 				}
 				for _, g := range secretGrants(t, objs) {
-					if localApply == "broad" && g.kind == "ClusterRole" && g.name == chartRelease+"-local-apply" {
+					if localApply == "broad" && g.kind == "ClusterRole" && (g.name == chartRelease+"-local-apply" || g.name == chartRelease+"-local-read") {
 						continue // the documented broad choice, the only one
 					}
 					t.Errorf("standalone, localApply=%s: a rule grants Secrets: %s", localApply, g)
@@ -422,6 +426,7 @@ func TestHelmChart(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("who may deliver where is RBAC: the admission policy, the local ServiceAccount, the users' roles", chartRendersTenancy).
 		Assess("values that cannot work together are refused at render time", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			for _, sets := range [][]string{
 				{"mode=spoke"}, {"rbac.localApply=some"},
@@ -458,7 +463,8 @@ func TestHelmChart(t *testing.T) {
 			var err error
 			op, err = fleetenv.StartOperator(ctx, "--kubeconfig="+impersonatingKubeconfig(t, fleet.Hub.Kubeconfig),
 				"--cluster-secret-namespace="+chartNamespace, "--infrahub-secret-namespace="+chartNamespace,
-				"--content-namespace="+chartNamespace, "--content-grace-period=4s", "--leader-elect", "--leader-election-namespace="+chartNamespace, "--hub-id=helm", "--cluster-probe-interval=1s")
+				"--content-namespace="+chartNamespace, "--content-grace-period=4s", "--leader-elect", "--leader-election-namespace="+chartNamespace, "--hub-id=helm", "--cluster-probe-interval=1s",
+				"--local-service-account="+chartNamespace+"/"+chartLocalServiceAccount)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -516,6 +522,7 @@ spec:
 			}
 			return ctx
 		}).
+		Assess("a team delivers where RBAC lets it, and is told why elsewhere", teamDelivers(clusterName)).
 		Assess("the ServiceAccount reads Secrets in its namespace only", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			for _, c := range []struct {
 				args []string
@@ -567,7 +574,7 @@ spec:
 			}
 			return ctx
 		}).
-		Assess("with rbac.localApply=none, delivering to the local cluster fails with a clear RBAC error", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("with rbac.localApply=none, delivering to the local cluster fails with a clear RBAC error, naming the local ServiceAccount", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			localVRApplied = true
 			kubectl(ctx, t, []byte(`apiVersion: infrahub.operators.com/v1alpha1
 kind: VidraResource
@@ -590,8 +597,10 @@ spec:
 				return strings.Contains(lastError, "forbidden"), nil
 			})
 			t.Logf("status.lastError: %s", lastError)
-			if !strings.Contains(lastError, chartSAUser) {
-				t.Errorf("the error does not name the operator's ServiceAccount: %s", lastError)
+			// Applied as the chart's local ServiceAccount, which has no right, never as the
+			// operator.
+			if !strings.Contains(lastError, chartLocalSAUser) {
+				t.Errorf("the error does not name the local ServiceAccount %s: %s", chartLocalSAUser, lastError)
 			}
 			return ctx
 		}).
@@ -650,4 +659,125 @@ spec:
 		Feature()
 
 	testenv.Test(t, render, install)
+}
+
+// teamDelivers: a person who may write VidraResources and deliver to one cluster (a
+// ClusterRole an admin writes, as docs/security.md shows) delivers there with kubectl, and
+// is refused at kubectl apply for the hub, naming the right.
+func teamDelivers(cluster string) func(context.Context, *testing.T, *envconf.Config) context.Context {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		hub := fleetenv.Fleet(ctx).Hub
+		const team = "team-web"
+		kubectl(ctx, t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: vidra-deliver-`+team+`
+rules:
+  - apiGroups: ["infrahub.operators.com"]
+    resources: ["vidraresources"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  - apiGroups: ["infrahub.operators.com"]
+    resources: ["vidraclusters"]
+    resourceNames: ["`+cluster+`"]
+    verbs: ["deliver"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: vidra-deliver-`+team+`
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: vidra-deliver-`+team+`
+subjects:
+  - kind: User
+    apiGroup: rbac.authorization.k8s.io
+    name: alice
+`), "apply", "-f", "-")
+		defer kubectl(ctx, t, nil, "delete", "clusterrole,clusterrolebinding", "vidra-deliver-"+team, "--ignore-not-found")
+		kubeconfig, err := hub.AddUser("alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		asAlice := "--kubeconfig=" + writeFile(t, "alice.kubeconfig", kubeconfig)
+		bundle := func(name, destination string) []byte {
+			return []byte(`apiVersion: infrahub.operators.com/v1alpha1
+kind: VidraResource
+metadata:
+  name: ` + name + `
+spec:
+  destination:` + destination + `
+    namespace: team-web
+  manifest: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: team-web
+`)
+		}
+		if _, err := hub.Kubectl(ctx, bundle("team-web-hub", ""), asAlice, "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), "alice may not deliver to cluster local") {
+			t.Errorf("alice's bundle for the hub: %v, want it refused naming the right", err)
+		}
+		if _, err := hub.Kubectl(ctx, bundle("team-web", "\n    cluster: "+cluster), asAlice, "apply", "-f", "-"); err != nil {
+			t.Fatalf("alice's bundle for %s: %v", cluster, err)
+		}
+		defer kubectl(ctx, t, nil, "delete", "vidraresource", "team-web", "--wait=true", "--timeout=30s")
+		testfleet.Eventually(t, 30*time.Second, "team-web Succeeded", func() (bool, error) {
+			r := row(kubectl(ctx, t, nil, "get", "vidraresources"), "team-web")
+			return len(r) >= 3 && r[2] == "Succeeded", nil
+		})
+		return ctx
+	}
+}
+
+// chartRendersTenancy checks what the chart renders for a hub many teams share: the
+// deliver admission policy and its binding, the requester policy where the API server
+// serves MutatingAdmissionPolicies, a local ServiceAccount the operator applies local
+// bundles as (bound to nothing unless rbac.localApply=broad), and the aggregated roles.
+func chartRendersTenancy(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+	objs := renderChart(ctx, t)
+	named := func(kind, name string) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind && o.GetName() == name {
+				return o
+			}
+		}
+		t.Errorf("no %s %s rendered", kind, name)
+		return &unstructured.Unstructured{Object: map[string]any{}}
+	}
+	named("ValidatingAdmissionPolicy", chartRelease+"-deliver")
+	named("ValidatingAdmissionPolicyBinding", chartRelease+"-deliver")
+	named("ServiceAccount", chartLocalServiceAccount)
+	wantArgs(t, "hub", checkRestricted(t, objs), "--local-service-account="+chartNamespace+"/"+chartLocalServiceAccount)
+	for role, aggregatesTo := range map[string][]string{chartRelease + "-view": {"view", "edit", "admin"}, chartRelease + "-edit": {"edit", "admin"}} {
+		labels := named("ClusterRole", role).GetLabels()
+		for _, to := range aggregatesTo {
+			if labels["rbac.authorization.k8s.io/aggregate-to-"+to] != "true" {
+				t.Errorf("ClusterRole %s does not aggregate to %s: %v", role, to, labels)
+			}
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding" {
+			continue
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			if name, _, _ := unstructured.NestedString(s.(map[string]any), "name"); name == chartLocalServiceAccount {
+				t.Errorf("with rbac.localApply=none, %s %s binds the local ServiceAccount", o.GetKind(), o.GetName())
+			}
+		}
+	}
+	var impersonates bool
+	for _, g := range grants(t, objs) {
+		impersonates = impersonates || (g.name == chartRelease && slices.Contains(g.resources, "serviceaccounts") && slices.Equal(g.verbs, []string{"impersonate"}))
+	}
+	if !impersonates {
+		t.Error("the operator's ClusterRole does not let it impersonate ServiceAccounts, as local delivery needs")
+	}
+	withMAP, err := helmCommand(ctx, t, "template", chartRelease, chartDir(t), "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
+	if err != nil || !strings.Contains(withMAP, "name: "+chartRelease+"-deliver-requester") {
+		t.Errorf("no requester MutatingAdmissionPolicy where the API server serves them: %v", err)
+	}
+	return ctx
 }

@@ -78,12 +78,25 @@ func TestOriginalInfrahubSyncManifestWorksEndToEnd(t *testing.T) {
 				"--from-literal=username=admin", "--from-literal=password=infrahub")
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "label", "secret", "infrahub-admin", "infrahub-api-url=127.0.0.1")
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-webhook", "--from-literal=key=e2e-webhook-key")
+			// Bundles for this cluster are applied as a ServiceAccount, never as the
+			// operator: the admin lets it write ConfigMaps where the artifacts go.
+			kubectl(ctx, t, nil, "-n", operatorNamespace, "create", "serviceaccount", "vidra-local")
+			for _, ns := range []string{"default", "kube-public"} {
+				kubectl(ctx, t, nil, "-n", ns, "create", "role", "vidra-local", "--verb=get,list,watch,create,update,patch,delete", "--resource=configmaps")
+				kubectl(ctx, t, nil, "-n", ns, "create", "rolebinding", "vidra-local", "--role=vidra-local", "--serviceaccount="+operatorNamespace+":vidra-local")
+			}
 			return ctx
 		}).
-		Setup(startOperator("infrahub", "--cluster-provider=none", "--hub-id=e2e",
+		Setup(startOperator("infrahub", "--cluster-provider=none", "--hub-id=e2e", "--local-service-account="+operatorNamespace+"/vidra-local",
 			"--webhook-bind-address="+webhookAddr, "--infrahub-webhook-secret=infrahub-webhook", "--otlp-endpoint="+traces.URL())).
 		Assess("kubectl apply of the original manifest delivers the artifact to the local cluster", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			s := infrahubFrom(ctx)
+			defer func() {
+				if t.Failed() {
+					t.Log(kubectl(ctx, t, nil, "get", "infrahubsyncs,vidraresources", "-o", "yaml"))
+					t.Log(string(operatorFrom(ctx, "infrahub").Logs()))
+				}
+			}()
 			kubectl(ctx, t, originalSync(t, s.URL()), "apply", "-f", "-")
 			testfleet.Eventually(t, 60*time.Second, "ConfigMap default/webserver-config delivered", func() (bool, error) {
 				out, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, nil, "get", "configmap", "-n", "default", "webserver-config", "-o", "jsonpath={.data.version}")
@@ -179,6 +192,10 @@ spec:
 			kubectl(ctx, t, nil, "delete", "infrahubsync", "infrahubsync-sample", "webserver-live")
 			kubectl(ctx, t, nil, "delete", "vidraresources", "-l", "vidra.infrahub.operators.com/infrahubsync in (infrahubsync-sample,webserver-live)", "--timeout=60s")
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "delete", "secret", "infrahub-admin", "infrahub-webhook")
+			kubectl(ctx, t, nil, "-n", operatorNamespace, "delete", "serviceaccount", "vidra-local")
+			for _, ns := range []string{"default", "kube-public"} {
+				kubectl(ctx, t, nil, "-n", ns, "delete", "role,rolebinding", "vidra-local")
+			}
 			return ctx
 		}).
 		Teardown(stopOperator("infrahub")).

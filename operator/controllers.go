@@ -16,6 +16,8 @@ import (
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
+	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // eventSource names the operator's controllers in the Events they record.
@@ -47,21 +49,27 @@ func (o *Operator) setupControllers(ctx context.Context, opts Options) error {
 // setupVidraResources registers the VidraResource controller and its drift watches.
 func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
+	localSA, err := ParseServiceAccount(opts.LocalServiceAccount)
+	if err != nil {
+		return fmt.Errorf("local service account: %w", err)
+	}
 	o.Watches = vidraresource.NewDriftWatches(opts.Logger.WithName("drift"), o.HubID)
 	r := &vidraresource.Reconciler{
-		Content:           o.Content,
-		Metrics:           metrics,
-		Hub:               local.GetClient(),
-		HubReader:         local.GetAPIReader(),
-		Manager:           o.Manager,
-		Resolver:          destination.Resolver{DisableLocalCluster: opts.DisableLocalCluster},
-		HubID:             o.HubID,
-		ResyncInterval:    opts.ResyncInterval,
-		ReconcileOnEvents: opts.ReconcileOnEvents,
-		RequestTimeout:    opts.RequestTimeout,
-		Recorder:          local.GetEventRecorder(eventSource),
-		Watches:           o.Watches,
-		History:           &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: opts.ContentNamespace},
+		Content:             o.Content,
+		Metrics:             metrics,
+		Hub:                 local.GetClient(),
+		HubReader:           local.GetAPIReader(),
+		Manager:             o.Manager,
+		Resolver:            destination.Resolver{DisableLocalCluster: opts.DisableLocalCluster},
+		HubID:               o.HubID,
+		ResyncInterval:      opts.ResyncInterval,
+		ReconcileOnEvents:   opts.ReconcileOnEvents,
+		RequestTimeout:      opts.RequestTimeout,
+		Recorder:            local.GetEventRecorder(eventSource),
+		Watches:             o.Watches,
+		History:             &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: opts.ContentNamespace},
+		HubGuard:            policy.HubGuard{Namespaces: opts.protectedNamespaces()},
+		LocalServiceAccount: localSA,
 	}
 	if o.Provider != nil {
 		r.Resolver.Fleet, r.Policies = o.Provider, o.Provider
@@ -103,6 +111,20 @@ func setupContentStore(mgr manager.Manager, opts Options) (*content.Store, error
 	return store, nil
 }
 
+// infrahubLimits are the bounds of every sync's reading of Infrahub, with the one memory
+// budget they all share (none when 0, as for every bound).
+func infrahubLimits(opts Options) infrahub.Limits {
+	limits := infrahub.Limits{
+		MaxArtifacts: opts.InfrahubSyncMaxArtifacts,
+		MaxBytes:     opts.InfrahubSyncMaxBytes,
+		Timeout:      opts.InfrahubSyncTimeout,
+	}
+	if opts.InfrahubMemoryBudget > 0 {
+		limits.Budget = infrahub.NewBudget(opts.InfrahubMemoryBudget)
+	}
+	return limits
+}
+
 // setupInfrahubSync registers the InfrahubSync controller and, when a key is configured,
 // the receiver of Infrahub's webhooks.
 func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options) error {
@@ -112,6 +134,7 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 		HubReader:   local.GetAPIReader(),
 		Namespace:   opts.InfrahubSecretNamespace,
 		HTTPTimeout: opts.InfrahubTimeout,
+		Limits:      infrahubLimits(opts),
 		Content:     o.Content,
 		Recorder:    local.GetEventRecorder(eventSource),
 		Metrics:     metrics,

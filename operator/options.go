@@ -1,10 +1,15 @@
 package operator
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -68,8 +73,12 @@ type Options struct {
 	// Delivery: how VidraResources are reconciled.
 	// HubID is this operator's identity in owners sets; empty: derived from the UID of
 	// the hub's kube-system namespace.
-	HubID                   string
-	DisableLocalCluster     bool
+	HubID               string
+	DisableLocalCluster bool
+	// LocalServiceAccount (NAMESPACE/NAME) is who bundles for the hub are applied as when
+	// they name no ServiceAccount; empty: such bundles are refused. The operator's own
+	// identity never applies a bundle.
+	LocalServiceAccount     string
 	ResyncInterval          time.Duration
 	MaxConcurrentReconciles int
 	RequestTimeout          time.Duration
@@ -86,6 +95,16 @@ type Options struct {
 	MaxConcurrentSyncs      int
 	WebhookBindAddress      string
 	WebhookSecret           string
+	// Bounds of reading Infrahub, set by the operator's administrator and not by the
+	// syncs, so that no Infrahub can exhaust the memory every sync of the hub shares:
+	// the artifacts one sync lists, the bytes it downloads, the time its listing and
+	// downloads take together, and the memory every sync's answers take at once (an
+	// artifact weighs 8 times its size while decoded: the budget is also 8 times the
+	// largest artifact delivered). 0: no bound (the binary refuses it).
+	InfrahubSyncMaxArtifacts int
+	InfrahubSyncMaxBytes     int64
+	InfrahubSyncTimeout      time.Duration
+	InfrahubMemoryBudget     int64
 
 	// SkipControllerNameValidation lets one process build the operator again after
 	// stopping it, as tests do to play a restarted pod.
@@ -118,8 +137,40 @@ func DefaultOptions() Options {
 		InfrahubTimeout:         30 * time.Second,
 		MaxConcurrentSyncs:      4,
 		WebhookBindAddress:      ":8090",
+		// Far above any sync the tests and the docs describe (a few artifacts, the largest
+		// 5 MiB; the client pages through 450), far below what would take the operator
+		// down: a listing of 10,000 artifacts decodes in a few MiB, and 512 MiB is eight
+		// artifacts of the largest size the content store takes, in one sync.
+		InfrahubSyncMaxArtifacts: 10000,
+		InfrahubSyncMaxBytes:     512 << 20,
+		InfrahubSyncTimeout:      10 * time.Minute,
+		// One artifact of 64 MiB, the most the content store takes, decoded at a time.
+		InfrahubMemoryBudget: 512 << 20,
 	}
 }
 
 // LeaderElectionID names the leader election Lease.
 const LeaderElectionID = "vidra.infrahub.operators.com"
+
+// ParseServiceAccount reads a ServiceAccount given as NAMESPACE/NAME; "" is none.
+func ParseServiceAccount(s string) (types.NamespacedName, error) {
+	if s == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("%q is not NAMESPACE/NAME of a ServiceAccount", s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// protectedNamespaces are the operator's namespaces on the hub, which no bundle may touch.
+func (o Options) protectedNamespaces() []string {
+	var out []string
+	for _, ns := range []string{o.LeaderElectionNamespace, o.ClusterSecretNamespace, o.ContentNamespace, o.InfrahubSecretNamespace} {
+		if ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}

@@ -151,8 +151,12 @@ type PreviewStatus struct {
 // VidraResourceSpec is one manifest bundle for one destination cluster.
 // +kubebuilder:validation:XValidation:rule="!(has(self.manifest) && size(self.manifest) > 0 && has(self.content))",message="set manifest or content, not both"
 type VidraResourceSpec struct {
-	// Destination is the cluster the objects go to and the default namespace.
+	// Destination is the cluster the objects go to and the default namespace. The cluster
+	// is fixed: moving it would leave what was delivered on the old cluster, owned by
+	// nobody who still looks after it.
 	// +optional
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="(has(self.cluster) ? self.cluster : '') == (has(oldSelf.cluster) ? oldSelf.cluster : '') && (has(self.server) ? self.server : '') == (has(oldSelf.server) ? oldSelf.server : '')",message="spec.destination.cluster and spec.destination.server cannot change: what this VidraResource delivered would stay on the old cluster. Create a new VidraResource for the new cluster, then delete this one (it releases what it delivered)"
 	Destination Destination `json:"destination,omitempty"`
 
 	// Manifest holds the objects to apply: multi-document YAML or JSON; List kinds are

@@ -65,6 +65,9 @@ func validate(o *operator.Options) error {
 	if !(o.ClusterQPS >= 0) || (o.ClusterQPS > 0 && o.ClusterBurst < 1) { // NaN too
 		return fmt.Errorf("--cluster-qps=%v --cluster-burst=%d: want a rate of 0 (no limit) or more, and a burst of at least 1 with a rate", o.ClusterQPS, o.ClusterBurst)
 	}
+	if _, err := operator.ParseServiceAccount(o.LocalServiceAccount); err != nil {
+		return fmt.Errorf("--local-service-account: %w", err)
+	}
 	if o.Sharding {
 		if o.ClusterProvider == operator.ProviderNone {
 			return fmt.Errorf("--sharding splits a fleet of enrolled clusters: it needs --cluster-provider=%s", operator.ProviderSecret)
@@ -73,6 +76,22 @@ func validate(o *operator.Options) error {
 			return fmt.Errorf("--shard-lease-duration=%v: want at least 3s", o.ShardLeaseDuration)
 		}
 		o.LeaderElection = true
+	}
+	return validateInfrahubBounds(o)
+}
+
+// validateInfrahubBounds refuses bounds of reading Infrahub that bound nothing: they are
+// what keeps one Infrahub from taking the memory every sync shares.
+func validateInfrahubBounds(o *operator.Options) error {
+	switch {
+	case o.InfrahubSyncMaxArtifacts < 1:
+		return fmt.Errorf("--infrahub-sync-max-artifacts=%d: want at least 1", o.InfrahubSyncMaxArtifacts)
+	case o.InfrahubSyncMaxBytes < 1:
+		return fmt.Errorf("--infrahub-sync-max-bytes=%d: want at least 1 byte", o.InfrahubSyncMaxBytes)
+	case o.InfrahubSyncTimeout <= 0:
+		return fmt.Errorf("--infrahub-sync-timeout=%v: want more than 0", o.InfrahubSyncTimeout)
+	case o.InfrahubMemoryBudget < 1<<20:
+		return fmt.Errorf("--infrahub-memory-budget=%d: want at least 1Mi", o.InfrahubMemoryBudget)
 	}
 	return nil
 }
@@ -142,6 +161,8 @@ func bindDeliveryFlags(fs *flag.FlagSet, o *operator.Options) {
 		"This operator's identity in the owners sets of applied objects, so hubs sharing a member never take each other's objects. Empty: derived from the UID of the hub's kube-system namespace.")
 	fs.BoolVar(&o.DisableLocalCluster, "disable-local-cluster", o.DisableLocalCluster,
 		"Refuse destinations that name the cluster the operator runs in.")
+	fs.StringVar(&o.LocalServiceAccount, "local-service-account", o.LocalServiceAccount,
+		"NAMESPACE/NAME of the ServiceAccount that bundles for the cluster the operator runs in are applied as, when they name none (spec.serviceAccountName). Empty: such bundles are refused. The operator's own identity never applies a bundle.")
 	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval,
 		"Reapply every VidraResource at least this often, whatever the watches report.")
 	fs.BoolVar(&o.ReconcileOnEvents, "reconcile-on-events", o.ReconcileOnEvents,
@@ -164,6 +185,14 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Timeout of every request to Infrahub.")
 	fs.IntVar(&o.MaxConcurrentSyncs, "max-concurrent-syncs", o.MaxConcurrentSyncs,
 		"InfrahubSyncs synced at once.")
+	fs.IntVar(&o.InfrahubSyncMaxArtifacts, "infrahub-sync-max-artifacts", o.InfrahubSyncMaxArtifacts,
+		"Most artifacts one InfrahubSync may list; a larger listing is not read to its end, and the sync is Stalled (LimitExceeded) with nothing changed.")
+	fs.Var(bytesValue{&o.InfrahubSyncMaxBytes}, "infrahub-sync-max-bytes",
+		"Most artifact content, a `size` such as 512Mi, one InfrahubSync downloads in one sync (unchanged artifacts are not downloaded); past it, the sync is Stalled (LimitExceeded) and the rest keep what they delivered.")
+	fs.DurationVar(&o.InfrahubSyncTimeout, "infrahub-sync-timeout", o.InfrahubSyncTimeout,
+		"Most time one InfrahubSync's listing and downloads take together; past it, the sync is Stalled (LimitExceeded).")
+	fs.Var(bytesValue{&o.InfrahubMemoryBudget}, "infrahub-memory-budget",
+		"Memory, a `size` such as 512Mi, that all InfrahubSyncs' answers from Infrahub may take at once: an artifact holds 8 times its size of it while it is downloaded, decoded and stored, so the largest artifact delivered is an eighth of it. Keep it well under the pod's memory limit.")
 	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress,
 		"Address Infrahub's webhooks (POST /hooks/infrahub) are received on; 0 disables them.")
 	fs.StringVar(&o.WebhookSecret, "infrahub-webhook-secret", o.WebhookSecret,

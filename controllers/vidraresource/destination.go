@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,17 +55,14 @@ func (r *Reconciler) target(ctx context.Context, vr *vidrav1alpha1.VidraResource
 	}
 	httpClient := cl.GetHTTPClient()
 	cfg := rest.CopyConfig(cl.GetConfig())
-	if sa := vr.Spec.ServiceAccountName; sa != "" {
-		ns := vr.Spec.Destination.Namespace
-		if ns == "" {
-			ns = "default"
-		}
+	if user := r.applyAs(vr, name); user != "" {
 		// Impersonate over the cluster's own transport: its connections are reused.
-		user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)
 		httpClient = &http.Client{
 			Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: user}, httpClient.Transport),
 			Timeout:   timeout,
 		}
+	} else if name == destination.LocalCluster {
+		return &target{name: name}, errNoLocalServiceAccount
 	} else {
 		copied := *httpClient
 		copied.Timeout = timeout
@@ -76,6 +74,28 @@ func (r *Reconciler) target(ctx context.Context, vr *vidrav1alpha1.VidraResource
 	}
 	return &target{name: name, cluster: cl, client: c}, nil
 }
+
+// applyAs is the user a VidraResource's objects are applied as on the cluster, "" for
+// the cluster's own identity: its spec.serviceAccountName in the destination namespace
+// (default "default"), else on the hub the local ServiceAccount. On the hub the
+// operator's own identity never applies a bundle: its rights are the operator's.
+func (r *Reconciler) applyAs(vr *vidrav1alpha1.VidraResource, name multicluster.ClusterName) string {
+	sa := types.NamespacedName{Namespace: vr.Spec.Destination.Namespace, Name: vr.Spec.ServiceAccountName}
+	if sa.Namespace == "" {
+		sa.Namespace = "default"
+	}
+	if sa.Name == "" {
+		if name != destination.LocalCluster || r.LocalServiceAccount.Name == "" {
+			return ""
+		}
+		sa = r.LocalServiceAccount
+	}
+	return "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+}
+
+// errNoLocalServiceAccount: a bundle for the hub names no ServiceAccount, and the
+// operator has none for such bundles.
+var errNoLocalServiceAccount = errors.New("a bundle for the hub is applied as a ServiceAccount, never as the operator: set spec.serviceAccountName, or run the operator with --local-service-account (chart value localCluster.serviceAccount)")
 
 // requestTimeout is the default bound of one request to a destination.
 const requestTimeout = 30 * time.Second
@@ -90,7 +110,11 @@ func (r *Reconciler) findDestination(ctx context.Context, d *delivery) *outcome 
 	if dest != nil {
 		d.vr.Status.Cluster = destination.Label(dest.name)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoLocalServiceAccount):
+		markStalled(d.vr, vidrav1alpha1.ReasonPolicyDenied, err.Error())
+		return stop(ctrl.Result{}, nil)
+	case err != nil:
 		markNotReady(d.vr, vidrav1alpha1.ReasonClusterNotFound, err.Error())
 		return stop(ctrl.Result{RequeueAfter: destinationRetry}, nil)
 	}
@@ -131,14 +155,15 @@ func (r *Reconciler) withDestinationNamespace(ctx context.Context, dest *target,
 	// costs the apply a retry, never a wrong write (every write has a precondition).
 	// Absent from a synced cache, it is missing or not Vidra's: the apply creates it, or
 	// finds it is not Vidra's and uses it as it is (remembered, so it is read next time).
-	// A service account may not be allowed to create it, nor an identity narrowed to
-	// namespaces to watch them all: then it is read first.
+	// A service account (every bundle for the hub is applied as one) may not be allowed to
+	// create it, nor an identity narrowed to namespaces to watch them all: then it is read
+	// first.
 	var err error
 	cached, inCache := r.Watches.Cached(ctx, dest, ref)
 	switch {
 	case inCache:
 		existing = cached
-	case vr.Spec.ServiceAccountName == "" && !r.namespacesNarrowed(dest) && !r.sharedApplyOf(dest.name).isUnmanaged(ns) && r.Watches.Synced(ctx, dest, vr.Name, ref.GVK):
+	case r.applyAs(vr, dest.name) == "" && !r.namespacesNarrowed(dest) && !r.sharedApplyOf(dest.name).isUnmanaged(ns) && r.Watches.Synced(ctx, dest, vr.Name, ref.GVK):
 		return append([]*unstructured.Unstructured{n}, objects...), placement{joins: ns}, nil
 	default:
 		err = dest.client.Get(ctx, client.ObjectKey{Name: ns}, existing)

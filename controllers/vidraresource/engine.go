@@ -21,6 +21,7 @@ func (r *Reconciler) prepareApply(ctx context.Context, d *delivery) *outcome {
 		markNotReady(d.vr, vidrav1alpha1.ReasonApplyFailed, err.Error())
 		return stop(ctrl.Result{}, err)
 	}
+	d.addedNamespace = len(objects) > len(d.objects)
 	d.objects, d.engine = objects, r.engine(ctx, d.vr, d.dest, p)
 	d.previous = inventory.FromEntries(d.vr.Status.ManagedResources)
 	return nil

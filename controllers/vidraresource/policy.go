@@ -2,6 +2,9 @@ package vidraresource
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -9,6 +12,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
 
@@ -27,42 +31,150 @@ func (r *Reconciler) namespacesNarrowed(dest *target) bool {
 	return engaged && err == nil && len(pol.AllowedNamespaces) > 0
 }
 
-// checkPolicy stalls a bundle its cluster's delivery policy refuses, before anything
+// checkPolicy stalls a bundle that may not go where it is meant to, before anything
 // reaches the cluster: it is looked at again when the policy or the spec changes.
 func (r *Reconciler) checkPolicy(ctx context.Context, d *delivery) *outcome {
-	denied := r.policyDenies(ctx, d.vr, d.dest, d.objects)
-	if denied == "" {
-		return nil
-	}
-	markStalled(d.vr, vidrav1alpha1.ReasonPolicyDenied, denied)
-	r.event(d.vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonPolicyDenied, denied)
-	return stop(ctrl.Result{}, nil)
+	return r.stallRefused(d, r.whyRefused(ctx, d.vr, d.dest, d.objects))
 }
 
-// policyDenies says why the cluster's delivery policy refuses the bundle ("" when it
-// does not). Objects are placed as the apply would place them (namespaces defaulted,
-// cluster-scoped ones without); an object whose kind the cluster does not map cannot be
-// applied either, and is left to the apply to report.
-func (r *Reconciler) policyDenies(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) string {
-	if r.Policies == nil {
-		return ""
+// checkPlacement checks again once the destination namespace joins the bundle: the
+// Namespace the apply creates is delivered like any object of it.
+func (r *Reconciler) checkPlacement(ctx context.Context, d *delivery) *outcome {
+	if !d.addedNamespace {
+		return nil
 	}
-	pol, engaged, err := r.Policies.Policy(dest.name)
-	switch {
-	case !engaged:
-		return ""
-	case err != nil:
-		return "the cluster's delivery policy does not parse, so nothing is delivered: " + err.Error()
-	case !pol.Restricts():
-		return ""
+	return r.stallRefused(d, r.whyRefused(ctx, d.vr, d.dest, d.objects))
+}
+
+func (r *Reconciler) stallRefused(d *delivery, denied refusal) *outcome {
+	if denied.why == "" {
+		return nil
 	}
-	refs, _ := refsOf(r.engine(ctx, vr, dest, placement{}), objects)
-	checked := make([]policy.Object, 0, len(refs))
+	markStalled(d.vr, vidrav1alpha1.ReasonPolicyDenied, denied.why)
+	r.event(d.vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonPolicyDenied, denied.why)
+	return stop(ctrl.Result{RequeueAfter: denied.retry}, nil)
+}
+
+// refusal is why a bundle may not go to its destination; retry, when set, is how soon
+// it is worth looking again without a change (a kind the cluster may serve by then).
+type refusal struct {
+	why   string
+	retry time.Duration
+}
+
+// unmappedRetry is how soon a bundle refused for a kind its cluster does not serve yet
+// is looked at again.
+const unmappedRetry = 10 * time.Second
+
+// whyRefused checks, in order: that whoever last changed the VidraResource may deliver to
+// the cluster its server URL names (admission decides every other destination), that
+// nothing of the bundle touches what the hub keeps for itself, and the cluster's delivery
+// policy. Objects are placed as the apply would place them (namespaces defaulted,
+// cluster-scoped ones without); where a kind is not served yet, so that its scope is not
+// known, a check that restricts anything refuses the bundle (fail closed).
+func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) refusal {
+	if why := r.deliverRefusal(ctx, vr, dest); why != "" {
+		return refusal{why: why}
+	}
+	var check func([]policy.Object) *policy.DeniedError
+	if dest.name == destination.LocalCluster {
+		check = func(objs []policy.Object) *policy.DeniedError {
+			return r.HubGuard.Check(objs, vr.Spec.Destination.Namespace)
+		}
+	} else if r.Policies != nil {
+		pol, engaged, err := r.Policies.Policy(dest.name)
+		switch {
+		case !engaged || (err == nil && !pol.Restricts()):
+			return refusal{}
+		case err != nil:
+			return refusal{why: "the cluster's delivery policy does not parse, so nothing is delivered: " + err.Error()}
+		}
+		check = func(objs []policy.Object) *policy.DeniedError {
+			return pol.Check(objs, vr.Spec.Destination.Namespace, vr.Spec.ServiceAccountName)
+		}
+	}
+	if check == nil {
+		return refusal{}
+	}
+	placed, unmapped := r.placeForPolicy(ctx, vr, dest, objects)
+	if denied := check(placed); denied != nil {
+		return refusal{why: "refused by " + ruleOwner(dest) + ", nothing applied: " + denied.Error()}
+	}
+	if len(unmapped) > 0 {
+		return refusal{retry: unmappedRetry, why: fmt.Sprintf("refused by %s, nothing applied: %s: the cluster does not serve this kind yet, so where it would go cannot be checked (looked at again every %s)",
+			ruleOwner(dest), strings.Join(unmapped, ", "), unmappedRetry)}
+	}
+	return refusal{}
+}
+
+func ruleOwner(dest *target) string {
+	if dest.name == destination.LocalCluster {
+		return "the hub's guard of its own state"
+	}
+	return "the cluster's delivery policy"
+}
+
+// placeForPolicy places each object as the apply would; unmapped names the objects whose
+// kind the cluster does not serve and no CRD of the bundle declares.
+func (r *Reconciler) placeForPolicy(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) (placed []policy.Object, unmapped []string) {
+	engine := r.engine(ctx, vr, dest, placement{})
+	for _, o := range objects {
+		if _, err := engine.Ref(o); err != nil {
+			if _, ok := scopeInBundle(o, objects); !ok {
+				unmapped = append(unmapped, fmt.Sprintf("%s %s", policy.KindName(o.GroupVersionKind().GroupKind()), o.GetName()))
+			}
+		}
+	}
+	refs, _ := refsOf(engine, objects)
+	placed = make([]policy.Object, 0, len(refs))
 	for _, ref := range refs {
-		checked = append(checked, policy.Object{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
+		placed = append(placed, policy.Object{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 	}
-	if denied := pol.Check(checked, vr.Spec.Destination.Namespace, vr.Spec.ServiceAccountName); denied != nil {
-		return "refused by the cluster's delivery policy, nothing applied: " + denied.Error()
+	return placed, unmapped
+}
+
+// deliverRefusal checks, for a destination given as a server URL other than the hub's,
+// that whoever last changed the VidraResource may deliver to the cluster the URL names:
+// admission cannot, as the URL names a cluster only here. A VidraResource without a
+// recorded requester was written by the operator (a sync, which admission checked) or
+// before the admission policy was installed.
+func (r *Reconciler) deliverRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) string {
+	who, recorded := policy.RequesterOf(vr.Annotations)
+	if !recorded || vr.Spec.Destination.Server == "" || vr.Spec.Destination.Cluster != "" || dest.name == destination.LocalCluster {
+		return ""
 	}
-	return ""
+	cluster := string(dest.name)
+	asked := deliverCheck{generation: vr.Generation, user: who.User, cluster: cluster}
+	if v, ok := r.deliverChecks.Load(vr.Name); ok {
+		if last := v.(deliverCheck); last.sameQuestion(asked) && time.Since(last.at) < deliverCheckTTL {
+			return last.why
+		}
+	}
+	ok, why, err := policy.MayDeliver(ctx, r.Hub, who, cluster)
+	switch {
+	case err != nil:
+		return "whether " + who.User + " may deliver there cannot be checked, so nothing is delivered: " + err.Error()
+	case ok:
+		why = ""
+	}
+	asked.why, asked.at = why, time.Now()
+	r.deliverChecks.Store(vr.Name, asked)
+	return why
+}
+
+// deliverCheckTTL is how long the answer of one SubjectAccessReview is reused: a right
+// taken away holds within it.
+const deliverCheckTTL = time.Minute
+
+// deliverCheck is the last answer to whether a VidraResource's requester may deliver to
+// its cluster.
+type deliverCheck struct {
+	generation    int64
+	user, cluster string
+	why           string
+	at            time.Time
+}
+
+func (c deliverCheck) sameQuestion(o deliverCheck) bool {
+	return c.generation == o.generation && c.user == o.user && c.cluster == o.cluster
 }

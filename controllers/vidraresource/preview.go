@@ -80,11 +80,24 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 		fail("destination: " + err.Error())
 		return
 	}
-	objects, p, err := r.withDestinationNamespace(ctx, dest, vr, objects)
+	// Whatever guards an apply guards a preview, before anything is read: a preview
+	// shows live objects' fields to every reader of the VidraResource.
+	if denied := r.whyRefused(ctx, vr, dest, objects); denied.why != "" {
+		fail(denied.why)
+		return
+	}
+	placed, p, err := r.withDestinationNamespace(ctx, dest, vr, objects)
 	if err != nil {
 		fail(err.Error())
 		return
 	}
+	if len(placed) > len(objects) {
+		if denied := r.whyRefused(ctx, vr, dest, placed); denied.why != "" {
+			fail(denied.why)
+			return
+		}
+	}
+	objects = placed
 	engine := r.engine(ctx, vr, dest, p)
 	previous := inventory.FromEntries(vr.Status.ManagedResources)
 	desired, _ := refsOf(engine, objects)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // Reconciler reconciles VidraResources on the hub.
@@ -72,6 +74,14 @@ type Reconciler struct {
 	History *history.History
 	// Policies gives enrolled clusters' delivery policies. Nil: no cluster has one.
 	Policies PolicySource
+	// HubGuard is what no bundle may change on the hub.
+	HubGuard policy.HubGuard
+	// LocalServiceAccount is who bundles for the hub are applied as when they name no
+	// ServiceAccount of their own; empty: such bundles are refused. The operator's own
+	// identity never applies a bundle.
+	LocalServiceAccount types.NamespacedName
+	// deliverChecks holds, per VidraResource, the last deliverCheck.
+	deliverChecks sync.Map
 	// revisions holds, per VidraResource, the revision this process last recorded.
 	revisions sync.Map
 	// handovers counts, per destination label, the times this replica lost the cluster
@@ -162,8 +172,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	for _, step := range []func(context.Context, *delivery) *outcome{
 		r.readBundle,      // the bundle, decoded whole before anything is applied
 		r.findDestination, // the cluster it goes to
-		r.checkPolicy,     // the cluster's delivery policy, before anything reaches it
+		r.checkPolicy,     // who may deliver there, and what the cluster takes
 		r.prepareApply,    // the destination namespace and the apply engine
+		r.checkPlacement,  // a destination namespace the apply creates is checked too
 		r.previewOnly,     // a dry run previews the bundle and applies nothing
 		r.sizeInventory,   // what it will own, which the hub must be able to record
 		r.recordOwnership, // recorded before it is applied: a crash never orphans an object
@@ -189,8 +200,10 @@ type delivery struct {
 	// namespace when the bundle must create it.
 	data    []byte
 	objects []*unstructured.Unstructured
-	dest    *target
-	engine  *apply.Engine
+	// addedNamespace: the destination namespace joined objects.
+	addedNamespace bool
+	dest           *target
+	engine         *apply.Engine
 	// judged is each object's health as last judged, by key: an object left unchanged
 	// since keeps it.
 	judged map[string]vidrav1alpha1.ManagedResource

@@ -75,7 +75,7 @@ func (r Resolver) local() (multicluster.ClusterName, error) {
 }
 
 // LocalClusterLabel is how VidraResource status names the local cluster.
-const LocalClusterLabel = "local"
+const LocalClusterLabel = vidrav1alpha1.LocalClusterName
 
 // Label is a cluster's name as VidraResource status shows it.
 func Label(name multicluster.ClusterName) string {

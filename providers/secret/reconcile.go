@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -62,6 +63,12 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		// A later duplicate still holds the name; it steps back when it is reconciled.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
+	if current != nil && p.narrowFirst(current, enr) {
+		// The Secret's policy holds from now, whatever becomes of its new connection.
+		if err := p.writeEngagedStatus(ctx, current, enr.labels, ""); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if loadErr != nil {
 		var rejected *kubeconfig.RejectedError
 		if !errors.As(loadErr, &rejected) {
@@ -91,6 +98,20 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		}
 	}
 	return reconcile.Result{}, p.engage(ctx, secret, enr, cfg, current)
+}
+
+// narrowFirst gives the engaged cluster its Secret's delivery policy at once, before any
+// new connection is built, and says whether it changed: a narrowed policy must not wait
+// for a reconnect that may take long or fail. A wider one is safe early too: the member's
+// RBAC still refuses what the old identity may not do.
+func (p *Provider) narrowFirst(current *engagedCluster, enr enrollment) bool {
+	current.mu.Lock()
+	defer current.mu.Unlock()
+	if current.policyErr == enr.policyErr && reflect.DeepEqual(current.policy, enr.policy) {
+		return false
+	}
+	current.policy, current.policyErr = enr.policy, enr.policyErr
+	return true
 }
 
 // engage builds the Secret's cluster and engages it; when current is not nil the new

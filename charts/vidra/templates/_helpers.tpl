@@ -32,6 +32,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The ServiceAccount bundles for the local cluster are applied as. */}}
+{{- define "vidra.localServiceAccountName" -}}
+{{- default (printf "%s-local" (include "vidra.fullname" .) | trunc 63 | trimSuffix "-") .Values.localCluster.serviceAccount -}}
+{{- end -}}
+
+{{/* The operator's own user name, whose writes the admission policies let through. */}}
+{{- define "vidra.operatorUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "vidra.serviceAccountName" .) -}}
+{{- end -}}
+
 {{/* The namespace whose labeled kubeconfig Secrets enroll clusters. */}}
 {{- define "vidra.clusterSecretNamespace" -}}
 {{- default .Release.Namespace .Values.clusterSecretNamespace -}}

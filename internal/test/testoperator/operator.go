@@ -11,8 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -22,6 +24,11 @@ import (
 
 // Namespace is the operator's namespace on the hub.
 const Namespace = "vidra-system"
+
+// LocalServiceAccount is who bundles for the hub are applied as: bound to cluster-admin,
+// as an admin binds it who lets local bundles apply anything (the chart's
+// rbac.localApply=broad).
+const LocalServiceAccount = "vidra-local"
 
 // HubID is the operator's hub ID.
 const HubID = "hub"
@@ -33,6 +40,9 @@ type Options struct {
 	Unenrolled int
 	// Configure, when set, changes the operator's options as a flag would.
 	Configure func(*operator.Options)
+	// HubConfig, when set, is how the operator reaches the hub (for example with a token
+	// of the chart's ServiceAccount); nil: as the fleet's admin.
+	HubConfig *rest.Config
 }
 
 // Operator is Vidra running in the test process.
@@ -56,8 +66,12 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	if err := fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace %s: %w", Namespace, err)
 	}
+	if err := bindLocalServiceAccount(ctx, fleet.Hub.Client); err != nil {
+		return nil, err
+	}
 	op := &Operator{Registry: prometheus.NewRegistry()}
 	o := operator.DefaultOptions()
+	o.LocalServiceAccount = Namespace + "/" + LocalServiceAccount
 	o.Logger, o.Metrics = log, op.Registry
 	o.MetricsBindAddress, o.HealthProbeBindAddress, o.WebhookBindAddress = "0", "0", "0"
 	o.LeaderElectionNamespace, o.ClusterSecretNamespace, o.ContentNamespace, o.InfrahubSecretNamespace = Namespace, Namespace, Namespace, Namespace
@@ -71,7 +85,11 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	if opts.Configure != nil {
 		opts.Configure(&o)
 	}
-	if op.Operator, err = operator.New(ctx, fleet.Hub.Config, o); err != nil {
+	hubConfig := fleet.Hub.Config
+	if opts.HubConfig != nil {
+		hubConfig = opts.HubConfig
+	}
+	if op.Operator, err = operator.New(ctx, hubConfig, o); err != nil {
 		return nil, err
 	}
 	stopped := make(chan struct{})
@@ -83,6 +101,23 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 		}
 	}()
 	return op, nil
+}
+
+// bindLocalServiceAccount creates LocalServiceAccount and binds it to cluster-admin.
+func bindLocalServiceAccount(ctx context.Context, hub client.Client) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: LocalServiceAccount, Namespace: Namespace}}
+	if err := hub.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create service account %s: %w", LocalServiceAccount, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "vidra-local-apply"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: LocalServiceAccount, Namespace: Namespace}},
+	}
+	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bind service account %s: %w", LocalServiceAccount, err)
+	}
+	return nil
 }
 
 // CreateEnrollments creates the operator's namespace and the labeled kubeconfig Secrets

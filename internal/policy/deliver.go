@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// Requester is who last wrote a VidraResource's spec.
+type Requester struct {
+	User   string
+	Groups []string
+}
+
+// RequesterOf reads the requester the admission policy recorded; false when none is.
+func RequesterOf(annotations map[string]string) (Requester, bool) {
+	user := annotations[vidrav1alpha1.RequestedByAnnotation]
+	if user == "" {
+		return Requester{}, false
+	}
+	return Requester{User: user, Groups: split(annotations[vidrav1alpha1.RequestedByGroupsAnnotation])}, true
+}
+
+// DeliverRight spells the RBAC right that lets a person deliver to the cluster.
+func DeliverRight(cluster string) string {
+	return fmt.Sprintf("the verb %s on vidraclusters named %s (API group %s)", vidrav1alpha1.DeliverVerb, cluster, vidrav1alpha1.GroupVersion.Group)
+}
+
+// MayDeliver asks the API server whether the requester may deliver to the cluster, and
+// says why not when they may not.
+func MayDeliver(ctx context.Context, c client.Client, who Requester, cluster string) (bool, string, error) {
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   who.User,
+		Groups: who.Groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group:    vidrav1alpha1.GroupVersion.Group,
+			Resource: "vidraclusters",
+			Name:     cluster,
+			Verb:     vidrav1alpha1.DeliverVerb,
+		},
+	}}
+	if err := c.Create(ctx, review); err != nil {
+		return false, "", fmt.Errorf("review whether %s may deliver to cluster %s: %w", who.User, cluster, err)
+	}
+	if review.Status.Allowed {
+		return true, "", nil
+	}
+	why := fmt.Sprintf("%s, who last changed it, may not deliver to cluster %s: that needs %s", who.User, cluster, DeliverRight(cluster))
+	if r := strings.TrimSpace(review.Status.Reason); r != "" {
+		why += " (" + r + ")"
+	}
+	return false, why, nil
+}

@@ -1,0 +1,262 @@
+package operator_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
+)
+
+// sharedHub is a hub shared by teams: the chart's RBAC and admission policies installed,
+// the operator running with a token of the chart's ServiceAccount, two members enrolled.
+type sharedHub struct {
+	fleet *testfleet.Fleet
+	admin client.Client
+	// tenant may write VidraResources and InfrahubSyncs, and deliver to member 0 only.
+	tenant client.Client
+	// writer may write VidraResources, and deliver nowhere.
+	writer client.Client
+	// local may write VidraResources and deliver to the hub (local).
+	local client.Client
+}
+
+// chartRelease and the test operator's namespace give the chart's names: ServiceAccount
+// vidra, local ServiceAccount vidra-local.
+const (
+	chartRelease   = "vidra"
+	chartOperator  = "vidra"
+	tenantUser     = "tenant-a"
+	writerUser     = "writer"
+	localUser      = "local-deliverer"
+	objectsTimeout = 30 * time.Second
+)
+
+func startSharedHub(t *testing.T) *sharedHub {
+	t.Helper()
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		t.Skip("HELM is not set: run `make test`, or set HELM to a helm binary (make helm builds bin/tools/helm-v3.19.0)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &sharedHub{fleet: fleet, admin: fleet.Hub.Client}
+	installChart(ctx, t, helm, h.admin)
+	op, err := testoperator.Start(ctx, fleet, testoperator.Options{HubConfig: chartToken(ctx, t, fleet.Hub.Config)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-op.Stopped
+		if err := fleet.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := testoperator.Enroll(ctx, fleet.Hub, fleet.Members...); err != nil {
+		t.Fatal(err)
+	}
+	h.tenant = h.user(t, tenantUser, fleet.Members[0].Name)
+	h.writer = h.user(t, writerUser)
+	h.local = h.user(t, localUser, vidrav1alpha1.LocalClusterName)
+	// The API server applies new admission policies once its informers have them.
+	testfleet.Eventually(t, objectsTimeout, "the chart's admission policies in force", func() (bool, error) {
+		err := h.writer.Create(ctx, bundle("probe", vidrav1alpha1.Destination{Cluster: fleet.Members[0].Name}, configMap("probe", "x")), client.DryRunAll)
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
+	})
+	return h
+}
+
+// installChart applies what the chart renders on the hub but its Deployment and Service:
+// the operator runs in the test process instead.
+func installChart(ctx context.Context, t *testing.T, helm string, admin client.Client) {
+	t.Helper()
+	root, err := testfleet.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, helm, "template", chartRelease, filepath.Join(root, "charts", "vidra"),
+		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=broad",
+		"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v: %s", err, stderr.String())
+	}
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testoperator.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		o := &unstructured.Unstructured{}
+		if err := decoder.Decode(&o.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(o.Object) == 0 || o.GetKind() == "Deployment" || o.GetKind() == "Service" {
+			continue
+		}
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// chartToken is a hub config holding a token of the chart's ServiceAccount, and nothing
+// of the admin's.
+func chartToken(ctx context.Context, t *testing.T, admin *rest.Config) *rest.Config {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(testoperator.Namespace).CreateToken(ctx, chartOperator, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(admin)
+	cfg.BearerToken = tr.Status.Token
+	cfg.QPS, cfg.Burst = admin.QPS, admin.Burst
+	return cfg
+}
+
+// user provisions a person who may write VidraResources and InfrahubSyncs, and deliver to
+// the clusters named.
+func (h *sharedHub) user(t *testing.T, name string, deliverTo ...string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	rules := []rbacv1.PolicyRule{{
+		APIGroups: []string{vidrav1alpha1.GroupVersion.Group},
+		Resources: []string{"vidraresources", "infrahubsyncs", "vidraclusters"},
+		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+	}}
+	if len(deliverTo) > 0 {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{vidrav1alpha1.GroupVersion.Group}, Resources: []string{"vidraclusters"}, ResourceNames: deliverTo, Verbs: []string{vidrav1alpha1.DeliverVerb}})
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "team-" + name}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := h.admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig, err := h.fleet.Hub.AddUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: h.admin.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func bundle(name string, dest vidrav1alpha1.Destination, manifest string) *vidrav1alpha1.VidraResource {
+	return &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       vidrav1alpha1.VidraResourceSpec{Destination: dest, Manifest: manifest},
+	}
+}
+
+func configMap(name, text string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + strconv.Quote(name) + "\ndata:\n  text: " + strconv.Quote(text) + "\n"
+}
+
+// waitFor waits until the VidraResource's condition has the reason, and returns it.
+func (h *sharedHub) waitFor(t *testing.T, name, condition, reason string) *vidrav1alpha1.VidraResource {
+	t.Helper()
+	vr := &vidrav1alpha1.VidraResource{}
+	testfleet.Eventually(t, objectsTimeout, name+" "+condition+" "+reason, func() (bool, error) {
+		if err := h.admin.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(vr.Status.Conditions, condition)
+		if c != nil && c.Reason == reason && c.ObservedGeneration == vr.Generation {
+			return true, nil
+		}
+		return false, fmt.Errorf("generation %d, conditions %+v", vr.Generation, vr.Status.Conditions)
+	})
+	return vr
+}
+
+// refusedWhole waits until the VidraResource is Stalled by a policy saying all of want,
+// having applied nothing.
+func (h *sharedHub) refusedWhole(t *testing.T, name string, want ...string) {
+	t.Helper()
+	if vr := h.stalledBecause(t, name, want...); len(vr.Status.ManagedResources) > 0 {
+		t.Errorf("%s refused, yet it manages %v", name, vr.Status.ManagedResources)
+	}
+}
+
+// stalledBecause waits until the VidraResource is Stalled by a policy saying all of want.
+func (h *sharedHub) stalledBecause(t *testing.T, name string, want ...string) *vidrav1alpha1.VidraResource {
+	t.Helper()
+	vr := h.waitFor(t, name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonPolicyDenied)
+	msg := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionStalled).Message
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s Stalled: %q, want it to say %q", name, msg, w)
+		}
+	}
+	return vr
+}
+
+// refused says the create was refused by the API server with a message saying all of want.
+func refused(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("admitted; want it refused saying %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("refused with %q, want it to say %q", err, w)
+		}
+	}
+}
+
+func cleanup(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Cleanup(func() {
+		for _, o := range objs {
+			_ = c.Delete(context.Background(), o)
+		}
+	})
+}
