@@ -170,8 +170,8 @@ func TestSharedHub(t *testing.T) {
 		if err := m1.Client.Create(ctx, private); err != nil {
 			t.Fatal(err)
 		}
-		setPolicy(t, h, m1.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "apps"})
-		t.Cleanup(func() { setPolicy(t, h, m1.Name, nil) })
+		testoperator.SetPolicy(t, h.admin, m1.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "apps"})
+		t.Cleanup(func() { testoperator.SetPolicy(t, h.admin, m1.Name, nil) })
 		peek := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: private\n  namespace: default\ndata:\n  token: other\n"
 		dry := bundle("peek-dry-run", vidrav1alpha1.Destination{Cluster: m1.Name, Namespace: "apps"}, peek)
 		dry.Spec.DryRun = true
@@ -203,8 +203,8 @@ func TestSharedHub(t *testing.T) {
 	})
 
 	t.Run("what the policy cannot place, and the namespace the apply would create, are refused", func(t *testing.T) {
-		setPolicy(t, h, m1.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "apps"})
-		t.Cleanup(func() { setPolicy(t, h, m1.Name, nil) })
+		testoperator.SetPolicy(t, h.admin, m1.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "apps"})
+		t.Cleanup(func() { testoperator.SetPolicy(t, h.admin, m1.Name, nil) })
 		unmapped := bundle("unmapped-kind", vidrav1alpha1.Destination{Cluster: m1.Name, Namespace: "apps"},
 			"apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: elsewhere\n")
 		if err := h.admin.Create(ctx, unmapped); err != nil {
@@ -213,7 +213,7 @@ func TestSharedHub(t *testing.T) {
 		cleanup(t, h.admin, unmapped)
 		h.refusedWhole(t, unmapped.Name, "Widget.example.com w", "does not serve this kind yet")
 
-		setPolicy(t, h, m1.Name, map[string]string{vidrav1alpha1.AllowedClusterKindsAnnotation: "ClusterRole.rbac.authorization.k8s.io"})
+		testoperator.SetPolicy(t, h.admin, m1.Name, map[string]string{vidrav1alpha1.AllowedClusterKindsAnnotation: "ClusterRole.rbac.authorization.k8s.io"})
 		fresh := bundle("fresh-namespace", vidrav1alpha1.Destination{Cluster: m1.Name, Namespace: "fresh"}, configMap("f", "v"))
 		if err := h.admin.Create(ctx, fresh); err != nil {
 			t.Fatal(err)
@@ -272,39 +272,5 @@ func TestSharedHub(t *testing.T) {
 			c := meta.FindStatusCondition(vc.Status.Conditions, vidrav1alpha1.ConditionKubeconfigCurrent)
 			return c != nil && c.Status == metav1.ConditionFalse && vc.Status.Phase == vidrav1alpha1.ClusterEngaged, nil
 		})
-	})
-}
-
-// setPolicy sets (nil: removes) a member's delivery policy annotations and waits until its
-// VidraCluster shows them.
-func setPolicy(t *testing.T, h *sharedHub, member string, annotations map[string]string) {
-	t.Helper()
-	ctx := context.Background()
-	secret := &corev1.Secret{}
-	if err := h.admin.Get(ctx, client.ObjectKey{Namespace: testoperator.Namespace, Name: member}, secret); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{vidrav1alpha1.AllowedNamespacesAnnotation, vidrav1alpha1.AllowedClusterKindsAnnotation, vidrav1alpha1.RequireServiceAccountAnnotation} {
-		delete(secret.Annotations, k)
-	}
-	if secret.Annotations == nil {
-		secret.Annotations = map[string]string{}
-	}
-	for k, v := range annotations {
-		secret.Annotations[k] = v
-	}
-	if err := h.admin.Update(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	testfleet.Eventually(t, objectsTimeout, "VidraCluster "+member+" shows its policy", func() (bool, error) {
-		vc := &vidrav1alpha1.VidraCluster{}
-		if err := h.admin.Get(ctx, client.ObjectKey{Name: member}, vc); err != nil {
-			return false, err
-		}
-		p := vc.Status.DeliveryPolicy
-		if annotations == nil {
-			return p == nil, nil
-		}
-		return p != nil && strings.Join(p.AllowedNamespaces, ",") == annotations[vidrav1alpha1.AllowedNamespacesAnnotation], nil
 	})
 }

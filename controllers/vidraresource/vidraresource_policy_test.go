@@ -2,7 +2,6 @@ package vidraresource_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,46 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
-
-// setPolicy sets (nil: removes) the delivery policy annotations of a member's enrollment
-// Secret, and waits until its VidraCluster shows the result.
-func setPolicy(t *testing.T, member string, annotations map[string]string) {
-	t.Helper()
-	ctx := context.Background()
-	secret := &corev1.Secret{}
-	if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: testoperator.Namespace, Name: member}, secret); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{vidrav1alpha1.AllowedNamespacesAnnotation, vidrav1alpha1.AllowedClusterKindsAnnotation, vidrav1alpha1.RequireServiceAccountAnnotation} {
-		delete(secret.Annotations, k)
-	}
-	if secret.Annotations == nil {
-		secret.Annotations = map[string]string{}
-	}
-	for k, v := range annotations {
-		secret.Annotations[k] = v
-	}
-	if err := fleet.Hub.Client.Update(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Split(annotations[vidrav1alpha1.AllowedNamespacesAnnotation], ",")
-	testfleet.Eventually(t, 30*time.Second, "VidraCluster "+member+" shows its policy", func() (bool, error) {
-		vc := &vidrav1alpha1.VidraCluster{}
-		if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: member}, vc); err != nil {
-			return false, err
-		}
-		if annotations == nil {
-			return vc.Status.DeliveryPolicy == nil, nil
-		}
-		return vc.Status.DeliveryPolicy != nil && slices.Equal(vc.Status.DeliveryPolicy.AllowedNamespaces, want), nil
-	})
-}
 
 // A cluster's delivery policy, set on its enrollment Secret, refuses a whole bundle that
 // breaks it, before anything reaches the cluster: Stalled PolicyDenied naming the object
@@ -58,8 +22,8 @@ func setPolicy(t *testing.T, member string, annotations map[string]string) {
 func TestDeliveryPolicyRefusesABundleWhole(t *testing.T) {
 	ctx := context.Background()
 	m := fleet.Members[1]
-	setPolicy(t, m.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "policy-ok"})
-	t.Cleanup(func() { setPolicy(t, m.Name, nil) })
+	testoperator.SetPolicy(t, fleet.Hub.Client, m.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "policy-ok"})
+	t.Cleanup(func() { testoperator.SetPolicy(t, fleet.Hub.Client, m.Name, nil) })
 
 	cm := func(ns, name string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns + "}\ndata: {k: v}\n"
@@ -96,7 +60,7 @@ func TestDeliveryPolicyRefusesABundleWhole(t *testing.T) {
 	}
 
 	// The person who enrolled the cluster allows the other namespace and the kind.
-	setPolicy(t, m.Name, map[string]string{
+	testoperator.SetPolicy(t, fleet.Hub.Client, m.Name, map[string]string{
 		vidrav1alpha1.AllowedNamespacesAnnotation:   "policy-ok,policy-other",
 		vidrav1alpha1.AllowedClusterKindsAnnotation: "ClusterRole.rbac.authorization.k8s.io",
 	})
@@ -107,7 +71,7 @@ func TestDeliveryPolicyRefusesABundleWhole(t *testing.T) {
 	}
 
 	// A VidraResource without a service account, where the cluster requires one.
-	setPolicy(t, m.Name, map[string]string{
+	testoperator.SetPolicy(t, fleet.Hub.Client, m.Name, map[string]string{
 		vidrav1alpha1.AllowedNamespacesAnnotation:     "policy-ok,policy-other",
 		vidrav1alpha1.AllowedClusterKindsAnnotation:   "ClusterRole.rbac.authorization.k8s.io",
 		vidrav1alpha1.RequireServiceAccountAnnotation: "true",
