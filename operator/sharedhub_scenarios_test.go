@@ -153,6 +153,13 @@ func TestSharedHub(t *testing.T) {
 		asOperator := bundle("as-operator", vidrav1alpha1.Destination{Namespace: testoperator.Namespace}, configMap("x", "y"))
 		asOperator.Spec.ServiceAccountName = chartOperator
 		refused(t, h.local.Create(ctx, asOperator), "may not deliver to the hub as ServiceAccount "+testoperator.Namespace+"/"+chartOperator)
+		// Nor through the VidraResources a sync makes, which are the operator's writes.
+		syncAsOperator := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: "sync-as-operator"}, Spec: vidrav1alpha1.InfrahubSyncSpec{
+			Source:      vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: "https://infrahub.example.com", TargetBranch: "main", ArtefactName: "a"},
+			Destination: vidrav1alpha1.InfrahubSyncDestination{Destination: vidrav1alpha1.Destination{Namespace: testoperator.Namespace}},
+			Template:    &vidrav1alpha1.VidraResourceTemplate{ServiceAccountName: chartOperator},
+		}}
+		refused(t, h.local.Create(ctx, syncAsOperator), "may not deliver to the hub as ServiceAccount "+testoperator.Namespace+"/"+chartOperator)
 	})
 
 	t.Run("moving a bundle to another cluster is refused at apply", func(t *testing.T) {

@@ -68,6 +68,16 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 // clusterName is the cluster name the labels ask for: the value of ClusterLabel, or else a
 // name derived from the host in LegacyClusterLabel (see legacyName).
 func clusterName(labels map[string]string) (string, string, string) {
+	name, reason, message := requestedName(labels)
+	if reason == "" && name == vidrav1alpha1.LocalClusterName {
+		// RBAC names the hub local: a member of that name would take its deliver rights.
+		return "", vidrav1alpha1.ReasonInvalidClusterName, fmt.Sprintf("%q names the hub itself (RBAC's deliver on vidraclusters named %s): choose another cluster name", name, name)
+	}
+	return name, reason, message
+}
+
+// requestedName is the name the labels ask for, before names reserved for the hub.
+func requestedName(labels map[string]string) (string, string, string) {
 	if name, ok := labels[vidrav1alpha1.ClusterLabel]; ok {
 		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 			return "", vidrav1alpha1.ReasonInvalidClusterName,

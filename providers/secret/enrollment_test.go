@@ -47,3 +47,15 @@ func TestClusterLabelWinsOverTheLegacyLabel(t *testing.T) {
 		t.Errorf("an invalid name gave reason %q", reason)
 	}
 }
+
+// RBAC names the hub local: no member may take that name, by either label.
+func TestTheHubsNameIsNoMembersName(t *testing.T) {
+	for _, labels := range []map[string]string{
+		{vidrav1alpha1.ClusterLabel: vidrav1alpha1.LocalClusterName},
+		{vidrav1alpha1.LegacyClusterLabel: "LOCAL"},
+	} {
+		if name, reason, msg := clusterName(labels); reason != vidrav1alpha1.ReasonInvalidClusterName || !strings.Contains(msg, "names the hub itself") {
+			t.Errorf("clusterName(%v) = %q, %q, %q; want it refused", labels, name, reason, msg)
+		}
+	}
+}
