@@ -162,6 +162,10 @@ func TestSharedHub(t *testing.T) {
 		refused(t, h.local.Create(ctx, syncAsOperator), "may not deliver to the hub as ServiceAccount "+testoperator.Namespace+"/"+chartOperator)
 	})
 
+	t.Run("no other spelling, deletion, retargeting, relabeling or forged requester gets around it", func(t *testing.T) {
+		h.otherRoutes(t)
+	})
+
 	t.Run("moving a bundle to another cluster is refused at apply", func(t *testing.T) {
 		vr := bundle("stays", vidrav1alpha1.Destination{Cluster: m0.Name, Namespace: "team-d"}, configMap("stays", "v"))
 		if err := h.admin.Create(ctx, vr); err != nil {

@@ -76,6 +76,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 	}
 	r.written.Delete(vr.Name)
 	r.revisions.Delete(vr.Name)
+	r.deliverChecks.Delete(vr.Name)
 	return ctrl.Result{}, nil
 }
 

@@ -3,6 +3,7 @@ package vidraresource
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,8 +74,8 @@ const unmappedRetry = 10 * time.Second
 // cluster-scoped ones without); where a kind is not served yet, so that its scope is not
 // known, a check that restricts anything refuses the bundle (fail closed).
 func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) refusal {
-	if why := r.deliverRefusal(ctx, vr, dest); why != "" {
-		return refusal{why: why}
+	if why, retry := r.deliverRefusal(ctx, vr, dest); why != "" {
+		return refusal{why: why, retry: retry}
 	}
 	var check func([]policy.Object) *policy.DeniedError
 	if dest.name == destination.LocalCluster {
@@ -138,28 +139,29 @@ func (r *Reconciler) placeForPolicy(ctx context.Context, vr *vidrav1alpha1.Vidra
 // admission cannot, as the URL names a cluster only here. A VidraResource without a
 // recorded requester was written by the operator (a sync, which admission checked) or
 // before the admission policy was installed.
-func (r *Reconciler) deliverRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) string {
+func (r *Reconciler) deliverRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) (why string, retry time.Duration) {
 	who, recorded := policy.RequesterOf(vr.Annotations)
 	if !recorded || vr.Spec.Destination.Server == "" || vr.Spec.Destination.Cluster != "" || dest.name == destination.LocalCluster {
-		return ""
+		return "", 0
 	}
 	cluster := string(dest.name)
-	asked := deliverCheck{generation: vr.Generation, user: who.User, cluster: cluster}
+	asked := deliverCheck{generation: vr.Generation, who: who, cluster: cluster}
 	if v, ok := r.deliverChecks.Load(vr.Name); ok {
 		if last := v.(deliverCheck); last.sameQuestion(asked) && time.Since(last.at) < deliverCheckTTL {
-			return last.why
+			return last.why, 0
 		}
 	}
 	ok, why, err := policy.MayDeliver(ctx, r.Hub, who, cluster)
 	switch {
 	case err != nil:
-		return "whether " + who.User + " may deliver there cannot be checked, so nothing is delivered: " + err.Error()
+		// Not remembered: asked again soon.
+		return "whether " + who.User + " may deliver there cannot be checked yet, so nothing is delivered: " + err.Error(), unmappedRetry
 	case ok:
 		why = ""
 	}
 	asked.why, asked.at = why, time.Now()
 	r.deliverChecks.Store(vr.Name, asked)
-	return why
+	return why, 0
 }
 
 // deliverCheckTTL is how long the answer of one SubjectAccessReview is reused: a right
@@ -169,12 +171,13 @@ const deliverCheckTTL = time.Minute
 // deliverCheck is the last answer to whether a VidraResource's requester may deliver to
 // its cluster.
 type deliverCheck struct {
-	generation    int64
-	user, cluster string
-	why           string
-	at            time.Time
+	generation int64
+	who        policy.Requester
+	cluster    string
+	why        string
+	at         time.Time
 }
 
 func (c deliverCheck) sameQuestion(o deliverCheck) bool {
-	return c.generation == o.generation && c.user == o.user && c.cluster == o.cluster
+	return c.generation == o.generation && c.who.User == o.who.User && slices.Equal(c.who.Groups, o.who.Groups) && c.cluster == o.cluster
 }

@@ -6,6 +6,7 @@ package destination
 import (
 	"errors"
 	"fmt"
+	"net/url"
 
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -21,7 +22,34 @@ var (
 	ErrLocalClusterDisabled = errors.New("the local cluster is disabled (--disable-local-cluster)")
 	ErrNoFleet              = errors.New("this operator runs standalone and manages only its local cluster")
 	ErrUnknownServer        = errors.New("no enrolled cluster has this server")
+	ErrLocalSpelling        = errors.New("the hub's own server is spelled https://kubernetes.default.svc (port 443 and a trailing / allowed): give that, or no server at all")
 )
+
+// plainLocalSpelling says whether a server URL names the hub as the chart's admission
+// policy recognises it: scheme https and host kubernetes.default.svc in any ASCII case,
+// port 443 or none, path / or none, nothing else. Normalising is more lenient (it trims
+// spaces and slashes, and folds Unicode case), so a spelling only it accepts is refused.
+func plainLocalSpelling(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return false
+	}
+	port := u.Port()
+	return asciiLower(u.Scheme) == "https" && asciiLower(u.Hostname()) == "kubernetes.default.svc" &&
+		(port == "" || port == "443") && (u.EscapedPath() == "" || u.EscapedPath() == "/")
+}
+
+// asciiLower lowers ASCII letters only, as CEL's lowerAscii does: Unicode case folding
+// would take the Kelvin sign for a k.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
 
 // Fleet finds enrolled clusters by server URL.
 type Fleet interface {
@@ -53,6 +81,11 @@ func (r Resolver) Resolve(d vidrav1alpha1.Destination) (multicluster.ClusterName
 			return "", err
 		}
 		if server == localServer {
+			if !plainLocalSpelling(d.Server) {
+				// Admission names the hub only in these spellings: any other would go to the
+				// hub unchecked.
+				return "", fmt.Errorf("server %q: %w", d.Server, ErrLocalSpelling)
+			}
 			return r.local()
 		}
 		if r.Fleet == nil {

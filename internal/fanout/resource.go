@@ -34,7 +34,7 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 			Labels: mergeInto(maps.Clone(tpl.Labels), map[string]string{
 				d.sync.Label: d.sync.Object.GetName(),
 			}),
-			Annotations: mergeInto(maps.Clone(tpl.Annotations), map[string]string{
+			Annotations: mergeInto(withoutRequester(tpl.Annotations), map[string]string{
 				vidrav1alpha1.ArtifactIDAnnotation:       it.ID,
 				vidrav1alpha1.ArtifactChecksumAnnotation: it.Checksum,
 				vidrav1alpha1.ArtifactNameAnnotation:     it.Name,
@@ -46,6 +46,16 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 	}
 	applyTemplate(&vr.Spec, tpl)
 	return vr
+}
+
+// withoutRequester copies a template's annotations but who asked: the API server records
+// that, never a template (a VidraResource a sync makes is the operator's write, which the
+// admission policy does not stamp).
+func withoutRequester(annotations map[string]string) map[string]string {
+	out := maps.Clone(annotations)
+	delete(out, vidrav1alpha1.RequestedByAnnotation)
+	delete(out, vidrav1alpha1.RequestedByGroupsAnnotation)
+	return out
 }
 
 // applyTemplate sets the spec fields the template sets; the others keep their value.

@@ -23,8 +23,18 @@ func RequesterOf(annotations map[string]string) (Requester, bool) {
 	if user == "" {
 		return Requester{}, false
 	}
-	return Requester{User: user, Groups: split(annotations[vidrav1alpha1.RequestedByGroupsAnnotation])}, true
+	var groups []string
+	for _, g := range strings.Split(annotations[vidrav1alpha1.RequestedByGroupsAnnotation], ",") {
+		if g != "" {
+			groups = append(groups, groupUnescaper.Replace(g))
+		}
+	}
+	return Requester{User: user, Groups: groups}, true
 }
+
+// groupUnescaper undoes the admission policy's escaping of group names (% and , as %25
+// and %2C), so a comma in a name never makes two groups.
+var groupUnescaper = strings.NewReplacer("%2C", ",", "%25", "%")
 
 // DeliverRight spells the RBAC right that lets a person deliver to the cluster.
 func DeliverRight(cluster string) string {

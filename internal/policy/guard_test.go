@@ -51,9 +51,9 @@ func TestRequesterOf(t *testing.T) {
 	}
 	who, ok := RequesterOf(map[string]string{
 		"vidra.infrahub.operators.com/requested-by":        "alice",
-		"vidra.infrahub.operators.com/requested-by-groups": "team-web, system:authenticated",
+		"vidra.infrahub.operators.com/requested-by-groups": "team-web,cn=ops%2Cou=x%252C,system:authenticated",
 	})
-	if !ok || who.User != "alice" || strings.Join(who.Groups, "|") != "team-web|system:authenticated" {
+	if !ok || who.User != "alice" || strings.Join(who.Groups, "|") != "team-web|cn=ops,ou=x%2C|system:authenticated" {
 		t.Errorf("RequesterOf = %+v, %v", who, ok)
 	}
 }

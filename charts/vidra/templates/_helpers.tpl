@@ -67,3 +67,72 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The deliver policy's variables for one side of a request: "new" reads object, "old" reads
+oldObject. target is the cluster admission can name ("" when it cannot: a VidraResource
+naming a member by server URL, whose cluster the operator records in status.cluster).
+*/}}
+{{- define "vidra.deliverVariables" -}}
+{{- $v := printf "variables.%s" .side -}}
+- name: {{ .side }}Cluster
+  expression: "{{ .obj }}.spec.?destination.?cluster.orValue('')"
+- name: {{ .side }}Server
+  expression: "{{ .obj }}.spec.?destination.?server.orValue('')"
+- name: {{ .side }}ServerIsLocal
+  expression: >-
+    {{ $v }}Server == '' || (url({{ $v }}Server).getScheme().lowerAscii() == 'https' &&
+    url({{ $v }}Server).getHostname().lowerAscii() == 'kubernetes.default.svc' &&
+    url({{ $v }}Server).getPort() in ['', '443'] && url({{ $v }}Server).getEscapedPath() in ['', '/'])
+- name: {{ .side }}Everywhere
+  expression: >-
+    variables.isSync && ({{ .obj }}.spec.?destination.?clusterSelector.hasValue() ||
+    {{ .obj }}.spec.?destination.?clusterFromTarget.orValue(false) ||
+    ({{ $v }}Cluster == '' && !{{ $v }}ServerIsLocal))
+- name: {{ .side }}Target
+  expression: >-
+    {{ $v }}Everywhere ? '' : ({{ $v }}Cluster != '' ? {{ $v }}Cluster :
+    ({{ $v }}ServerIsLocal ? 'local' : {{ .obj }}.?status.?cluster.orValue('')))
+- name: {{ .side }}ServiceAccount
+  expression: "variables.isSync ? {{ .obj }}.spec.?template.?serviceAccountName.orValue('') : {{ .obj }}.spec.?serviceAccountName.orValue('')"
+- name: {{ .side }}ServiceAccountNamespace
+  expression: "{{ .obj }}.spec.?destination.?namespace.orValue('') == '' ? 'default' : {{ .obj }}.spec.destination.namespace"
+{{- end -}}
+
+{{/* The deliver policy's validations for one side of a request, when .when holds. */}}
+{{- define "vidra.deliverValidations" -}}
+{{- $v := printf "variables.%s" .side -}}
+- expression: "!({{ .when }}) || !{{ $v }}Everywhere || variables.deliver.check('deliver').allowed()"
+  messageExpression: >-
+    request.userInfo.username + ' may not deliver to every cluster, as this InfrahubSync
+    {{- if eq .side "old" }} did{{ else }} would{{ end }} (by clusterSelector,
+    clusterFromTarget or a server URL): that needs the verb deliver on vidraclusters without
+    resourceNames (API group infrahub.operators.com)'
+  reason: Forbidden
+- expression: "!({{ .when }}) || {{ $v }}Target == '' || variables.deliver.name({{ $v }}Target).check('deliver').allowed()"
+  messageExpression: >-
+    request.userInfo.username + ' may not deliver to cluster ' + {{ $v }}Target + ': that
+    needs the verb deliver on vidraclusters named ' + {{ $v }}Target + ' (API group
+    infrahub.operators.com); kubectl vidra can-deliver ' + {{ $v }}Target + ' checks it'
+  reason: Forbidden
+{{- if not .recordsRequester }}
+# Without MutatingAdmissionPolicies the operator cannot learn who asked: a server URL that
+# names a member needs deliver on every cluster.
+- expression: "!({{ .when }}) || variables.isSync || {{ $v }}Target != '' || variables.deliver.check('deliver').allowed()"
+  messageExpression: >-
+    request.userInfo.username + ' may not deliver to a cluster named by its server URL on
+    this API server: that needs the verb deliver on vidraclusters without resourceNames
+    (API group infrahub.operators.com); name the cluster with destination.cluster instead'
+  reason: Forbidden
+{{- end }}
+# A bundle for the hub runs as the ServiceAccount it names: only someone who may act as
+# that account may name it.
+- expression: >-
+    !({{ .when }}) || {{ $v }}Target != 'local' || {{ $v }}ServiceAccount == '' ||
+    authorizer.group('').resource('serviceaccounts').namespace({{ $v }}ServiceAccountNamespace).name({{ $v }}ServiceAccount).check('impersonate').allowed()
+  messageExpression: >-
+    request.userInfo.username + ' may not deliver to the hub as ServiceAccount ' +
+    {{ $v }}ServiceAccountNamespace + '/' + {{ $v }}ServiceAccount + ': that needs the verb
+    impersonate on that serviceaccount'
+  reason: Forbidden
+{{- end -}}
