@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -115,32 +114,7 @@ func (h *sharedHub) groupWithAComma(t *testing.T) {
 	ctx := context.Background()
 	m0 := h.fleet.Members[0]
 	const group = "cn=web,ou=teams"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "team-comma"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{vidrav1alpha1.GroupVersion.Group}, Resources: []string{"vidraresources"}, Verbs: []string{"get", "create", "delete"}},
-		{APIGroups: []string{vidrav1alpha1.GroupVersion.Group}, Resources: []string{"vidraclusters"}, ResourceNames: []string{m0.Name}, Verbs: []string{vidrav1alpha1.DeliverVerb}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "team-comma"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := h.admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kubeconfig, err := h.fleet.Hub.AddUser("grouped", group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grouped, err := client.New(cfg, client.Options{Scheme: h.admin.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	grouped := h.person(t, "grouped", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}, []string{m0.Name})
 	vr := bundle("grouped-by-server", vidrav1alpha1.Destination{Server: m0.Server(), Namespace: "team-h"}, configMap("grouped", "v"))
 	if err := grouped.Create(ctx, vr); err != nil {
 		t.Fatal(err)

@@ -155,6 +155,13 @@ func chartToken(ctx context.Context, t *testing.T, admin *rest.Config) *rest.Con
 // the clusters named.
 func (h *sharedHub) user(t *testing.T, name string, deliverTo ...string) client.Client {
 	t.Helper()
+	return h.person(t, name, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}, deliverTo)
+}
+
+// person provisions a user, in the subject's group when the subject is a group, and
+// binds the subject the rights user gives.
+func (h *sharedHub) person(t *testing.T, name string, subject rbacv1.Subject, deliverTo []string) client.Client {
+	t.Helper()
 	ctx := context.Background()
 	rules := []rbacv1.PolicyRule{{
 		APIGroups: []string{vidrav1alpha1.GroupVersion.Group},
@@ -168,14 +175,18 @@ func (h *sharedHub) user(t *testing.T, name string, deliverTo ...string) client.
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "team-" + name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}},
+		Subjects:   []rbacv1.Subject{subject},
 	}
 	for _, o := range []client.Object{role, binding} {
 		if err := h.admin.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig, err := h.fleet.Hub.AddUser(name)
+	var groups []string
+	if subject.Kind == rbacv1.GroupKind {
+		groups = append(groups, subject.Name)
+	}
+	kubeconfig, err := h.fleet.Hub.AddUser(name, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 type canDeliverOptions struct {
@@ -133,30 +134,21 @@ func (o *canDeliverOptions) runList(ctx context.Context, hub client.Client, out 
 
 // review asks the hub whether the caller, or the --as subject, may deliver to cluster.
 func (o *canDeliverOptions) review(ctx context.Context, hub client.Client, cluster string) (verdict, error) {
-	attributes := &authorizationv1.ResourceAttributes{
-		Group: vidrav1alpha1.GroupVersion.Group, Resource: "vidraclusters", Name: cluster, Verb: vidrav1alpha1.DeliverVerb,
-	}
-	who := "you"
-	var status authorizationv1.SubjectAccessReviewStatus
 	if o.as == "" && len(o.groups) == 0 {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attributes}}
-		if err := hub.Create(ctx, review); err != nil {
+		status, err := policy.ReviewDeliver(ctx, hub, nil, cluster)
+		if err != nil {
 			return verdict{}, hubError(err, "ask the hub whether you may deliver to "+cluster)
 		}
-		status = review.Status
-	} else {
-		who = o.subject()
-		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: o.as, Groups: o.subjectGroups(), ResourceAttributes: attributes,
-		}}
-		if err := hub.Create(ctx, review); err != nil {
-			if apierrors.IsForbidden(err) {
-				return verdict{}, fmt.Errorf("--as and --as-group ask the hub with a SubjectAccessReview, which you may not create "+
-					"(it takes the verb create on subjectaccessreviews.authorization.k8s.io); without them, ask about yourself: %w", err)
-			}
-			return verdict{}, hubError(err, "ask the hub whether "+who+" may deliver to "+cluster)
-		}
-		status = review.Status
+		return verdictOf(status, "you", cluster), nil
+	}
+	who := o.subject()
+	status, err := policy.ReviewDeliver(ctx, hub, &policy.Requester{User: o.as, Groups: o.subjectGroups()}, cluster)
+	switch {
+	case apierrors.IsForbidden(err):
+		return verdict{}, fmt.Errorf("--as and --as-group ask the hub with a SubjectAccessReview, which you may not create "+
+			"(it takes the verb create on subjectaccessreviews.authorization.k8s.io); without them, ask about yourself: %w", err)
+	case err != nil:
+		return verdict{}, hubError(err, "ask the hub whether "+who+" may deliver to "+cluster)
 	}
 	return verdictOf(status, who, cluster), nil
 }

@@ -46,7 +46,7 @@ func refsOf(engine *apply.Engine, objects []*unstructured.Unstructured) ([]inven
 		if err != nil {
 			scope, ok := scopeInBundle(o, objects)
 			if !ok {
-				errs = append(errs, err)
+				errs = append(errs, &unplacedError{object: o, err: err})
 				continue
 			}
 			ref = inventory.Ref{GVK: o.GroupVersionKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
@@ -61,6 +61,17 @@ func refsOf(engine *apply.Engine, objects []*unstructured.Unstructured) ([]inven
 	}
 	return inventory.Sort(refs), errs
 }
+
+// unplacedError is an object of the bundle that cannot be placed yet: its kind is not
+// served and no CRD of the bundle declares it (or it names no namespace and the
+// destination gives none). It reads as the mapping error.
+type unplacedError struct {
+	object *unstructured.Unstructured
+	err    error
+}
+
+func (e *unplacedError) Error() string { return e.err.Error() }
+func (e *unplacedError) Unwrap() error { return e.err }
 
 // scopeInBundle is the scope (Namespaced or Cluster) that the bundle's CRD of o's kind
 // gives it, if the bundle declares that CRD.

@@ -2,6 +2,7 @@ package vidraresource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -115,18 +116,15 @@ func ruleOwner(dest *target) string {
 	return "the cluster's delivery policy"
 }
 
-// placeForPolicy places each object as the apply would; unmapped names the objects whose
-// kind the cluster does not serve and no CRD of the bundle declares.
+// placeForPolicy places each object as the apply would; unmapped names the objects that
+// cannot be placed yet.
 func (r *Reconciler) placeForPolicy(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) (placed []policy.Object, unmapped []string) {
-	engine := r.engine(ctx, vr, dest, placement{})
-	for _, o := range objects {
-		if _, err := engine.Ref(o); err != nil {
-			if _, ok := scopeInBundle(o, objects); !ok {
-				unmapped = append(unmapped, fmt.Sprintf("%s %s", policy.KindName(o.GroupVersionKind().GroupKind()), o.GetName()))
-			}
+	refs, errs := refsOf(r.engine(ctx, vr, dest, placement{}), objects)
+	for _, err := range errs {
+		if u := (*unplacedError)(nil); errors.As(err, &u) {
+			unmapped = append(unmapped, fmt.Sprintf("%s %s", policy.KindName(u.object.GroupVersionKind().GroupKind()), u.object.GetName()))
 		}
 	}
-	refs, _ := refsOf(engine, objects)
 	placed = make([]policy.Object, 0, len(refs))
 	for _, ref := range refs {
 		placed = append(placed, policy.Object{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})

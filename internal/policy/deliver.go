@@ -41,27 +41,40 @@ func DeliverRight(cluster string) string {
 	return fmt.Sprintf("the verb %s on vidraclusters named %s (API group %s)", vidrav1alpha1.DeliverVerb, cluster, vidrav1alpha1.GroupVersion.Group)
 }
 
+// ReviewDeliver asks the API server whether who may deliver to the cluster (the verb
+// deliver on vidraclusters named for it): about the caller itself, a
+// SelfSubjectAccessReview, when who is nil.
+func ReviewDeliver(ctx context.Context, c client.Client, who *Requester, cluster string) (authorizationv1.SubjectAccessReviewStatus, error) {
+	attributes := &authorizationv1.ResourceAttributes{
+		Group:    vidrav1alpha1.GroupVersion.Group,
+		Resource: "vidraclusters",
+		Name:     cluster,
+		Verb:     vidrav1alpha1.DeliverVerb,
+	}
+	if who == nil {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attributes}}
+		err := c.Create(ctx, review)
+		return review.Status, err
+	}
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: who.User, Groups: who.Groups, ResourceAttributes: attributes,
+	}}
+	err := c.Create(ctx, review)
+	return review.Status, err
+}
+
 // MayDeliver asks the API server whether the requester may deliver to the cluster, and
 // says why not when they may not.
 func MayDeliver(ctx context.Context, c client.Client, who Requester, cluster string) (bool, string, error) {
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   who.User,
-		Groups: who.Groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group:    vidrav1alpha1.GroupVersion.Group,
-			Resource: "vidraclusters",
-			Name:     cluster,
-			Verb:     vidrav1alpha1.DeliverVerb,
-		},
-	}}
-	if err := c.Create(ctx, review); err != nil {
+	status, err := ReviewDeliver(ctx, c, &who, cluster)
+	if err != nil {
 		return false, "", fmt.Errorf("review whether %s may deliver to cluster %s: %w", who.User, cluster, err)
 	}
-	if review.Status.Allowed {
+	if status.Allowed {
 		return true, "", nil
 	}
 	why := fmt.Sprintf("%s, who last changed it, may not deliver to cluster %s: that needs %s", who.User, cluster, DeliverRight(cluster))
-	if r := strings.TrimSpace(review.Status.Reason); r != "" {
+	if r := strings.TrimSpace(status.Reason); r != "" {
 		why += " (" + r + ")"
 	}
 	return false, why, nil

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // deliverTTL is how long an answer is kept: the fleet page is rendered again on every
@@ -59,16 +59,12 @@ func (d *deliverRights) of(ctx context.Context, cluster string) mayDeliver {
 
 // ask is one SelfSubjectAccessReview.
 func (d *deliverRights) ask(ctx context.Context, cluster string) mayDeliver {
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group: vidrav1alpha1.GroupVersion.Group, Resource: "vidraclusters", Name: cluster, Verb: vidrav1alpha1.DeliverVerb,
-		},
-	}}
-	if err := d.client.Create(ctx, review); err != nil {
+	status, err := policy.ReviewDeliver(ctx, d.client, nil, cluster)
+	if err != nil {
 		return mayDeliver{Word: unknown, Health: unknown, Why: fmt.Sprintf("could not ask the hub: %v", err)}
 	}
-	why := strings.TrimSpace(review.Status.Reason)
-	if review.Status.Allowed && !review.Status.Denied {
+	why := strings.TrimSpace(status.Reason)
+	if status.Allowed && !status.Denied {
 		return mayDeliver{Word: "yes", Health: healthy, Why: why, asked: time.Now()}
 	}
 	if why == "" {
