@@ -77,6 +77,9 @@ func TestOriginalInfrahubSyncManifestWorksEndToEnd(t *testing.T) {
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-admin",
 				"--from-literal=username=admin", "--from-literal=password=infrahub")
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "label", "secret", "infrahub-admin", "infrahub-api-url=127.0.0.1")
+			// Sent only where an admin says (the original had no such rule).
+			kubectl(ctx, t, nil, "-n", operatorNamespace, "annotate", "secret", "infrahub-admin",
+				"vidra.infrahub.operators.com/allowed-urls="+infrahubFrom(ctx).URL())
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-webhook", "--from-literal=key=e2e-webhook-key")
 			// Bundles for this cluster are applied as a ServiceAccount, never as the
 			// operator: the admin lets it write ConfigMaps where the artifacts go.
@@ -98,6 +101,11 @@ func TestOriginalInfrahubSyncManifestWorksEndToEnd(t *testing.T) {
 				}
 			}()
 			kubectl(ctx, t, originalSync(t, s.URL()), "apply", "-f", "-")
+			// Who asked, which the chart's admission policy records; this cluster runs
+			// without the chart, so the admin records it, and the operator checks that they
+			// may use the credentials Secret.
+			kubectl(ctx, t, nil, "annotate", "infrahubsync", "infrahubsync-sample",
+				"vidra.infrahub.operators.com/requested-by=default", "vidra.infrahub.operators.com/requested-by-groups=system:masters")
 			testfleet.Eventually(t, 60*time.Second, "ConfigMap default/webserver-config delivered", func() (bool, error) {
 				out, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, nil, "get", "configmap", "-n", "default", "webserver-config", "-o", "jsonpath={.data.version}")
 				return err == nil && out == "1", nil
@@ -120,6 +128,9 @@ func TestOriginalInfrahubSyncManifestWorksEndToEnd(t *testing.T) {
 kind: InfrahubSync
 metadata:
   name: webserver-live
+  annotations: # who asked, as the chart's admission policy would record it
+    vidra.infrahub.operators.com/requested-by: default
+    vidra.infrahub.operators.com/requested-by-groups: system:masters
 spec:
   interval: 1h
   source:

@@ -53,6 +53,10 @@ const rolloutSync = `apiVersion: infrahub.operators.com/v1alpha1
 kind: InfrahubSync
 metadata:
   name: web
+  # Who asked, which the chart's admission policy records; this hub runs without the chart.
+  annotations:
+    vidra.infrahub.operators.com/requested-by: default
+    vidra.infrahub.operators.com/requested-by-groups: system:masters
 spec:
   interval: 1h
   source:
@@ -119,6 +123,7 @@ func TestProgressiveRolloutEndToEnd(t *testing.T) {
 			t.Cleanup(s.Close)
 			s.Put("main", rolloutArtifact("1", false))
 			kubectl(ctx, t, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-rollout", "--from-literal=apiToken=rollout-token")
+			kubectl(ctx, t, nil, "-n", operatorNamespace, "annotate", "secret", "infrahub-rollout", "vidra.infrahub.operators.com/allowed-urls="+s.URL())
 			for i, ring := range []string{"canary", "prod"} {
 				name := "edge-" + ring
 				path := writeFile(t, name+".kubeconfig", fleetenv.Fleet(ctx).Members[i].Kubeconfig)

@@ -166,6 +166,10 @@ func TestSharedHub(t *testing.T) {
 		h.otherRoutes(t)
 	})
 
+	t.Run("a sync uses only the Secrets its author may use, and sends them only where they may go", func(t *testing.T) {
+		h.credentialsAreTheirOwners(t)
+	})
+
 	t.Run("moving a bundle to another cluster is refused at apply", func(t *testing.T) {
 		vr := bundle("stays", vidrav1alpha1.Destination{Cluster: m0.Name, Namespace: "team-d"}, configMap("stays", "v"))
 		if err := h.admin.Create(ctx, vr); err != nil {

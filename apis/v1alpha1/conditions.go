@@ -94,6 +94,10 @@ const (
 	// ReasonSourceInvalid: the source cannot be used as written (a refused URL, a missing
 	// or unreadable credentials or CA Secret); fixing the InfrahubSync or its Secret helps.
 	ReasonSourceInvalid = "SourceInvalid"
+	// ReasonCredentialsRefused: the sync names a Secret it may not use: its requester
+	// lacks the verb use on it, or the Secret does not list the source's URL among those
+	// it may be sent to; the message names the Secret and what is missing.
+	ReasonCredentialsRefused = "CredentialsRefused"
 	// ReasonAuthenticationFailed: Infrahub refused the credentials.
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 	// ReasonListFailed: the artifacts could not be listed; nothing was changed.

@@ -101,6 +101,15 @@ const (
 	RequestedByGroupsAnnotation = "vidra.infrahub.operators.com/requested-by-groups"
 )
 
+// AllowedURLsAnnotation on a Secret in the operator's namespace lists the URL prefixes
+// (comma- or space-separated) its credentials or CA may be sent to; a sync names it only
+// for a URL under one of them, and a Secret without it is never sent anywhere.
+const AllowedURLsAnnotation = "vidra.infrahub.operators.com/allowed-urls"
+
+// UseVerb is the RBAC verb, on a Secret in the operator's namespace, that lets a person
+// have a sync of theirs use it (send it to a source, or verify a source with it).
+const UseVerb = "use"
+
 // DeliverVerb is the RBAC verb, on vidraclusters named for a cluster, that lets a person
 // deliver there; the hub itself is the name LocalClusterName.
 const DeliverVerb = "deliver"

@@ -6,11 +6,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
-// CredentialsFor reads a source's credentials as a sync does, through reader.
-func CredentialsFor(ctx context.Context, reader client.Reader, namespace string, src vidrav1alpha1.InfrahubSyncSource, host string) (infrahub.Credentials, error) {
-	s := &sources{reader: reader, namespace: namespace}
-	return s.credentials(ctx, src, host)
+// CredentialsFor reads a sync's credentials as the reconcile does, through c (which also
+// asks the API server whether the sync's requester may use them).
+func CredentialsFor(ctx context.Context, c client.Client, namespace string, ihs *vidrav1alpha1.InfrahubSync, host string) (infrahub.Credentials, error) {
+	s := &sources{reader: c, gate: credentials.NewGate(c, c, namespace)}
+	return s.credentials(ctx, ihs, host)
 }

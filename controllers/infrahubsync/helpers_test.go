@@ -34,21 +34,25 @@ func newInfrahub(t testing.TB, prefix string, opts infrahubtest.Options) *infrah
 	}
 	s := infrahubtest.New(opts)
 	t.Cleanup(s.Close)
-	createSecret(t, prefix+"-token", nil, map[string][]byte{"apiToken": []byte(opts.Token)})
-	createSecret(t, prefix+"-ca", nil, map[string][]byte{"ca.crt": s.CACertPEM()})
+	createSecret(t, prefix+"-token", nil, map[string][]byte{"apiToken": []byte(opts.Token)}, s.URL())
+	createSecret(t, prefix+"-ca", nil, map[string][]byte{"ca.crt": s.CACertPEM()}, s.URL())
 	return s
 }
 
-// createSecret creates a Secret in the operator's namespace until the test ends.
-func createSecret(t testing.TB, name string, labels map[string]string, data map[string][]byte) {
+// createSecret creates a Secret in the operator's namespace until the test ends, which may
+// be sent to the URLs allowed, as an admin would annotate it.
+func createSecret(t testing.TB, name string, labels map[string]string, data map[string][]byte, allowedURLs ...string) {
 	t.Helper()
-	createSecretIn(t, namespace, name, labels, data)
+	createSecretIn(t, namespace, name, labels, data, allowedURLs...)
 }
 
 // createSecretIn creates a Secret in ns until the test ends, and returns ns.
-func createSecretIn(t testing.TB, ns, name string, labels map[string]string, data map[string][]byte) string {
+func createSecretIn(t testing.TB, ns, name string, labels map[string]string, data map[string][]byte, allowedURLs ...string) string {
 	t.Helper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Data: data}
+	if len(allowedURLs) > 0 {
+		secret.Annotations = map[string]string{vidrav1alpha1.AllowedURLsAnnotation: strings.Join(allowedURLs, ",")}
+	}
 	if err := fleet.Hub.Client.Create(context.Background(), secret); err != nil {
 		t.Fatalf("create Secret %s/%s: %v", ns, name, err)
 	}
@@ -95,7 +99,7 @@ func putSites(s *infrahubtest.Server, branch, ns, value string, sites ...string)
 func newSync(t testing.TB, name, prefix string, s *infrahubtest.Server, dest vidrav1alpha1.InfrahubSyncDestination, mutate ...func(*vidrav1alpha1.InfrahubSync)) {
 	t.Helper()
 	ihs := &vidrav1alpha1.InfrahubSync{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: requestedBy(adminUser, adminGroup)},
 		Spec: vidrav1alpha1.InfrahubSyncSpec{
 			Source: vidrav1alpha1.InfrahubSyncSource{
 				InfrahubAPIURL:       s.URL(),
@@ -114,6 +118,21 @@ func newSync(t testing.TB, name, prefix string, s *infrahubtest.Server, dest vid
 		t.Fatalf("create InfrahubSync %s: %v", name, err)
 	}
 	t.Cleanup(func() { deleteSync(t, name) })
+}
+
+// The hub's admin (envtest's), whom the syncs of these tests name as their requester:
+// the chart's admission policy, which would record it, is not installed here.
+const (
+	adminUser  = "default"
+	adminGroup = "system:masters"
+)
+
+// requestedBy is who asked for a sync, as the chart's admission policy records it.
+func requestedBy(user string, groups ...string) map[string]string {
+	return map[string]string{
+		vidrav1alpha1.RequestedByAnnotation:       user,
+		vidrav1alpha1.RequestedByGroupsAnnotation: strings.Join(groups, ","),
+	}
 }
 
 // deleteSync deletes an InfrahubSync and waits until the garbage collector has removed

@@ -21,7 +21,7 @@ func TestAnExpiredTokenIsRefreshedMidRun(t *testing.T) {
 	s := newInfrahub(t, "login", infrahubtest.Options{Users: map[string]string{"vidra": "pa55word"}})
 	const ns = "ihs-login"
 	putSites(s, "main", ns, "v1", "paris")
-	createSecret(t, "login-user", nil, map[string][]byte{"username": []byte("vidra"), "password": []byte("pa55word")})
+	createSecret(t, "login-user", nil, map[string][]byte{"username": []byte("vidra"), "password": []byte("pa55word")}, s.URL())
 	newSync(t, "login", "login", s, withCluster(fleet.Members[0].Name), func(ihs *vidrav1alpha1.InfrahubSync) {
 		ihs.Spec.Source.CredentialsSecretRef.Name = "login-user"
 	})
@@ -68,7 +68,7 @@ func TestCredentialsFromTheLabeledSecretInTheOperatorsNamespaceOnly(t *testing.T
 
 	// One in the operator's namespace: used.
 	createSecret(t, "labeled-here", map[string]string{vidrav1alpha1.InfrahubURLLabel: u.Hostname()},
-		map[string][]byte{"username": []byte("vidra"), "password": []byte("pa55word")})
+		map[string][]byte{"username": []byte("vidra"), "password": []byte("pa55word")}, s.URL())
 	requestSync(t, "labeled")
 	allReady(t, "labeled", 1)
 	syncReady(t, "labeled")
@@ -92,13 +92,17 @@ func TestWithoutRightsOnSecretsTheLabeledSecretIsNotLookedFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := infrahubsync.CredentialsFor(context.Background(), c, namespace, vidrav1alpha1.InfrahubSyncSource{}, "infrahub.example.com")
+	sync := func(src vidrav1alpha1.InfrahubSyncSource) *vidrav1alpha1.InfrahubSync {
+		src.InfrahubAPIURL = "https://infrahub.example.com"
+		return &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: requestedBy(adminUser, adminGroup)}, Spec: vidrav1alpha1.InfrahubSyncSpec{Source: src}}
+	}
+	creds, err := infrahubsync.CredentialsFor(context.Background(), c, namespace, sync(vidrav1alpha1.InfrahubSyncSource{}), "infrahub.example.com")
 	if err != nil || creds != (infrahub.Credentials{}) {
 		t.Fatalf("credentials without rights on Secrets = %v, %v; want anonymous", creds, err)
 	}
 	// A reference it was told to read is still an error: the sync says what is missing.
 	ref := vidrav1alpha1.InfrahubSyncSource{CredentialsSecretRef: &vidrav1alpha1.SecretReference{Namespace: namespace, Name: "x"}}
-	if _, err := infrahubsync.CredentialsFor(context.Background(), c, namespace, ref, "infrahub.example.com"); err == nil {
+	if _, err := infrahubsync.CredentialsFor(context.Background(), c, namespace, sync(ref), "infrahub.example.com"); err == nil {
 		t.Fatal("a credentialsSecretRef that cannot be read was taken as anonymous")
 	}
 }

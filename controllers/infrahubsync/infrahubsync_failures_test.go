@@ -149,8 +149,8 @@ func TestArtifactsThatAreNotReadyAreReportedAndKept(t *testing.T) {
 func TestUnusableSourcesStallWithAClearMessage(t *testing.T) {
 	s := newInfrahub(t, "unusable", infrahubtest.Options{})
 	putSites(s, "main", "ihs-unusable", "v1", "paris")
-	createSecret(t, "unusable-empty", nil, map[string][]byte{"user": []byte("x")})
-	createSecret(t, "unusable-wrong", nil, map[string][]byte{"apiToken": []byte("wrong-token")})
+	createSecret(t, "unusable-empty", nil, map[string][]byte{"user": []byte("x")}, s.URL())
+	createSecret(t, "unusable-wrong", nil, map[string][]byte{"apiToken": []byte("wrong-token")}, s.URL())
 	for _, tt := range []struct {
 		name   string
 		mutate func(*vidrav1alpha1.InfrahubSync)

@@ -20,6 +20,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
@@ -80,7 +81,10 @@ const pendingPoll = 10 * time.Second
 
 func (r *Reconciler) sources() *sources {
 	r.sourcesOnce.Do(func() {
-		r.srcs = &sources{reader: r.HubReader, namespace: r.Namespace, timeout: r.HTTPTimeout, observe: r.Metrics.observeRequest}
+		r.srcs = &sources{
+			reader: r.HubReader, gate: credentials.NewGate(r.HubReader, r.Hub, r.Namespace),
+			timeout: r.HTTPTimeout, observe: r.Metrics.observeRequest,
+		}
 	})
 	return r.srcs
 }

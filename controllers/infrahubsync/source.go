@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // Keys of the Secrets an InfrahubSync refers to.
@@ -43,11 +45,12 @@ func sourceErrorf(format string, args ...any) error {
 // in keeps its tokens from one sync to the next. A client is rebuilt when anything it
 // was built from changes (URL, credentials, CA bundle).
 type sources struct {
-	// reader reads Secrets; only in namespace.
-	reader    client.Reader
-	namespace string
-	timeout   time.Duration
-	observe   func(code string)
+	// reader lists the Secrets labeled for a host; only in the gate's namespace.
+	reader client.Reader
+	// gate reads the Secrets a sync names, for a sync whose requester may use them.
+	gate    *credentials.Gate
+	timeout time.Duration
+	observe func(code string)
 
 	mu      sync.Mutex
 	clients map[string]cachedClient // by InfrahubSync name
@@ -75,13 +78,13 @@ func (s *sources) clientFor(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync
 	case u.User != nil:
 		return nil, sourceErrorf("infrahubAPIURL must not carry credentials; use spec.source.credentialsSecretRef")
 	}
-	creds, err := s.credentials(ctx, src, u.Hostname())
+	creds, err := s.credentials(ctx, ihs, u.Hostname())
 	if err != nil {
 		return nil, err
 	}
 	var caPEM []byte
 	if src.CASecretRef != nil {
-		secret, err := s.secret(ctx, "caSecretRef", *src.CASecretRef)
+		secret, err := s.gate.Get(ctx, useOf(ihs, "spec.source.caSecretRef", *src.CASecretRef))
 		if err != nil {
 			return nil, err
 		}
@@ -134,33 +137,24 @@ func (s *sources) forget(name string) {
 }
 
 // credentials reads the source's credentials: from credentialsSecretRef, else from the
-// one Secret of the operator's namespace labeled infrahub-api-url=<host>, else none.
-func (s *sources) credentials(ctx context.Context, src vidrav1alpha1.InfrahubSyncSource, host string) (infrahub.Credentials, error) {
+// one Secret of the operator's namespace labeled infrahub-api-url=<host>, else none. Either
+// Secret is used only where the gate admits it for this sync and its URL.
+func (s *sources) credentials(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync, host string) (infrahub.Credentials, error) {
+	src := ihs.Spec.Source
 	var secret *corev1.Secret
 	if src.CredentialsSecretRef != nil {
 		var err error
-		if secret, err = s.secret(ctx, "credentialsSecretRef", *src.CredentialsSecretRef); err != nil {
+		if secret, err = s.gate.Get(ctx, useOf(ihs, "spec.source.credentialsSecretRef", *src.CredentialsSecretRef)); err != nil {
 			return infrahub.Credentials{}, err
 		}
 	} else {
-		var list corev1.SecretList
-		err := s.reader.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingLabels{vidrav1alpha1.InfrahubURLLabel: host})
-		if apierrors.IsForbidden(err) {
-			// An operator given no right on Secrets (standalone mode) has no labeled
-			// credentials to find: it reads Infrahub anonymously.
-			return infrahub.Credentials{}, nil
+		var err error
+		if secret, err = s.labeled(ctx, host); err != nil || secret == nil {
+			return infrahub.Credentials{}, err
 		}
-		if err != nil {
-			return infrahub.Credentials{}, fmt.Errorf("list Secrets labeled %s=%s in %s: %w", vidrav1alpha1.InfrahubURLLabel, host, s.namespace, err)
-		}
-		switch len(list.Items) {
-		case 0:
-			return infrahub.Credentials{}, nil
-		case 1:
-			secret = &list.Items[0]
-		default:
-			return infrahub.Credentials{}, sourceErrorf("%d Secrets in %s are labeled %s=%s; keep one, or set credentialsSecretRef",
-				len(list.Items), s.namespace, vidrav1alpha1.InfrahubURLLabel, host)
+		use := useOf(ihs, "the Secret labeled "+vidrav1alpha1.InfrahubURLLabel+"="+host, vidrav1alpha1.SecretReference{})
+		if err := s.gate.Admit(ctx, use, secret); err != nil {
+			return infrahub.Credentials{}, err
 		}
 	}
 	creds := infrahub.Credentials{
@@ -173,22 +167,37 @@ func (s *sources) credentials(ctx context.Context, src vidrav1alpha1.InfrahubSyn
 	return creds, nil
 }
 
-// secret reads a Secret an InfrahubSync refers to, only from the operator's namespace:
-// anyone allowed to write an InfrahubSync could otherwise send any Secret of the cluster
-// to a URL of their choosing.
-func (s *sources) secret(ctx context.Context, field string, ref vidrav1alpha1.SecretReference) (*corev1.Secret, error) {
-	if ref.Namespace != s.namespace {
-		return nil, sourceErrorf("%s %s/%s: Secrets are read only from the operator's namespace %s", field, ref.Namespace, ref.Name, s.namespace)
-	}
-	secret := &corev1.Secret{}
-	err := s.reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret)
+// labeled finds the one Secret of the operator's namespace labeled for the host; nil when
+// there is none, or the operator may not list Secrets (standalone mode reads Infrahub
+// anonymously).
+func (s *sources) labeled(ctx context.Context, host string) (*corev1.Secret, error) {
+	namespace := s.gate.Namespace()
+	var list corev1.SecretList
+	err := s.reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{vidrav1alpha1.InfrahubURLLabel: host})
 	switch {
-	case apierrors.IsNotFound(err):
-		return nil, sourceErrorf("%s: Secret %s/%s not found", field, ref.Namespace, ref.Name)
+	case apierrors.IsForbidden(err):
+		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("%s: get Secret %s/%s: %w", field, ref.Namespace, ref.Name, err)
+		return nil, fmt.Errorf("list Secrets labeled %s=%s in %s: %w", vidrav1alpha1.InfrahubURLLabel, host, namespace, err)
 	}
-	return secret, nil
+	switch len(list.Items) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &list.Items[0], nil
+	default:
+		return nil, sourceErrorf("%d Secrets in %s are labeled %s=%s; keep one, or set credentialsSecretRef",
+			len(list.Items), namespace, vidrav1alpha1.InfrahubURLLabel, host)
+	}
+}
+
+// useOf is the use of a Secret the InfrahubSync names, for its URL.
+func useOf(ihs *vidrav1alpha1.InfrahubSync, field string, ref vidrav1alpha1.SecretReference) credentials.Use {
+	use := credentials.Use{Sync: "InfrahubSync " + ihs.Name, Field: field, Secret: ref, URL: ihs.Spec.Source.InfrahubAPIURL}
+	if who, ok := policy.RequesterOf(ihs.Annotations); ok {
+		use.Requester = &who
+	}
+	return use
 }
 
 // newTransport is a transport of its own (so its connections close with it) that trusts

@@ -19,6 +19,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/conditions"
+	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/infrahub"
@@ -137,11 +138,19 @@ func fanoutSync(ihs *vidrav1alpha1.InfrahubSync) fanout.Sync {
 // failSource marks a source that could not be used. One that is unusable as written
 // waits for a change; another error is retried with backoff.
 func (r *Reconciler) failSource(ihs *vidrav1alpha1.InfrahubSync, err error, interval time.Duration) (ctrl.Result, error) {
+	reason := ""
 	var srcErr *sourceError
-	if errors.As(err, &srcErr) {
-		markStalled(ihs, vidrav1alpha1.ReasonSourceInvalid, err.Error())
-		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonSourceInvalid, err.Error())
-		// A Secret may be created or fixed without the InfrahubSync changing.
+	var refusal *credentials.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		reason = refusal.Reason
+	case errors.As(err, &srcErr):
+		reason = vidrav1alpha1.ReasonSourceInvalid
+	}
+	if reason != "" {
+		markStalled(ihs, reason, err.Error())
+		r.event(ihs, nil, corev1.EventTypeWarning, reason, err.Error())
+		// A Secret or a right may be created or fixed without the InfrahubSync changing.
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 	markFailed(ihs, vidrav1alpha1.ReasonSourceInvalid, err.Error())

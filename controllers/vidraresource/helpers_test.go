@@ -35,17 +35,30 @@ func deliver(t *testing.T, name string, dest vidrav1alpha1.Destination, manifest
 	t.Cleanup(func() { remove(t, name) })
 }
 
-// remove deletes a VidraResource and waits until it is gone (its objects released).
+// remove deletes a VidraResource and waits until it is gone (its objects released), for as
+// long as releasing what it manages may take.
 func remove(t testing.TB, name string) {
 	t.Helper()
-	vr := &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	vr := &vidrav1alpha1.VidraResource{}
+	if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); apierrors.IsNotFound(err) {
+		return
+	} else if err != nil {
+		t.Fatal(err)
+	}
 	if err := fleet.Hub.Client.Delete(context.Background(), vr); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "VidraResource "+name+" deleted", func() (bool, error) {
+	testfleet.Eventually(t, budgetFor(len(vr.Status.ManagedResources)), "VidraResource "+name+" deleted", func() (bool, error) {
 		err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, &vidrav1alpha1.VidraResource{})
 		return apierrors.IsNotFound(err), err
 	})
+}
+
+// budgetFor is how long work on n objects may take while other packages load both cores:
+// a fixed allowance and a share per object, so a large bundle's wait grows with its work
+// rather than failing by load (3,401 objects once took over 30 s to release).
+func budgetFor(n int) time.Duration {
+	return 30*time.Second + time.Duration(n)*50*time.Millisecond
 }
 
 // condition waits until the VidraResource's condition has status and reason, and

@@ -41,7 +41,7 @@ func TestABundleIsDeliveredIfItsInventoryFitsAndStalledIfNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	deliver(t, "inventory-fits", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "inventory-fits"}, "", withContent(fits))
-	vr := readyWithin(t, "inventory-fits", 3*time.Minute)
+	vr := readyWithin(t, "inventory-fits", budgetFor(3401))
 	if vr.Status.ResourceCount != 3401 || vr.Status.Revision == 0 {
 		t.Fatalf("delivered with %d objects in its inventory and revision %d, want 3,400 and the namespace, and a revision", vr.Status.ResourceCount, vr.Status.Revision)
 	}

@@ -243,10 +243,21 @@ func (s *sandbox) applySync(ctx context.Context, _ logr.Logger) error {
 	if _, err := s.kubectl(ctx, nil, "-n", operatorNamespace, "create", "secret", "generic", "infrahub-ca", "--from-file=ca.crt="+filepath.Join(s.dir, "infrahub-ca.pem")); err != nil {
 		return err
 	}
+	// An admin says where the credentials may be sent: nowhere else.
+	if _, err := s.kubectl(ctx, nil, "-n", operatorNamespace, "annotate", "secret", "infrahub-token", "infrahub-ca",
+		"vidra.infrahub.operators.com/allowed-urls="+s.infrahub.URL()); err != nil {
+		return err
+	}
 	sync := fmt.Sprintf(`apiVersion: infrahub.operators.com/v1alpha1
 kind: InfrahubSync
 metadata:
   name: demo-webserver
+  # Who asked, which the chart's admission policy records on a real hub: this sandbox hub
+  # runs without the chart, so the demo writes its admin here, whose right to use the
+  # credentials Secrets the operator then checks.
+  annotations:
+    vidra.infrahub.operators.com/requested-by: default
+    vidra.infrahub.operators.com/requested-by-groups: system:masters
 spec:
   interval: 30s
   source:

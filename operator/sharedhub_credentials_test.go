@@ -1,0 +1,180 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
+)
+
+// credentialsAreTheirOwners is tried as a tenant would: tenant-a, who may write syncs and
+// deliver to member 0, names another team's Secret in the operator's namespace and a
+// server of its own. Before, the operator sent that team's token there; now it sends
+// nothing until the tenant may use the Secret and the Secret lists the URL.
+func (h *sharedHub) credentialsAreTheirOwners(t *testing.T) {
+	ctx := context.Background()
+	const stolen = "team-b-stolen-token"
+	own := infrahubtest.New(infrahubtest.Options{Token: "tenant-a-token"})
+	t.Cleanup(own.Close)
+	own.Put("main", infrahubtest.Artifact{
+		ID: "tenant-a-1", Name: "tenant-a", TargetLabel: "t1", DefinitionName: "tenant-a",
+		Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-infrahub\n  namespace: team-a\ndata:\n  v: \"1\"\n",
+	})
+	teamB := h.credentialsSecret(t, "team-b-infrahub", stolen, "https://infrahub.team-b.example")
+	sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: "tenant-borrows"}, Spec: vidrav1alpha1.InfrahubSyncSpec{
+		Source: vidrav1alpha1.InfrahubSyncSource{
+			InfrahubAPIURL: own.URL(), InsecureAllowHTTP: true, ArtefactName: "tenant-a",
+			CredentialsSecretRef: &vidrav1alpha1.SecretReference{Namespace: testoperator.Namespace, Name: teamB},
+		},
+		Destination: vidrav1alpha1.InfrahubSyncDestination{Destination: vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}},
+		Interval:    &metav1.Duration{Duration: time.Hour},
+	}}
+	if err := h.tenant.Create(ctx, sync); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, sync)
+	if who := sync.Annotations[vidrav1alpha1.RequestedByAnnotation]; who != tenantUser {
+		t.Errorf("requested-by %q, want %q recorded by admission", who, tenantUser)
+	}
+
+	// Without use on it: refused, naming the Secret and the right.
+	h.syncStalled(t, sync.Name, vidrav1alpha1.ReasonCredentialsRefused,
+		tenantUser+", who last changed InfrahubSync tenant-borrows, may not use Secret "+testoperator.Namespace+"/"+teamB,
+		"the verb use on secrets named "+teamB)
+
+	// Granted use by mistake, the Secret still goes only where it lists.
+	h.grantUse(t, tenantUser, teamB)
+	h.requestSync(t, sync.Name)
+	h.syncStalled(t, sync.Name, vidrav1alpha1.ReasonCredentialsRefused,
+		"may be sent only to https://infrahub.team-b.example", "not to "+own.URL())
+	if n := own.GraphQLRequests(); n != 0 {
+		t.Fatalf("the tenant's server heard %d requests carrying another team's credentials", n)
+	}
+
+	// Its own Secret, listing its server and granted to it: delivered.
+	mine := h.credentialsSecret(t, "tenant-a-infrahub", "tenant-a-token", own.URL())
+	h.grantUse(t, tenantUser, mine)
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"source":{"credentialsSecretRef":{"name":%q}}}}`, mine))
+	if err := h.tenant.Patch(ctx, sync, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.syncCondition(t, sync.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
+	if own.GraphQLRequests() == 0 {
+		t.Error("the sync reported Ready without asking its server")
+	}
+}
+
+// credentialsSecret creates, as an admin, a Secret of the operator's namespace holding an
+// Infrahub token that may be sent to the URL given.
+func (h *sharedHub) credentialsSecret(t *testing.T, name, token, allowedURL string) string {
+	t.Helper()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: name, Annotations: map[string]string{
+			vidrav1alpha1.AllowedURLsAnnotation: allowedURL,
+		}},
+		StringData: map[string]string{"apiToken": token},
+	}
+	if err := h.admin.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, secret)
+	return name
+}
+
+// grantUse lets the user use one Secret of the operator's namespace (the verb use), as an
+// admin grants a team its credentials.
+func (h *sharedHub) grantUse(t *testing.T, user, secret string) {
+	t.Helper()
+	name := "use-" + secret + "-" + user
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: name},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secret}, Verbs: []string{vidrav1alpha1.UseVerb},
+		}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := h.admin.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		cleanup(t, h.admin, o)
+	}
+	waitUse(t, h.admin, user, secret)
+}
+
+// requestSync asks for a sync now, as kubectl annotate does.
+func (h *sharedHub) requestSync(t *testing.T, name string) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().Format(time.RFC3339Nano)))
+	if err := h.admin.Patch(context.Background(), &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncCondition waits until the InfrahubSync's condition has the reason, for its
+// generation, with a message saying all of want, and returns the message.
+func (h *sharedHub) syncCondition(t *testing.T, name, condition, reason string, want ...string) string {
+	t.Helper()
+	var msg string
+	testfleet.Eventually(t, objectsTimeout, "InfrahubSync "+name+" "+condition+" "+reason+" saying "+strings.Join(want, ", "), func() (bool, error) {
+		ihs := &vidrav1alpha1.InfrahubSync{}
+		if err := h.admin.Get(context.Background(), client.ObjectKey{Name: name}, ihs); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(ihs.Status.Conditions, condition)
+		if c == nil || c.Reason != reason || c.ObservedGeneration != ihs.Generation {
+			return false, fmt.Errorf("generation %d, conditions %+v", ihs.Generation, ihs.Status.Conditions)
+		}
+		for _, w := range want {
+			if !strings.Contains(c.Message, w) {
+				return false, fmt.Errorf("%s: %q", condition, c.Message)
+			}
+		}
+		msg = c.Message
+		return true, nil
+	})
+	return msg
+}
+
+// syncStalled waits until the InfrahubSync is Stalled for the reason with a message
+// saying all of want, and no credential.
+func (h *sharedHub) syncStalled(t *testing.T, name, reason string, want ...string) {
+	t.Helper()
+	if msg := h.syncCondition(t, name, vidrav1alpha1.ConditionStalled, reason, want...); strings.Contains(msg, "stolen-token") {
+		t.Errorf("a credential shows in status: %q", msg)
+	}
+}
+
+// waitUse waits until the API server's authorizer, which learns of new RBAC from its
+// informers, lets the user use the Secret.
+func waitUse(t *testing.T, admin client.Client, user, secret string) {
+	t.Helper()
+	testfleet.Eventually(t, objectsTimeout, user+" may use Secret "+secret, func() (bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: testoperator.Namespace, Resource: "secrets", Name: secret, Verb: vidrav1alpha1.UseVerb,
+			},
+		}}
+		err := admin.Create(context.Background(), sar)
+		return err == nil && sar.Status.Allowed, err
+	})
+}
