@@ -21,10 +21,14 @@ HELM           := $(TOOLS)/helm-$(HELM_VERSION)
 
 GO_TEST_FLAGS ?= -count=1 -timeout=30m
 
+# The version the binaries report (a pull cluster's agent tells the hub its own).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/vidra-operator/vidra/internal/version.version=$(VERSION)
+
 .PHONY: build
 build: ## Build bin/vidra and the kubectl plugin bin/kubectl-vidra.
-	go build -trimpath -o $(BIN)/vidra ./cmd/vidra
-	go build -trimpath -o $(BIN)/kubectl-vidra ./cmd/kubectl-vidra
+	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/vidra ./cmd/vidra
+	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-vidra ./cmd/kubectl-vidra
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from apis/.
@@ -65,7 +69,7 @@ BENCH_FLAGS ?=
 .PHONY: bench
 bench: control-plane build helm ## The operator on real control planes (table + bin/bench/results.json), then the Go benchmarks.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) HELM=$(HELM) go run ./bench $(BENCH_FLAGS)
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/... ./controllers/...
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/... ./controllers/... ./internal/gitsource/...
 
 .PHONY: vet
 vet: ## go vet every package.

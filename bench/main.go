@@ -38,6 +38,12 @@ type settings struct {
 	// Apart delivers each workload a second time with the members' control planes on
 	// CPUs of their own (see placement.go).
 	Apart bool `json:"apart,omitempty"`
+	// The pull phase: pull clusters (agents on the first members), their heartbeat, how
+	// long their idle requests to the hub are counted, and the changes timed to Ready.
+	PullMembers   int           `json:"pullMembers"`
+	PullHeartbeat time.Duration `json:"pullHeartbeat"`
+	PullIdle      time.Duration `json:"pullIdleWindow"`
+	PullChanges   int           `json:"pullChanges"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -57,12 +63,20 @@ func main() {
 	flag.IntVar(&s.BundleObjects, "bundle-objects", 5000, "Objects (ConfigMaps) of the bundle workload's one VidraResource, on the first member; 0 skips it.")
 	flag.DurationVar(&s.Resync, "resync", 30*time.Second, "The operator's --resync-interval; the resync phase waits one interval.")
 	flag.BoolVar(&s.Apart, "apart", false, "Deliver each workload a second time with the members' control planes on half of the CPUs and the hub, the operator and the bench on the other half, as separate machines would be.")
+	flag.IntVar(&s.PullMembers, "pull-members", 3, "Pull clusters of the pull phase: each the agent, run in the bench process, of one of the first members (at most -members).")
+	flag.DurationVar(&s.PullHeartbeat, "pull-heartbeat", 10*time.Second, "The pull agents' --agent-heartbeat; the idle figures are also given normalised to the default, 30s.")
+	flag.DurationVar(&s.PullIdle, "pull-idle", 60*time.Second, "How long the idle pull agents' requests to the hub are counted.")
+	flag.IntVar(&s.PullChanges, "pull-changes", 20, "Changes to a pull cluster's VidraResource timed from the hub's change to the hub's Ready.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,leaks); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,leaks,pull); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
+		os.Exit(2)
+	}
+	if s.PullHeartbeat <= 0 || s.PullIdle <= 0 || s.PullChanges < 1 || s.PullMembers < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -pull-heartbeat and -pull-idle must be positive, -pull-members and -pull-changes at least 1")
 		os.Exit(2)
 	}
 	if *phases != "" {
@@ -119,6 +133,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"drift", "drift", b.measureDrift},
 		{"isolation", "isolation", b.measureIsolation},
 		{"leaks", "leak check", b.measureLeaks},
+		{"pull", "pull mode: idle agents' hub requests, change to Ready", b.measurePull},
 	} {
 		if !s.runs(step.phase) {
 			continue
@@ -153,7 +168,7 @@ func (s settings) runs(phase string) bool {
 	}
 	switch phase {
 	case "enroll":
-		return slices.ContainsFunc(s.Phases, func(p string) bool { return p != "idle" && p != "leaks" })
+		return slices.ContainsFunc(s.Phases, func(p string) bool { return p != "idle" && p != "leaks" && p != "pull" })
 	case "converge":
 		return slices.ContainsFunc(s.Phases, func(p string) bool { return p == "resync" || p == "drift" })
 	}
@@ -200,10 +215,12 @@ type results struct {
 	HeapAfterCyclesMiB     float64 `json:"heapAfterCyclesMiB"`
 	// HeapAfterCyclesIdleMiB is the heap 100s after the cycles, once the connections'
 	// idle timers have let the disengaged clusters' transports go.
-	HeapAfterCyclesIdleMiB  float64 `json:"heapAfterCyclesIdleMiB"`
-	Targets                 []check `json:"targets"`
-	MeasuredAt              string  `json:"measuredAt"`
-	IsolationObjectsPerSide int     `json:"isolationObjectsPerRound"`
+	HeapAfterCyclesIdleMiB float64 `json:"heapAfterCyclesIdleMiB"`
+	// Pull is the pull phase's, when it ran.
+	Pull                    *pullResult `json:"pull,omitempty"`
+	Targets                 []check     `json:"targets"`
+	MeasuredAt              string      `json:"measuredAt"`
+	IsolationObjectsPerSide int         `json:"isolationObjectsPerRound"`
 }
 
 // check is one target and whether this run met it.
@@ -237,6 +254,13 @@ func (r *results) judge() {
 		// the other clusters, timers firing), seen as -4..+1 over runs.
 		{"goroutine growth after cycles", r.GoroutinesAfterCycles - r.GoroutinesBeforeCycles, "<= 2", r.GoroutinesAfterCycles-r.GoroutinesBeforeCycles <= 2},
 	}...)
+	if p := r.Pull; p != nil {
+		// An idle agent costs the hub at most one watch and one heartbeat write per
+		// --agent-heartbeat: at the default 30s, 4 requests a minute, and nothing else.
+		r.Targets = append(r.Targets,
+			check{"pull: idle hub requests per member per minute (30s heartbeat)", p.IdleRequestsPerMinuteAtDefault, "<= 4", p.IdleRequestsPerMinuteAtDefault <= 4},
+			check{"pull: idle hub requests but watches and heartbeats, per member per minute", p.IdleOtherRequestsPerMinute, "== 0", p.IdleOtherRequestsPerMinute == 0})
+	}
 }
 
 func (r *results) print(w io.Writer) {
@@ -270,11 +294,28 @@ func (r *results) print(w io.Writer) {
 	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap (%.2f MiB heap per watched kind and cluster, %d objects per cluster)\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB, r.HeapPerWatchedKindMiB, r.ObjectsPerCluster)
 	fmt.Fprintf(tw, "per idle engaged cluster\t%.2f MiB RSS, %.2f MiB heap, %.0f goroutines\n", r.RSSPerClusterMiB, r.HeapPerClusterMiB, r.GoroutinesPerCluster)
 	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB (%.1f MiB once idle)\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB, r.HeapAfterCyclesIdleMiB)
+	if p := r.Pull; p != nil {
+		fmt.Fprintf(tw, "pull (%d clusters x %d VidraResources x %d objects)\t%s\n", p.Clusters, p.BundlesPerCluster, s.Objects, p.Setup)
+		fmt.Fprintf(tw, "  idle agent's hub requests\t%.2f per member per minute at the default 30s heartbeat (%s); %.2f at %s, as counted over %s (%s)\n",
+			p.IdleRequestsPerMinuteAtDefault, orNone(p.IdleRequestsPerMinuteAtDefaultByKind), p.IdleRequestsPerMinute, s.PullHeartbeat, s.PullIdle, orNone(p.IdleRequestsPerMinuteByKind))
+		fmt.Fprintf(tw, "  hub writes meanwhile\t%.2f per member per minute at %s to the pull clusters' objects, by anyone (%s)\n", p.IdleHubWritesPerMinute, s.PullHeartbeat, orNone(p.IdleHubWritesPerMinuteByKind))
+		fmt.Fprintf(tw, "  token renewals\tone per agent every %.0f min (%.0f min tokens, renewed at %.0f%% of their life): %.3f per member per minute, rarer than the window\n", p.TokenRenewalMinutes, p.TokenTTLMinutes, 100*p.TokenRenewalMinutes/p.TokenTTLMinutes, 1/p.TokenRenewalMinutes)
+		fmt.Fprintf(tw, "  change to Ready\tp50 %.0f ms, p90 %.0f ms, max %.0f ms (%d changes, hub VidraResource changed -> hub Ready for its generation); %.2f agent requests to the hub per change (%s)\n",
+			p.ChangeToReadyP50Ms, p.ChangeToReadyP90Ms, p.ChangeToReadyMaxMs, p.Changes, p.RequestsPerChange, orNone(p.RequestsPerChangeByKind))
+	}
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")
 	for _, c := range r.Targets {
 		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%v\n", c.Name, c.Value, c.Target, c.Met)
 	}
 	_ = tw.Flush()
+}
+
+// orNone is s, or "none".
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func rates(values []float64) string { return joined(values, "%.0f") }

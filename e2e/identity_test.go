@@ -65,8 +65,7 @@ func TestScopedIdentityEndToEnd(t *testing.T) {
 			var vcs string
 			testfleet.Eventually(t, 30*time.Second, "edge-scoped Engaged", func() (bool, error) {
 				vcs = kubectl(ctx, t, nil, "get", "vidraclusters", "-o", "wide")
-				r := row(vcs, "edge-scoped")
-				return len(r) >= 6 && r[2] == "Engaged" && r[5] == "ServiceAccount", nil
+				return cell(vcs, "edge-scoped", "PHASE") == "Engaged" && cell(vcs, "edge-scoped", "IDENTITY") == "ServiceAccount", nil
 			})
 			t.Logf("kubectl get vidraclusters -o wide:\n%s", vcs)
 			enrolled = secretHash(ctx, t)

@@ -6,16 +6,20 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
+	"github.com/vidra-operator/vidra/internal/hublink"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
@@ -25,22 +29,31 @@ const eventSource = "vidra"
 
 // setupControllers registers Vidra's controllers, their metrics and the content store
 // with the manager.
-func (o *Operator) setupControllers(ctx context.Context, opts Options) error {
+func (o *Operator) setupControllers(opts Options) error {
 	local := o.Manager.GetLocalManager()
 	metrics, err := registerMetrics(opts.Metrics, local.GetClient(), opts.Logger.WithName("fleet-metrics"))
 	if err != nil {
 		return err
 	}
-	if o.HubID, err = resolveHubID(ctx, local.GetAPIReader(), opts.HubID); err != nil {
-		return err
-	}
 	if o.Content, err = setupContentStore(local, opts); err != nil {
 		return err
+	}
+	if o.Provider != nil {
+		if err := addPullContentCollector(local, opts); err != nil {
+			return err
+		}
 	}
 	if err := o.setupVidraResources(metrics.resources, opts); err != nil {
 		return err
 	}
 	if err := o.setupVMRollout(metrics.vms, opts); err != nil {
+		return err
+	}
+	if opts.agent != nil {
+		// An agent applies what its hub publishes; the syncs run on the hub.
+		return nil
+	}
+	if err := o.setupSourceSyncs(metrics.sources, opts); err != nil {
 		return err
 	}
 	return o.setupInfrahubSync(metrics.syncs, opts)
@@ -74,6 +87,10 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 	if o.Provider != nil {
 		r.Resolver.Fleet, r.Policies = o.Provider, o.Provider
 	}
+	r.Selector = ownSelector(opts.agent)
+	if opts.agent != nil {
+		r.LocalPolicy = opts.agent.Policy
+	}
 	if o.Shard != nil {
 		r.Shard = o.Shard
 		o.Shard.OnGained(r.ClusterGained)
@@ -98,10 +115,15 @@ func setupContentStore(mgr manager.Manager, opts Options) (*content.Store, error
 		Namespace: opts.ContentNamespace,
 		Grace:     opts.ContentGracePeriod,
 	}
+	inUse := content.NamedByAny(content.NamedByVidraResources(mgr.GetClient()), content.NamedBySyncs(mgr.GetClient()),
+		history.Digests(mgr.GetAPIReader(), opts.ContentNamespace))
+	if opts.agent != nil {
+		// An agent's content is named by its copies and their history; syncs run on the hub.
+		inUse = content.NamedByAny(content.NamedByVidraResources(mgr.GetClient()), history.Digests(mgr.GetAPIReader(), opts.ContentNamespace))
+	}
 	collector := &content.Collector{
-		Store: store,
-		InUse: content.NamedByAny(content.NamedByVidraResources(mgr.GetClient()), content.NamedByInfrahubSyncs(mgr.GetClient()),
-			history.Digests(mgr.GetAPIReader(), opts.ContentNamespace)),
+		Store:    store,
+		InUse:    inUse,
 		Interval: max(opts.ContentGracePeriod/4, time.Second),
 		Log:      opts.Logger.WithName("content"),
 	}
@@ -174,6 +196,7 @@ func (o *Operator) setupVMRollout(metrics *vmrollout.Metrics, opts Options) erro
 	if o.Shard != nil {
 		r.Shard = o.Shard
 	}
+	r.Selector = ownSelector(opts.agent)
 	return r.SetupWithManager(o.Manager, opts.MaxConcurrentReconciles)
 }
 
@@ -188,4 +211,18 @@ func resolveHubID(ctx context.Context, hub client.Reader, given string) (string,
 		return "", fmt.Errorf("derive the hub ID from namespace kube-system (or set --hub-id): %w", err)
 	}
 	return string(ns.UID)[:8], nil
+}
+
+// ownSelector selects the VidraResources this operator looks after: an agent's, its
+// copies of its hub's bundles; any other's, all but an agent's copies, which are applied
+// only by the agent, as the identity it was enrolled with.
+func ownSelector(agent *hublink.Link) labels.Selector {
+	if agent != nil {
+		return labels.SelectorFromSet(labels.Set{vidrav1alpha1.PulledFromLabel: agent.Cluster})
+	}
+	notCopies, err := labels.NewRequirement(vidrav1alpha1.PulledFromLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant, valid key
+	}
+	return labels.NewSelector().Add(*notCopies)
 }

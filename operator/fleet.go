@@ -24,7 +24,7 @@ import (
 // newClusterProvider returns the Secret-based cluster provider, or nil in standalone mode,
 // where no Secret is ever read. A nil one must not reach an interface (the manager's
 // provider, the resolver's fleet) as a non-nil value: its users check for nil first.
-func newClusterProvider(opts Options, scheme *runtime.Scheme, shard *sharding.Coordinator) (*secret.Provider, error) {
+func newClusterProvider(opts Options, scheme *runtime.Scheme, shard *sharding.Coordinator, hubID string) (*secret.Provider, error) {
 	if opts.ClusterProvider == ProviderNone {
 		return nil, nil
 	}
@@ -43,6 +43,9 @@ func newClusterProvider(opts Options, scheme *runtime.Scheme, shard *sharding.Co
 		ProbeInterval:     opts.ClusterProbeInterval,
 		ProbeTimeout:      opts.ClusterProbeTimeout,
 		TokenRenewalPoint: opts.TokenRenewalPoint,
+		HubID:             hubID,
+		Version:           opts.Version,
+		AgentTimeout:      opts.AgentTimeout,
 		Scheme:            scheme,
 		Metrics:           opts.Metrics,
 		// Member caches hold only what Vidra manages, so memory follows Vidra's objects
@@ -115,6 +118,22 @@ func shardID(shard *sharding.Coordinator) string {
 // managedSelector selects the objects Vidra manages.
 func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
+}
+
+// cacheOptions are the cache options of the operator's own cluster: the hub's, or an
+// agent's member, whose cache an identity narrowed to namespaces narrows too: the agent
+// may read only where it may deliver (its own namespace's content and history are read
+// from the API server, not a cache).
+func cacheOptions(opts Options, cfg *rest.Config) cache.Options {
+	c := hubCacheOptions(opts.Logger, cfg)
+	if opts.agent == nil || opts.agent.Namespaces == nil {
+		return c
+	}
+	c.DefaultNamespaces = map[string]cache.Config{}
+	for _, ns := range opts.agent.Namespaces {
+		c.DefaultNamespaces[ns] = cache.Config{}
+	}
+	return c
 }
 
 // hubCacheOptions has the hub's cache hold only the VirtualMachines Vidra manages, as

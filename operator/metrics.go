@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/controllers/sourcesync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/fleetmetrics"
@@ -19,6 +20,7 @@ import (
 type operatorMetrics struct {
 	resources *vidraresource.Metrics
 	syncs     *infrahubsync.Metrics
+	sources   *sourcesync.Metrics
 	vms       *vmrollout.Metrics
 }
 
@@ -31,6 +33,9 @@ func registerMetrics(reg prometheus.Registerer, hub client.Reader, log logr.Logg
 		return m, err
 	}
 	if m.syncs, err = infrahubsync.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if m.sources, err = sourcesync.NewMetrics(reg); err != nil {
 		return m, err
 	}
 	if m.vms, err = vmrollout.NewMetrics(reg); err != nil {

@@ -61,7 +61,7 @@ func New(ctx context.Context, hub *rest.Config, opts Options) (*Operator, error)
 	local, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  opts.Logger,
-		Cache:                   hubCacheOptions(opts.Logger, cfg),
+		Cache:                   cacheOptions(opts, cfg),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		PprofBindAddress:        opts.PprofBindAddress,
@@ -76,10 +76,13 @@ func New(ctx context.Context, hub *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	op := &Operator{log: opts.Logger}
+	if op.HubID, err = resolveHubID(ctx, local.GetAPIReader(), opts.HubID); err != nil {
+		return nil, err
+	}
 	if op.Shard, err = newShard(cfg, scheme, local.Elected(), opts); err != nil {
 		return nil, err
 	}
-	if op.Provider, err = newClusterProvider(opts, scheme, op.Shard); err != nil {
+	if op.Provider, err = newClusterProvider(opts, scheme, op.Shard, op.HubID); err != nil {
 		return nil, err
 	}
 	if op.Manager, err = withFleet(local, op.Provider, op.Shard); err != nil {
@@ -90,7 +93,7 @@ func New(ctx context.Context, hub *rest.Config, opts Options) (*Operator, error)
 			return nil, err
 		}
 	}
-	if err := op.setupControllers(ctx, opts); err != nil {
+	if err := op.setupControllers(opts); err != nil {
 		return nil, err
 	}
 	if err := op.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/vidra-operator/vidra/internal/hublink"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/version"
 )
 
 // Cluster providers.
@@ -106,9 +109,45 @@ type Options struct {
 	InfrahubSyncTimeout      time.Duration
 	InfrahubMemoryBudget     int64
 
+	// Sources: how GitSyncs, OCISyncs and HelmSyncs fetch. Checkouts and extracted artifacts live
+	// on disk under SourceCacheDir, one per URL and revision, however many syncs read
+	// them (empty: a new temporary directory), at most SourceCacheBytes of them. The bounds are the administrator's, not the syncs': the size of a checkout
+	// on disk (.git included), of a downloaded artifact, the files either may hold, and
+	// the bundle built from them (at most what the content store keeps).
+	SourceCacheDir       string
+	SourceCacheBytes     int64
+	GitMaxRepoBytes      int64
+	OCIMaxArtifactBytes  int64
+	SourceMaxFiles       int
+	SourceMaxBundleBytes int64
+	SourceTimeout        time.Duration
+	// HelmMaxIndexBytes bounds a Helm repository's index.yaml, HelmMaxChartBytes a chart's
+	// archive.
+	HelmMaxIndexBytes int64
+	HelmMaxChartBytes int64
+
+	// Pull mode. On the hub, AgentTimeout is how long a pull cluster's agent may stay
+	// silent before its cluster is Unreachable. In an agent (NewAgent), AgentNamespace
+	// holds the agent's Secret (vidra-agent-hub), content and history, and AgentHeartbeat
+	// is how often it reports to the hub. Version is the binary's, which agents report and
+	// the hub compares with its own.
+	AgentTimeout   time.Duration
+	AgentNamespace string
+	AgentHeartbeat time.Duration
+	Version        string
+	// AgentTokenRenewalPoint is the fraction of its hub token's life after which an agent
+	// renews it (hublink.DefaultRenewalPoint).
+	AgentTokenRenewalPoint float64
+	// WrapHubTransport, when set, wraps the transport of every request an agent makes to
+	// its hub (watches, heartbeats, reports, token renewals): the bench counts them with it.
+	WrapHubTransport func(http.RoundTripper) http.RoundTripper
+
 	// SkipControllerNameValidation lets one process build the operator again after
 	// stopping it, as tests do to play a restarted pod.
 	SkipControllerNameValidation bool
+
+	// agent, set by NewAgent, makes the operator the agent of a pull cluster.
+	agent *hublink.Link
 }
 
 // DefaultOptions are the binary's defaults.
@@ -146,6 +185,22 @@ func DefaultOptions() Options {
 		InfrahubSyncTimeout:      10 * time.Minute,
 		// One artifact of 64 MiB, the most the content store takes, decoded at a time.
 		InfrahubMemoryBudget: 512 << 20,
+
+		SourceCacheBytes:     1 << 30,
+		GitMaxRepoBytes:      256 << 20,
+		OCIMaxArtifactBytes:  128 << 20,
+		SourceMaxFiles:       20000,
+		SourceMaxBundleBytes: 32 << 20,
+		SourceTimeout:        2 * time.Minute,
+		HelmMaxIndexBytes:    32 << 20,
+		HelmMaxChartBytes:    16 << 20,
+
+		AgentTimeout:   90 * time.Second,
+		AgentNamespace: DefaultNamespace,
+		AgentHeartbeat: 30 * time.Second,
+		// An expired token cannot be renewed: renew early, survive long outages.
+		AgentTokenRenewalPoint: hublink.DefaultRenewalPoint,
+		Version:                version.Get(),
 	}
 }
 

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,6 +41,12 @@ func (h *sharedHub) credentialsAreTheirOwners(t *testing.T) {
 		Destination: vidrav1alpha1.InfrahubSyncDestination{Destination: vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}},
 		Interval:    &metav1.Duration{Duration: time.Hour},
 	}}
+	// Without use on it: refused at kubectl apply, naming the Secret and the right.
+	refused(t, h.tenant.Create(ctx, sync.DeepCopy()),
+		tenantUser+" may not have the operator use a Secret without the right to use it", testoperator.Namespace+"/"+teamB, "use on that Secret")
+
+	// Granted use by mistake, the Secret still goes only where it lists.
+	grant(t, h.admin, vidrav1alpha1.UseVerb, "secrets", teamB)
 	if err := h.tenant.Create(ctx, sync); err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +54,6 @@ func (h *sharedHub) credentialsAreTheirOwners(t *testing.T) {
 	if who := sync.Annotations[vidrav1alpha1.RequestedByAnnotation]; who != tenantUser {
 		t.Errorf("requested-by %q, want %q recorded by admission", who, tenantUser)
 	}
-
-	// Without use on it: refused, naming the Secret and the right.
-	h.syncStalled(t, sync.Name, vidrav1alpha1.ReasonCredentialsRefused,
-		tenantUser+", who last changed InfrahubSync tenant-borrows, may not use Secret "+testoperator.Namespace+"/"+teamB,
-		"the verb use on secrets named "+teamB)
-
-	// Granted use by mistake, the Secret still goes only where it lists.
-	h.grantUse(t, tenantUser, teamB)
-	h.requestSync(t, sync.Name)
 	h.syncStalled(t, sync.Name, vidrav1alpha1.ReasonCredentialsRefused,
 		"may be sent only to https://infrahub.team-b.example", "not to "+own.URL())
 	if n := own.GraphQLRequests(); n != 0 {
@@ -67,7 +62,7 @@ func (h *sharedHub) credentialsAreTheirOwners(t *testing.T) {
 
 	// Its own Secret, listing its server and granted to it: delivered.
 	mine := h.credentialsSecret(t, "tenant-a-infrahub", "tenant-a-token", own.URL())
-	h.grantUse(t, tenantUser, mine)
+	grant(t, h.admin, vidrav1alpha1.UseVerb, "secrets", mine)
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"source":{"credentialsSecretRef":{"name":%q}}}}`, mine))
 	if err := h.tenant.Patch(ctx, sync, patch); err != nil {
 		t.Fatal(err)
@@ -93,41 +88,6 @@ func (h *sharedHub) credentialsSecret(t *testing.T, name, token, allowedURL stri
 	}
 	cleanup(t, h.admin, secret)
 	return name
-}
-
-// grantUse lets the user use one Secret of the operator's namespace (the verb use), as an
-// admin grants a team its credentials.
-func (h *sharedHub) grantUse(t *testing.T, user, secret string) {
-	t.Helper()
-	name := "use-" + secret + "-" + user
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: name},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secret}, Verbs: []string{vidrav1alpha1.UseVerb},
-		}},
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := h.admin.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-		cleanup(t, h.admin, o)
-	}
-	waitUse(t, h.admin, user, secret)
-}
-
-// requestSync asks for a sync now, as kubectl annotate does.
-func (h *sharedHub) requestSync(t *testing.T, name string) {
-	t.Helper()
-	patch := client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().Format(time.RFC3339Nano)))
-	if err := h.admin.Patch(context.Background(), &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // syncCondition waits until the InfrahubSync's condition has the reason, for its
@@ -162,19 +122,4 @@ func (h *sharedHub) syncStalled(t *testing.T, name, reason string, want ...strin
 	if msg := h.syncCondition(t, name, vidrav1alpha1.ConditionStalled, reason, want...); strings.Contains(msg, "stolen-token") {
 		t.Errorf("a credential shows in status: %q", msg)
 	}
-}
-
-// waitUse waits until the API server's authorizer, which learns of new RBAC from its
-// informers, lets the user use the Secret.
-func waitUse(t *testing.T, admin client.Client, user, secret string) {
-	t.Helper()
-	testfleet.Eventually(t, objectsTimeout, user+" may use Secret "+secret, func() (bool, error) {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: testoperator.Namespace, Resource: "secrets", Name: secret, Verb: vidrav1alpha1.UseVerb,
-			},
-		}}
-		err := admin.Create(context.Background(), sar)
-		return err == nil && sar.Status.Allowed, err
-	})
 }

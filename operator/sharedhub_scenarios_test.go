@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +72,42 @@ func TestSharedHub(t *testing.T) {
 			}}
 			refused(t, h.tenant.Create(ctx, sync), tenantUser+" may not deliver to")
 		}
+		// GitSyncs and OCISyncs are checked as InfrahubSyncs are.
+		for name, dest := range map[string]vidrav1alpha1.SyncDestination{
+			"selector": {ClusterSelector: &metav1.LabelSelector{}},
+			"other":    {Destination: vidrav1alpha1.Destination{Cluster: m1.Name}},
+			"hub":      {},
+		} {
+			opts := vidrav1alpha1.SyncOptions{Destination: dest}
+			git := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: "tenant-git-" + name}, Spec: vidrav1alpha1.GitSyncSpec{
+				Source: vidrav1alpha1.GitSource{URL: "https://git.example.com/r.git"}, SyncOptions: opts}}
+			refused(t, h.tenant.Create(ctx, git), tenantUser+" may not deliver to")
+			oci := &vidrav1alpha1.OCISync{ObjectMeta: metav1.ObjectMeta{Name: "tenant-oci-" + name}, Spec: vidrav1alpha1.OCISyncSpec{
+				Source: vidrav1alpha1.OCISource{URL: "oci://registry.example.com/r"}, SyncOptions: opts}}
+			refused(t, h.tenant.Create(ctx, oci), tenantUser+" may not deliver to")
+		}
+		own := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: "tenant-git-own"}, Spec: vidrav1alpha1.GitSyncSpec{
+			Source: vidrav1alpha1.GitSource{URL: "https://git.example.com/r.git"}, SyncOptions: vidrav1alpha1.SyncOptions{
+				Destination: vidrav1alpha1.SyncDestination{Destination: vidrav1alpha1.Destination{Cluster: m0.Name}}, Suspend: true}}}
+		if err := h.tenant.Create(ctx, own); err != nil {
+			t.Errorf("a GitSync to the tenant's own cluster is refused: %v", err)
+		}
+		cleanup(t, h.admin, own)
+		// A Secret the tenant may not read is not theirs to have the operator send anywhere.
+		withSecret := own.DeepCopy()
+		withSecret.Spec.Source.SecretRef = &vidrav1alpha1.LocalSecretReference{Name: "other-team-git"}
+		refused(t, h.tenant.Patch(ctx, withSecret, client.MergeFrom(own)),
+			tenantUser+" may not have the operator use a Secret without the right to use it", testoperator.Namespace+"/other-team-git", "use on that Secret")
+		grant(t, h.admin, vidrav1alpha1.UseVerb, "secrets", "tenant-git")
+		withOwn := own.DeepCopy()
+		withOwn.Spec.Source.SecretRef = &vidrav1alpha1.LocalSecretReference{Name: "tenant-git"}
+		if err := h.tenant.Patch(ctx, withOwn, client.MergeFrom(own)); err != nil {
+			t.Errorf("a Secret the tenant may read is refused: %v", err)
+		}
+		// A merge patch, not an update: the operator writes the sync's status meanwhile.
+		moved := withOwn.DeepCopy()
+		moved.Spec.Destination = vidrav1alpha1.SyncDestination{Destination: vidrav1alpha1.Destination{Cluster: m1.Name}}
+		refused(t, h.tenant.Patch(ctx, moved, client.MergeFrom(withOwn)), tenantUser+" may not deliver to cluster "+m1.Name)
 		// A server URL names its cluster only to the operator: admitted, then refused whole.
 		bySrv := bundle("tenant-other-by-server", vidrav1alpha1.Destination{Server: m1.Server(), Namespace: "team-a"}, configMap("sneaked", "in"))
 		if err := h.tenant.Create(ctx, bySrv); err != nil {
@@ -93,6 +132,10 @@ func TestSharedHub(t *testing.T) {
 		mine.Spec.Manifest = configMap("theirs", "mine now")
 		refused(t, h.tenant.Update(ctx, mine), "may not deliver to cluster "+m1.Name)
 		refused(t, h.tenant.Delete(ctx, mine), "may not deliver to cluster "+m1.Name)
+	})
+
+	t.Run("a HelmSync delivers only where its author may, with values its author may read", func(t *testing.T) {
+		h.helmSyncs(t)
 	})
 
 	t.Run("a cluster admin still delivers anywhere, the hub included", func(t *testing.T) {
@@ -287,5 +330,38 @@ func TestSharedHub(t *testing.T) {
 			c := meta.FindStatusCondition(vc.Status.Conditions, vidrav1alpha1.ConditionKubeconfigCurrent)
 			return c != nil && c.Status == metav1.ConditionFalse && vc.Status.Phase == vidrav1alpha1.ClusterEngaged, nil
 		})
+	})
+}
+
+// grant lets the tenant act (verb: get, use) on one object of a core resource (secrets,
+// configmaps) of the operator's namespace.
+func grant(t *testing.T, admin client.Client, verb, resource, name string) {
+	t.Helper()
+	const user = tenantUser
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: verb + "-" + resource + "-" + name + "-" + user, Namespace: testoperator.Namespace},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{resource}, ResourceNames: []string{name}, Verbs: []string{verb}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: testoperator.Namespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cleanup(t, admin, role, binding)
+	// The API server's authorizer learns of a new binding through its own watch: admission
+	// and the operator ask it, so wait until it answers yes.
+	testfleet.Eventually(t, 10*time.Second, user+" may "+verb+" "+resource+"/"+name, func() (bool, error) {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: testoperator.Namespace, Verb: verb, Resource: resource, Name: name,
+			},
+		}}
+		if err := admin.Create(ctx, review); err != nil {
+			return false, err
+		}
+		return review.Status.Allowed, nil
 	})
 }

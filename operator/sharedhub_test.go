@@ -37,7 +37,7 @@ import (
 type sharedHub struct {
 	fleet *testfleet.Fleet
 	admin client.Client
-	// tenant may write VidraResources and InfrahubSyncs, and deliver to member 0 only.
+	// tenant may write VidraResources and syncs of every kind, and deliver to member 0 only.
 	tenant client.Client
 	// writer may write VidraResources, and deliver nowhere.
 	writer client.Client
@@ -151,7 +151,7 @@ func chartToken(ctx context.Context, t *testing.T, admin *rest.Config) *rest.Con
 	return cfg
 }
 
-// user provisions a person who may write VidraResources and InfrahubSyncs, and deliver to
+// user provisions a person who may write VidraResources and syncs of every kind, and deliver to
 // the clusters named.
 func (h *sharedHub) user(t *testing.T, name string, deliverTo ...string) client.Client {
 	t.Helper()
@@ -165,7 +165,7 @@ func (h *sharedHub) person(t *testing.T, name string, subject rbacv1.Subject, de
 	ctx := context.Background()
 	rules := []rbacv1.PolicyRule{{
 		APIGroups: []string{vidrav1alpha1.GroupVersion.Group},
-		Resources: []string{"vidraresources", "infrahubsyncs", "vidraclusters"},
+		Resources: []string{"vidraresources", "infrahubsyncs", "gitsyncs", "ocisyncs", "helmsyncs", "vidraclusters"},
 		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 	}}
 	if len(deliverTo) > 0 {

@@ -117,6 +117,15 @@ const (
 	// Infrahub (artifacts listed, bytes downloaded, memory, time); the message names the
 	// bound and the flag that raises it. Nothing delivered was removed.
 	ReasonLimitExceeded = "LimitExceeded"
+	// ReasonFetchFailed: a GitSync's or OCISync's source could not be reached or read;
+	// retried with backoff, and what was delivered stays.
+	ReasonFetchFailed = "FetchFailed"
+	// ReasonRefNotFound: the branch, tag, semver range, commit or digest names nothing at
+	// the source; looked at again at the interval.
+	ReasonRefNotFound = "RefNotFound"
+	// ReasonBuildFailed: the revision's path holds no bundle: missing, empty, a Kustomize
+	// error, a remote base, an artifact that is not tar+gzip, or not manifests.
+	ReasonBuildFailed = "BuildFailed"
 )
 
 // Event reasons of an InfrahubSync beside its condition reasons.
@@ -176,6 +185,22 @@ const (
 	ReasonRotated = "Rotated"
 	// ReasonRotationFailed: a changed kubeconfig did not work; the previous one stays.
 	ReasonRotationFailed = "RotationFailed"
+	// ReasonAgentPending: a pull cluster whose agent has not reported yet.
+	ReasonAgentPending = "AgentPending"
+	// ReasonAgentReporting: a pull cluster's agent reports on time.
+	ReasonAgentReporting = "AgentReporting"
+	// ReasonAgentSilent: a pull cluster's agent stopped reporting for longer than the
+	// operator's --agent-timeout.
+	ReasonAgentSilent = "AgentSilent"
+	// ReasonAgentTokenExpired: the token a pull cluster's agent last reported expired,
+	// so the hub refuses it: the agent cannot renew it any more, re-enroll.
+	ReasonAgentTokenExpired = "AgentTokenExpired"
+	// ReasonAgentIdentityMissing: the agent's ServiceAccount on the hub is gone, so the
+	// hub refuses the agent: re-enroll.
+	ReasonAgentIdentityMissing = "AgentIdentityMissing"
+	// ReasonPullCredentials: a pull cluster's enrollment Secret holds a kubeconfig; a pull
+	// cluster's Secret must hold no credential.
+	ReasonPullCredentials = "PullSecretHoldsCredentials"
 	// ReasonInvalidClusterName: the enrollment label names no valid cluster.
 	ReasonInvalidClusterName = "InvalidClusterName"
 	// ReasonMissingKubeconfig: the Secret holds no kubeconfig key.

@@ -74,6 +74,7 @@ func TestKubectlGetShowsTheFleetColumns(t *testing.T) {
 	}
 	vc.Status = vidrav1alpha1.VidraClusterStatus{
 		Phase: vidrav1alpha1.ClusterEngaged, Server: "https://edge-1.example.com:6443", KubernetesVersion: "v1.36.0",
+		Mode: vidrav1alpha1.ClusterModePush,
 	}
 	if err := hub.Client.Status().Update(ctx, vc); err != nil {
 		t.Fatalf("update VidraCluster status: %v", err)
@@ -98,11 +99,11 @@ func TestKubectlGetShowsTheFleetColumns(t *testing.T) {
 			[]string{"NAME", "ARTIFACT", "BRANCH", "STATE", "REVISION", "ROLLOUT", "LAST SYNC", "AGE"},
 			[]string{"printer-sync", "manifests", "feature-x", "Running", "4", "Progressing", "3d"}},
 		{[]string{"get", "vidraclusters"}, "edge-1",
-			[]string{"NAME", "SERVER", "PHASE", "VERSION", "AGE"},
-			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0"}},
+			[]string{"NAME", "SERVER", "PHASE", "VERSION", "MODE", "AGE"},
+			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0", "Push"}},
 		{[]string{"get", "vc"}, "edge-1",
-			[]string{"NAME", "SERVER", "PHASE", "VERSION", "AGE"},
-			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0"}},
+			[]string{"NAME", "SERVER", "PHASE", "VERSION", "MODE", "AGE"},
+			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0", "Push"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

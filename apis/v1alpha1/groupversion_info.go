@@ -26,8 +26,12 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion,
 		&InfrahubSync{}, &InfrahubSyncList{},
+		&GitSync{}, &GitSyncList{},
+		&OCISync{}, &OCISyncList{},
+		&HelmSync{}, &HelmSyncList{},
 		&VidraResource{}, &VidraResourceList{},
 		&VidraCluster{}, &VidraClusterList{},
+		&VidraBundle{}, &VidraBundleList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

@@ -175,6 +175,11 @@ type ArtifactStatus struct {
 	StableChecksum string `json:"stableChecksum,omitempty"`
 	// +optional
 	StableDigest string `json:"stableDigest,omitempty"`
+	// BuiltFrom identifies what the latest content was built from, for a sync that builds
+	// it for each cluster (a HelmSync: the chart, the values and the cluster's version and
+	// APIs): the same inputs are not built again.
+	// +optional
+	BuiltFrom string `json:"builtFrom,omitempty"`
 	// Message says why the artifact's latest content is not delivered, if it is not.
 	// +optional
 	Message string `json:"message,omitempty"`

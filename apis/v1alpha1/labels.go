@@ -56,6 +56,17 @@ const (
 	// follow the sync again (kubectl vidra rollout resume sets it).
 	ResumeRequestedAtAnnotation = "vidra.infrahub.operators.com/resume-requested-at"
 
+	// ApplyPhaseAnnotation on an object of a bundle places it in an apply stage of its
+	// own: "pre" objects are applied after CRDs and Namespaces and before the others,
+	// "post" objects after the others. A HelmSync sets it from a chart's hooks.
+	ApplyPhaseAnnotation = "vidra.infrahub.operators.com/apply-phase"
+
+	// PruneAnnotation set to PruneDisabled on an object of a bundle keeps it on its cluster
+	// when its last owner lets go of it: it is left there unmanaged, never deleted. A
+	// HelmSync sets it on a chart's CRDs and on objects the chart marks
+	// helm.sh/resource-policy: keep, which Helm never deletes either.
+	PruneAnnotation = "vidra.infrahub.operators.com/prune"
+
 	// InfrahubURLLabel on a Secret in the operator's namespace offers username and
 	// password for the Infrahub whose host is the label's value (the original Vidra's
 	// convention).
@@ -121,3 +132,43 @@ const LocalClusterName = "local"
 // (NAMESPACE/NAME) whose token the kubeconfig holds: kubectl vidra enroll created it, and
 // the operator renews the token through the member's TokenRequest API.
 const ServiceAccountAnnotation = "vidra.infrahub.operators.com/service-account"
+
+// PruneDisabled is the value of PruneAnnotation that keeps an object.
+const PruneDisabled = "disabled"
+
+// Apply phases, the values of ApplyPhaseAnnotation.
+const (
+	ApplyPhasePre  = "pre"
+	ApplyPhasePost = "post"
+)
+
+// Pull mode: a cluster whose agent fetches its bundles from the hub.
+const (
+	// ModeAnnotation set to ModePull on an enrollment Secret enrolls a pull cluster: the
+	// Secret holds no credential, only the cluster's name, labels and delivery policy.
+	ModeAnnotation = "vidra.infrahub.operators.com/mode"
+	// ModePull is the value of ModeAnnotation for a pull cluster.
+	ModePull = "pull"
+
+	// AgentSecretName is the Secret, in the agent's namespace on its member, that holds
+	// the agent's way to the hub: AgentSecretKubeconfigKey (the hub's address, CA and the
+	// agent's token) and AgentSecretClusterKey (the cluster's name on the hub).
+	AgentSecretName          = "vidra-agent-hub"
+	AgentSecretKubeconfigKey = "kubeconfig"
+	AgentSecretClusterKey    = "cluster"
+
+	// PulledFromLabel marks a VidraResource on a member that is the agent's copy of a
+	// bundle of the hub; its value is the cluster's name on the hub.
+	PulledFromLabel = "vidra.infrahub.operators.com/pulled-from"
+	// HubGenerationAnnotation on a VidraBundle, and on the agent's copy of it, is the
+	// generation of the hub's VidraResource it carries.
+	HubGenerationAnnotation = "vidra.infrahub.operators.com/hub-generation"
+	// AgentReleaseFinalizer on a VidraBundle holds it until its agent reports that it
+	// released the bundle's objects on its member.
+	AgentReleaseFinalizer = "vidra.infrahub.operators.com/agent-release"
+	// WithdrawAnnotation set to WithdrawHandOver on a VidraBundle being deleted tells the
+	// agent to drop its copy without releasing what it delivered: the cluster is now
+	// delivered to in push mode, in the same owners' names.
+	WithdrawAnnotation = "vidra.infrahub.operators.com/withdraw"
+	WithdrawHandOver   = "hand-over"
+)

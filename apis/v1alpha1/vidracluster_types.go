@@ -58,9 +58,49 @@ type VidraClusterStatus struct {
 	// +optional
 	DeliveryPolicy *DeliveryPolicy `json:"deliveryPolicy,omitempty"`
 
-	// Identity is how the hub authenticates to the cluster.
+	// Identity is how the hub authenticates to the cluster; for a pull cluster, how its
+	// agent authenticates to the hub.
 	// +optional
 	Identity *ClusterIdentity `json:"identity,omitempty"`
+
+	// Mode is Push (the hub applies, with a credential for the cluster) or Pull (the
+	// cluster's agent fetches its bundles from the hub, which holds no credential for it).
+	// +optional
+	Mode ClusterMode `json:"mode,omitempty"`
+
+	// Agent is what the agent of a pull cluster last reported.
+	// +optional
+	Agent *AgentStatus `json:"agent,omitempty"`
+}
+
+// ClusterMode is how a cluster receives its bundles.
+// +kubebuilder:validation:Enum=Push;Pull
+type ClusterMode string
+
+// Cluster modes.
+const (
+	// ClusterModePush: the hub connects to the cluster and applies.
+	ClusterModePush ClusterMode = "Push"
+	// ClusterModePull: an agent on the cluster fetches from the hub and applies.
+	ClusterModePull ClusterMode = "Pull"
+)
+
+// AgentStatus is what the agent of a pull cluster reports in its heartbeat.
+type AgentStatus struct {
+	// Version of the agent's binary.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// LastHeartbeat is when the agent last reported.
+	// +optional
+	LastHeartbeat *metav1.Time `json:"lastHeartbeat,omitempty"`
+	// Namespace is the cluster's namespace on the hub, which holds its bundles and which
+	// is all its agent may read.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Message says what is wrong with the agent: another version than the hub's, or a
+	// token the hub refuses.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Types of identity the hub uses on a cluster.
@@ -116,9 +156,11 @@ type DeliveryPolicy struct {
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.server`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Identity",type=string,JSONPath=`.status.identity.type`,priority=1
 // +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.identity.expiresAt`,priority=1
+// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.agent.lastHeartbeat`,priority=1
 type VidraCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -25,16 +25,17 @@ func newClustersCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "clusters",
 		Aliases: []string{"cluster", "vc"},
-		Short:   "List the enrolled clusters: phase, server, version, last probe and why not engaged",
+		Short:   "List the enrolled clusters: phase, mode, server, version, when last seen and why not engaged",
 		Long: `List every cluster enrolled on the hub (every VidraCluster) with what the operator last
 saw of it:
 
   PHASE       Pending (being engaged), Engaged (reachable, its controllers run),
-              Unreachable (three probes in a row failed) or Rejected (its kubeconfig
-              broke policy or could not be used)
-  SERVER      the API server URL from the cluster's kubeconfig
-  VERSION     the Kubernetes version it reported at the last probe
-  LAST PROBE  how long ago the operator last probed it
+              Unreachable (three probes in a row failed, or a pull cluster's agent
+              went silent) or Rejected (its kubeconfig broke policy or could not be used)
+  MODE        Push (the hub applies) or Pull (the cluster's agent fetches its bundles)
+  SERVER      the API server URL from the cluster's kubeconfig (none for a pull cluster)
+  VERSION     the Kubernetes version it reported last
+  LAST SEEN   how long ago the operator last probed it, or its agent last reported
   REASON      why it is in that phase, such as the policy rule a kubeconfig broke
 
 -o wide adds AGE and the enrollment SECRET. -o yaml or -o json prints the VidraClusters.`,
@@ -80,7 +81,7 @@ func (o *clustersOptions) run(ctx context.Context, out, errOut io.Writer) error 
 		fmt.Fprintln(errOut, "No clusters are enrolled; enroll one with: kubectl vidra enroll NAME --context CONTEXT")
 		return nil
 	}
-	headers := []string{"NAME", "PHASE", "SERVER", "VERSION", "LAST PROBE", "REASON"}
+	headers := []string{"NAME", "PHASE", "MODE", "SERVER", "VERSION", "LAST SEEN", "REASON"}
 	if o.output.wide() {
 		headers = insertBefore(headers, "AGE", "SECRET")
 	}
@@ -94,11 +95,15 @@ func (o *clustersOptions) run(ctx context.Context, out, errOut io.Writer) error 
 
 func clusterRow(vc *vidrav1alpha1.VidraCluster, now time.Time, wide bool) []string {
 	s := vc.Status
-	probe := "<never>"
+	// When the hub last heard from the cluster: its probe answered, or its agent reported.
+	seen := "<never>"
 	if s.LastProbeTime != nil {
-		probe = age(*s.LastProbeTime, now)
+		seen = age(*s.LastProbeTime, now)
 	}
-	row := []string{vc.Name, orNone(string(s.Phase)), orNone(s.Server), orNone(s.KubernetesVersion), probe, clusterReason(vc)}
+	if s.Agent != nil && s.Agent.LastHeartbeat != nil {
+		seen = age(*s.Agent.LastHeartbeat, now)
+	}
+	row := []string{vc.Name, orNone(string(s.Phase)), orNone(string(s.Mode)), orNone(s.Server), orNone(s.KubernetesVersion), seen, clusterReason(vc)}
 	if wide {
 		secret := none
 		if s.SecretRef != nil {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/history"
 )
 
 // vidraResourceKind is the kind Events about a VidraResource name as regarding.kind.
@@ -129,6 +130,7 @@ func describeResource(out io.Writer, vr *vidrav1alpha1.VidraResource, events []e
 	fmt.Fprintf(w, "Name:\t%s\n", vr.Name)
 	fmt.Fprintf(w, "Labels:\t%s\n", labelList(vr.Labels))
 	fmt.Fprintf(w, "Created:\t%s (%s ago)\n", vr.CreationTimestamp.UTC().Format(time.RFC3339), age(vr.CreationTimestamp, now))
+	fmt.Fprintf(w, "Sync:\t%s\n", syncOfResource(vr))
 	fmt.Fprintf(w, "Destination:\n")
 	switch {
 	case d.Cluster != "":
@@ -236,4 +238,17 @@ func eventSource(e *eventsv1.Event) string {
 		return e.ReportingController
 	}
 	return orNone(e.DeprecatedSource.Component)
+}
+
+// syncOfResource names the sync that made a VidraResource, with the revision of its Git
+// or OCI source it delivers.
+func syncOfResource(vr *vidrav1alpha1.VidraResource) string {
+	kind, name := vidrav1alpha1.SyncOf(vr.Labels)
+	if name == "" {
+		return none
+	}
+	if revision := history.SourceRevision(history.SyncSource(vr)); revision != "" {
+		return fmt.Sprintf("%s %s (source %s)", kind.Kind, name, revision)
+	}
+	return kind.Kind + " " + name
 }

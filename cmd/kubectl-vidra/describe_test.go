@@ -86,6 +86,7 @@ func TestDescribeShowsWhereABundleGoesItsConditionsObjectsAndEvents(t *testing.T
 	for _, want := range []string{
 		"Name:", "hello",
 		"Labels:", "vidra.infrahub.operators.com/infrahubsync=webserver",
+		"Sync:", "InfrahubSync webserver",
 		"Destination:", "Cluster:", "edge-paris", "Namespace:", "Reconcile on events:", "true",
 		"State:", "Failed",
 		"Last error:", "which applied it first", // whole, not cut as in get

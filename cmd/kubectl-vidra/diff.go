@@ -31,12 +31,17 @@ Secret values redacted), prune, and those unchanged. A progressive rollout sets 
 clusters whose wave is not reached yet; spec.dryRun: true previews a VidraResource's own
 bundle and applies nothing.
 
-NAME is a VidraResource, or an InfrahubSync (ihs/NAME) for the preview of each of its
-VidraResources. As kubectl diff, it exits 0 when nothing would change, 1 when something
+NAME is a VidraResource, or a sync for the preview of each of its VidraResources: an
+InfrahubSync (ihs/NAME), a GitSync (gs/NAME, gitsync/NAME), an OCISync (ocis/NAME,
+ocisync/NAME) or a HelmSync (hs/NAME, helmsync/NAME); a bare NAME is looked up as a
+VidraResource, then as each kind of sync.
+As kubectl diff, it exits 0 when nothing would change, 1 when something
 would (created, updated, pruned or released), and 2 on an error or when a preview failed
 or could not be computed.`,
 		Example: `  kubectl vidra diff web-paris-1a2b3c4d5e
-  kubectl vidra diff ihs/web`,
+  kubectl vidra diff ihs/web
+  kubectl vidra diff gitsync/web
+  kubectl vidra diff hs/web`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return failDiff(streams.ErrOut, err)

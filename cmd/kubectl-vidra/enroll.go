@@ -43,6 +43,13 @@ type enrollOptions struct {
 	namespaces      []string
 	clusterKinds    []string
 	tokenTTL        time.Duration
+
+	// Pull mode: an agent on the member fetches its bundles; the hub holds no credential.
+	pull           bool
+	agentNamespace string
+	agentImage     string
+	installAgent   bool
+	operatorSA     string
 }
 
 func newEnrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -83,6 +90,18 @@ verify and plain http servers (unless --allow-insecure-tls), and any file refere
 left are refused, with the rule named, before anything is written. An existing Secret
 NAME is then left alone unless --overwrite is given.
 
+--pull enrolls it in pull mode: an agent on the member fetches its bundles, and the hub
+holds no credential for it. On the hub, enroll creates the namespace vidra-pull-NAME with
+the agent's ServiceAccount vidra-agent, which may only read the cluster's bundles and
+content there, write their status, its heartbeat and what the member serves, and renew
+its token (--token-ttl, a week by default); it binds the hub operator (--operator-service-account) there to
+the chart's ClusterRole <name>-pull. On the member: the identity above (the agent applies
+as it), Vidra's CRDs, the agent's ServiceAccount and RBAC, the Secret vidra-agent-hub in
+--agent-namespace (the hub's address and CA, the agent's token, and --namespaces as the
+member's own policy, which the agent enforces), and the agent's Deployment of
+--agent-image (--install-agent=false: run it with the chart's mode: agent, or bin/vidra
+--mode=agent). The Secret NAME on the hub holds no credential. --dry-run does not apply.
+
 The hub is reached with --hub-kubeconfig and --hub-context (kubectl's --kubeconfig and
 --context under other names, since those two name the member here). By default the hub
 is the current context of the same kubeconfig as the member.`,
@@ -101,7 +120,10 @@ is the current context of the same kubeconfig as the member.`,
     --hub-kubeconfig ~/.kube/config --hub-context hub
 
   # The original way: copy the context's own credentials into the Secret.
-  kubectl vidra enroll edge-4 --context edge-4-robot --copy-credentials`,
+  kubectl vidra enroll edge-4 --context edge-4-robot --copy-credentials
+
+  # Pull mode: an agent on edge-5 fetches its bundles; the hub keeps no credential for it.
+  kubectl vidra enroll edge-5 --pull --context edge-5-admin --namespaces web,db`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args[0], streams.Out, streams.ErrOut)
@@ -116,16 +138,24 @@ is the current context of the same kubeconfig as the member.`,
 	flags.StringVar(&o.serviceAccount, "service-account", identity.DefaultServiceAccount.String(), "The member's ServiceAccount (NAMESPACE/NAME) the hub acts as; created with its RBAC.")
 	flags.StringSliceVar(&o.namespaces, "namespaces", nil, "Narrow the identity to these namespaces (created if missing); without it, it may manage any object.")
 	flags.StringSliceVar(&o.clusterKinds, "cluster-kinds", nil, "With --namespaces: the cluster-scoped kinds (Kind.group, Namespace for the core group) it may manage too.")
-	flags.DurationVar(&o.tokenTTL, "token-ttl", time.Hour, "The lifetime of the identity's tokens (at least 10m); the operator renews them before they expire.")
+	flags.DurationVar(&o.tokenTTL, "token-ttl", 0, "The lifetime of the identity's tokens (at least 10m; default 1h, with --pull 168h: an agent survives a hub outage of 9/10 of it); they are renewed before they expire.")
 	flags.BoolVar(&o.copyCredentials, "copy-credentials", false, "Copy the context's own credentials into the Secret instead of creating an identity (the original way; they never expire).")
 	flags.BoolVar(&o.allowExec, "allow-exec", false, "With --copy-credentials: accept a context whose user runs an exec or auth-provider plugin; the operator must run with --allow-kubeconfig-exec and allow the command.")
 	flags.BoolVar(&o.allowInsecureTLS, "allow-insecure-tls", false, "Accept insecure-skip-tls-verify and plain http servers; the operator must run with --allow-insecure-tls.")
+	flags.BoolVar(&o.pull, "pull", false, "Enroll in pull mode: an agent installed on the member fetches its bundles from the hub, which holds no credential for the member.")
+	flags.StringVar(&o.agentNamespace, "agent-namespace", "vidra-system", "With --pull: the agent's namespace on the member, which holds its Secret vidra-agent-hub.")
+	flags.StringVar(&o.agentImage, "agent-image", defaultAgentImage(), "With --pull: the agent's image (Vidra's own, run with --mode=agent).")
+	flags.StringVar(&o.operatorSA, "operator-service-account", "vidra-system/vidra", "With --pull: the hub operator's ServiceAccount (NAMESPACE/NAME), bound in the cluster's namespace on the hub to the chart's ClusterRole NAME-pull.")
+	flags.BoolVar(&o.installAgent, "install-agent", true, "With --pull: create the agent's Deployment; false when it runs otherwise (its chart, mode: agent; or bin/vidra --mode=agent).")
 	o.output.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("context")
 	return cmd
 }
 
 func (o *enrollOptions) run(ctx context.Context, name string, out, errOut io.Writer) error {
+	if o.tokenTTL == 0 {
+		o.tokenTTL = defaultTokenTTL(o.pull)
+	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return fmt.Errorf("cluster name %q: %s", name, strings.Join(errs, "; "))
 	}
@@ -138,6 +168,9 @@ func (o *enrollOptions) run(ctx context.Context, name string, out, errOut io.Wri
 	}
 	if err := o.output.validate(); err != nil {
 		return err
+	}
+	if o.pull {
+		return o.runPull(ctx, name, labels, out, errOut)
 	}
 	if !o.copyCredentials {
 		return o.runIdentity(ctx, name, labels, out, errOut)
@@ -248,6 +281,17 @@ func (o *enrollOptions) write(ctx context.Context, hub client.Client, secret *co
 	return "configured" + suffix, nil
 }
 
+// defaultTokenTTL is the lifetime of an identity's tokens unless --token-ttl says: an
+// hour for the hub's identity on a member, which the operator renews while it runs; a
+// week for a pull agent's on the hub, since an expired token cannot be renewed and the
+// agent must outlast the hub's outages.
+func defaultTokenTTL(pull bool) time.Duration {
+	if pull {
+		return 7 * 24 * time.Hour
+	}
+	return time.Hour
+}
+
 // mergeAnnotations are an existing Secret's annotations once enroll has written wanted:
 // the ServiceAccount annotation goes with credentials that are not an identity's, and a
 // delivery policy enroll set for a narrowed identity goes with that identity. A policy a
@@ -261,10 +305,13 @@ func mergeAnnotations(existing, wanted map[string]string) map[string]string {
 	if !isIdentity {
 		delete(out, vidrav1alpha1.ServiceAccountAnnotation)
 	}
-	if isIdentity && out[policyFromEnrollAnnotation] != "" {
+	if _, isPull := wanted[vidrav1alpha1.ModeAnnotation]; !isPull {
+		delete(out, vidrav1alpha1.ModeAnnotation) // a pull cluster enrolled again in push mode
+	}
+	if isIdentity && out[identity.PolicyFromEnrollAnnotation] != "" {
 		delete(out, vidrav1alpha1.AllowedNamespacesAnnotation)
 		delete(out, vidrav1alpha1.AllowedClusterKindsAnnotation)
-		delete(out, policyFromEnrollAnnotation)
+		delete(out, identity.PolicyFromEnrollAnnotation)
 	}
 	maps.Copy(out, wanted)
 	return out

@@ -39,12 +39,14 @@ func newGetCommand(streams genericiooptions.IOStreams) *cobra.Command {
   READY       the Ready condition: True once applied and every object is current
   LAST ERROR  the last error met, cut to 60 characters (describe shows it whole)
 
--o wide adds AGE, VM ROLLOUT (phase and updated/total VirtualMachines) and INFRAHUBSYNC
-(the InfrahubSync that made the bundle). -o yaml or -o json prints the VidraResources.`,
+-o wide adds AGE, VM ROLLOUT (phase and updated/total VirtualMachines) and SYNC (the sync
+that made the bundle, as KIND/NAME: ihs/NAME for an InfrahubSync, gs/NAME for a GitSync,
+ocis/NAME for an OCISync, hs/NAME for a HelmSync). -o yaml or -o json prints the
+VidraResources.`,
 		Example: `  # Every bundle of the fleet.
   kubectl vidra get
 
-  # Only what goes to edge-1, with VM rollouts and the InfrahubSync behind each bundle.
+  # Only what goes to edge-1, with VM rollouts and the sync behind each bundle.
   kubectl vidra get --cluster edge-1 -o wide
 
   # The names of the bundles that are not ready, for a script.
@@ -96,7 +98,7 @@ func (o *getOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	}
 	headers := []string{"NAME", "CLUSTER", "STATE", "OBJECTS", "READY", "LAST ERROR"}
 	if o.output.wide() {
-		headers = insertBefore(headers, "AGE", "VM ROLLOUT", "INFRAHUBSYNC")
+		headers = insertBefore(headers, "AGE", "VM ROLLOUT", "SYNC")
 	}
 	now := time.Now()
 	rows := make([][]string, 0, len(selected))
@@ -130,7 +132,17 @@ func resourceRow(vr *vidrav1alpha1.VidraResource, now time.Time, wide bool) []st
 		if r := s.VMRollout; r != nil {
 			rollout = fmt.Sprintf("%s %d/%d", orNone(string(r.Phase)), r.Updated, r.Total)
 		}
-		row = insertBefore(row, age(vr.CreationTimestamp, now), rollout, orNone(vr.Labels[vidrav1alpha1.InfrahubSyncLabel]))
+		row = insertBefore(row, age(vr.CreationTimestamp, now), rollout, syncColumn(vr.Labels))
 	}
 	return row
+}
+
+// syncColumn names the sync that made a VidraResource with these labels, as the plugin's
+// commands take it: "gs/web".
+func syncColumn(labels map[string]string) string {
+	kind, name := vidrav1alpha1.SyncOf(labels)
+	if name == "" {
+		return none
+	}
+	return kind.Ref(name)
 }

@@ -103,15 +103,20 @@ func TestGetShowsOnlyTheBundlesOfOneCluster(t *testing.T) {
 	}
 }
 
-func TestGetWideShowsAgeVMRolloutAndInfrahubSync(t *testing.T) {
+func TestGetWideShowsAgeVMRolloutAndTheSync(t *testing.T) {
 	bundles(t)
+	createResource(t, &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "site-lyon", Labels: map[string]string{vidrav1alpha1.GitSyncLabel: "site"}},
+		Spec:       vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "edge-lyon"}},
+	})
 	out, stderr, err := runPlugin(t, "get", "--kubeconfig", hubKubeconfig(t), "-o", "wide")
 	if err != nil {
 		t.Fatalf("get -o wide: %v\n%s", err, stderr)
 	}
-	tb := parseTable(t, out, "NAME", "CLUSTER", "STATE", "OBJECTS", "READY", "AGE", "VM ROLLOUT", "INFRAHUBSYNC", "LAST ERROR")
-	tb.expectRow(t, "web-paris", map[string]string{"VM ROLLOUT": "Progressing 1/3", "INFRAHUBSYNC": "webserver"})
-	tb.expectRow(t, "web-lyon", map[string]string{"VM ROLLOUT": "<none>", "INFRAHUBSYNC": "<none>"})
+	tb := parseTable(t, out, "NAME", "CLUSTER", "STATE", "OBJECTS", "READY", "AGE", "VM ROLLOUT", "SYNC", "LAST ERROR")
+	tb.expectRow(t, "web-paris", map[string]string{"VM ROLLOUT": "Progressing 1/3", "SYNC": "ihs/webserver"})
+	tb.expectRow(t, "site-lyon", map[string]string{"SYNC": "gs/site"})
+	tb.expectRow(t, "web-lyon", map[string]string{"VM ROLLOUT": "<none>", "SYNC": "<none>"})
 	if a := tb.row(t, "web-paris")["AGE"]; !strings.HasSuffix(a, "s") {
 		t.Errorf("web-paris AGE %q, want seconds", a)
 	}

@@ -11,13 +11,13 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 		words []string
 	}{
 		{[]string{"--help"}, []string{"Vidra is a Kubernetes operator", "kubectl vidra [command]", "clusters", "get", "describe", "enroll"}},
-		{[]string{"clusters", "--help"}, []string{"kubectl vidra clusters", "PHASE", "LAST PROBE", "--kubeconfig", "--context", "--output", "wide"}},
-		{[]string{"get", "--help"}, []string{"kubectl vidra get", "LAST ERROR", "INFRAHUBSYNC", "--cluster", "--kubeconfig", "--context", "--output", "wide"}},
+		{[]string{"clusters", "--help"}, []string{"kubectl vidra clusters", "PHASE", "LAST SEEN", "--kubeconfig", "--context", "--output", "wide"}},
+		{[]string{"get", "--help"}, []string{"kubectl vidra get", "LAST ERROR", "SYNC", "gs/NAME", "hs/NAME", "--cluster", "--kubeconfig", "--context", "--output", "wide"}},
 		{[]string{"describe", "--help"}, []string{"kubectl vidra describe NAME", "Events", "--kubeconfig", "--context"}},
-		{[]string{"history", "--help"}, []string{"kubectl vidra history NAME", "ControllerRevisions", "--operator-namespace", "--kubeconfig"}},
+		{[]string{"history", "--help"}, []string{"kubectl vidra history NAME", "ControllerRevisions", "gitsync/NAME", "ocisync/NAME", "helmsync/NAME", "--operator-namespace", "--kubeconfig"}},
 		{[]string{"rollback", "--help"}, []string{"kubectl vidra rollback NAME", "--to-revision", "pinned", "--operator-namespace"}},
-		{[]string{"diff", "--help"}, []string{"kubectl vidra diff NAME", "server-side dry-run", "exits 0", "--kubeconfig"}},
-		{[]string{"rollout", "status", "--help"}, []string{"kubectl vidra rollout status SYNC", "--kubeconfig"}},
+		{[]string{"diff", "--help"}, []string{"kubectl vidra diff NAME", "server-side dry-run", "exits 0", "hs/NAME", "--kubeconfig"}},
+		{[]string{"rollout", "status", "--help"}, []string{"kubectl vidra rollout status SYNC", "gitsync/web", "helmsync/NAME", "--kubeconfig"}},
 		{[]string{"rollout", "resume", "--help"}, []string{"kubectl vidra rollout resume SYNC", "healthTimeout", "pinned"}},
 		{[]string{"enroll", "--help"}, []string{
 			"kubectl vidra enroll NAME", "vidra.infrahub.operators.com/cluster=NAME",

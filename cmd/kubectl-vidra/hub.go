@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -27,9 +28,17 @@ func newHubFlags() *genericclioptions.ConfigFlags {
 }
 
 // newScheme knows the kinds the operator knows: client-go's (Secrets, Events,
-// ConfigMaps), Vidra's and KubeVirt's.
+// ConfigMaps), Vidra's and KubeVirt's; and CRDs, which enroll --pull installs on the
+// member and unenroll removes.
 func newScheme() (*runtime.Scheme, error) {
-	return operatorscheme.New()
+	s, err := operatorscheme.New()
+	if err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("add apiextensions types to scheme: %w", err)
+	}
+	return s, nil
 }
 
 // newHubClient connects to the hub that getter's kubeconfig names, with newScheme's kinds

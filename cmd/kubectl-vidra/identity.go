@@ -35,10 +35,6 @@ import (
 // prints of a real enrollment: the token itself goes to the hub only.
 const tokenPlaceholder = "<requested from the member's TokenRequest API at enrollment>"
 
-// policyFromEnrollAnnotation marks a delivery policy that enroll set to match a narrowed
-// identity, so that enrolling again with a wider one removes it, and only it.
-const policyFromEnrollAnnotation = "vidra.infrahub.operators.com/policy-from-enroll"
-
 // memberAccess is the enrolling user's own access to the member: it creates the identity
 // and is never written anywhere.
 type memberAccess struct {
@@ -145,7 +141,7 @@ func identitySecret(name, namespace string, labels map[string]string, spec ident
 	if spec.Scoped() {
 		annotations[vidrav1alpha1.AllowedNamespacesAnnotation] = strings.Join(spec.Namespaces, ",")
 		annotations[vidrav1alpha1.AllowedClusterKindsAnnotation] = strings.Join(spec.ClusterKindNames(), ",")
-		annotations[policyFromEnrollAnnotation] = "true"
+		annotations[identity.PolicyFromEnrollAnnotation] = "true"
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: annotations},
@@ -157,38 +153,15 @@ func identitySecret(name, namespace string, labels map[string]string, spec ident
 // runIdentity enrolls with a scoped identity: it is created on the member with the user's
 // credentials, a token is requested for it, and only that token goes to the hub.
 func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map[string]string, out, errOut io.Writer) error {
-	sa, err := identity.ParseServiceAccount(o.serviceAccount)
-	if err != nil {
-		return fmt.Errorf("--service-account: %w", err)
-	}
-	if o.tokenTTL < identity.MinTokenTTL {
-		return fmt.Errorf("--token-ttl %s: the API server's minimum is %s", o.tokenTTL, identity.MinTokenTTL)
-	}
-	kinds, err := parseClusterKinds(o.clusterKinds)
-	if err != nil {
-		return err
-	}
-	if len(kinds) > 0 && o.namespaces == nil {
-		return fmt.Errorf("--cluster-kinds narrows an identity that --namespaces scopes; without --namespaces it may manage every kind already")
-	}
-	spec := identity.Spec{ServiceAccount: sa}
-	if o.namespaces != nil {
-		if len(o.namespaces) == 0 {
-			return errors.New("--namespaces needs at least one namespace; leave it out for an identity that may manage any object")
-		}
-		p, err := policy.Parse(map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: strings.Join(o.namespaces, ",")})
-		if err != nil {
-			return fmt.Errorf("--namespaces: %w", err)
-		}
-		spec.Namespaces = p.AllowedNamespaces
-	}
 	member, err := loadMemberAccess(o.memberKubeconfig, o.memberContext)
 	if err != nil {
 		return err
 	}
-	if spec.ClusterKinds, err = resolveClusterKinds(member, kinds); err != nil {
+	spec, err := o.identitySpec(member)
+	if err != nil {
 		return err
 	}
+	sa := spec.ServiceAccount
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -240,6 +213,40 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 		return err
 	}
 	return o.reportIdentity(out, scheme, spec, member.cluster, secret, done, action)
+}
+
+// identitySpec is the identity on the member that --service-account, --namespaces and
+// --cluster-kinds ask for (the kinds resolved by the member's discovery).
+func (o *enrollOptions) identitySpec(member *memberAccess) (identity.Spec, error) {
+	sa, err := identity.ParseServiceAccount(o.serviceAccount)
+	if err != nil {
+		return identity.Spec{}, fmt.Errorf("--service-account: %w", err)
+	}
+	if o.tokenTTL < identity.MinTokenTTL {
+		return identity.Spec{}, fmt.Errorf("--token-ttl %s: the API server's minimum is %s", o.tokenTTL, identity.MinTokenTTL)
+	}
+	kinds, err := parseClusterKinds(o.clusterKinds)
+	if err != nil {
+		return identity.Spec{}, err
+	}
+	if len(kinds) > 0 && o.namespaces == nil {
+		return identity.Spec{}, fmt.Errorf("--cluster-kinds narrows an identity that --namespaces scopes; without --namespaces it may manage every kind already")
+	}
+	spec := identity.Spec{ServiceAccount: sa}
+	if o.namespaces != nil {
+		if len(o.namespaces) == 0 {
+			return identity.Spec{}, errors.New("--namespaces needs at least one namespace; leave it out for an identity that may manage any object")
+		}
+		p, err := policy.Parse(map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: strings.Join(o.namespaces, ",")})
+		if err != nil {
+			return identity.Spec{}, fmt.Errorf("--namespaces: %w", err)
+		}
+		spec.Namespaces = p.AllowedNamespaces
+	}
+	if spec.ClusterKinds, err = resolveClusterKinds(member, kinds); err != nil {
+		return identity.Spec{}, err
+	}
+	return spec, nil
 }
 
 // clusterFlags name the member (a context of the user's kubeconfig) and the hub, for

@@ -39,11 +39,13 @@ const displayName = "kubectl vidra"
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-vidra",
-		Short: "Vidra delivers Kubernetes manifests from Infrahub to a fleet of clusters: see the fleet and enroll clusters",
-		Long: `Vidra is a Kubernetes operator that delivers manifests (from Infrahub artifacts or written
-inline) to a fleet of clusters and keeps them in sync. This plugin reads the hub, the
-cluster where Vidra runs, through your kubeconfig: which clusters are enrolled and how
-they are doing, which bundles (VidraResources) went where and whether they are applied.
+		Short: "Vidra delivers Kubernetes manifests from Infrahub, Git, OCI or Helm charts to a fleet of clusters: see the fleet and enroll clusters",
+		Long: `Vidra is a Kubernetes operator that delivers manifests (from Infrahub artifacts, Git
+repositories, OCI artifacts, Helm charts, or written inline) to a fleet of clusters and
+keeps them in sync. This plugin reads the hub, the cluster where Vidra runs, through your
+kubeconfig: which clusters are enrolled and how they are doing, which bundles
+(VidraResources) went where and whether they are applied, and what each sync
+(InfrahubSync, GitSync, OCISync, HelmSync) delivered.
 It also enrolls a cluster by writing its kubeconfig Secret on the hub, and uploads bundles
 too large to be inline to the hub's content store.
 
@@ -72,9 +74,15 @@ kubeconfig context when you enroll it.`,
   kubectl vidra rollout status web
   kubectl vidra history ihs/web
 
-  # Take InfrahubSync "web" back to its previous revision, then let it go on.
-  kubectl vidra rollback ihs/web
-  kubectl vidra rollout resume web`,
+  # Which commits did GitSync "site" deliver? (ocis/NAME for an OCISync, hs/NAME for a HelmSync)
+  kubectl vidra history gitsync/site
+
+  # Which chart versions did HelmSync "ingress" deliver, and where?
+  kubectl vidra history helmsync/ingress
+
+  # Take GitSync "site" back to its previous commit, then let it go on.
+  kubectl vidra rollback gs/site
+  kubectl vidra rollout resume gs/site`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
 		SilenceUsage:  true,
 		SilenceErrors: true,

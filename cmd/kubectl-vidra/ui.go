@@ -37,10 +37,11 @@ credential is created, and each view shows only what your RBAC lets you read (a 
 you may not read says so). Watches on the hub keep every page live.
 
 Views: the fleet (clusters, their phase, version, labels, bundles ready, credential
-expiry), the InfrahubSyncs (artifacts, checksums, rollout progress, their bundles, and a
-"Sync now" button that asks for a sync as you), one bundle (its objects with their
-status, conditions, preview, history and Events), and the dependency graph
-(InfrahubSync → VidraResources → clusters → objects, colored by health).
+expiry), the syncs of every kind (InfrahubSyncs, GitSyncs, OCISyncs, HelmSyncs: their
+source and the revision fetched, bundles or artifacts, checksums, rollout progress, their
+VidraResources, and a "Sync now" button that asks for a sync as you), one bundle (its
+objects with their status, conditions, preview, history and Events), and the dependency
+graph (syncs → VidraResources → clusters → objects, colored by health).
 
 The clusters' view says, for each cluster and for the hub itself (local), whether you
 may deliver there (the verb deliver on the VidraCluster's name; see kubectl vidra

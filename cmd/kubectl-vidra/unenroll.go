@@ -20,6 +20,8 @@ type unenrollOptions struct {
 	clusterFlags
 	serviceAccount string
 	dryRun         string
+	agentNamespace string
+	hubOnly        bool
 }
 
 func newUnenrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -37,9 +39,23 @@ A Secret that holds copied credentials (enrolled with --copy-credentials or by h
 no identity to remove: only the Secret is deleted, and those credentials stay valid on
 the member until you revoke them.
 
+A pull cluster (enrolled with --pull: its Secret says so, or the hub still holds its
+namespace vidra-pull-NAME) is removed from both sides, in the order that leaves its agent
+nothing to act on: the agent's ServiceAccount on the hub first (its tokens stop working at
+once); then on the member the agent's Deployment and RBAC bindings, its copies of the
+bundles (what they delivered stays), its roles, Secret vidra-agent-hub and ServiceAccount
+in --agent-namespace, the identity it applied as, and Vidra's CRDs unless the member has
+VidraResources of its own; then on the hub the Secret NAME and the cluster's namespace,
+with its bundles. --context is required (--hub-only, for a member gone for good, removes
+the hub's side alone), and --dry-run is refused. An agent run by the
+chart (mode: agent) loses its rights too, but its Deployment is Helm's: helm uninstall it.
+
 Unenrolling what is already gone succeeds, so it can be run again after a failure.`,
 		Example: `  # Remove cluster edge-1 from the fleet.
-  kubectl vidra unenroll edge-1 --context edge-1-admin`,
+  kubectl vidra unenroll edge-1 --context edge-1-admin
+
+  # Remove pull cluster edge-5 from both sides: its agent's rights first, then the rest.
+  kubectl vidra unenroll edge-5 --context edge-5-admin --hub-context hub`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args[0], streams.Out, streams.ErrOut)
@@ -48,6 +64,8 @@ Unenrolling what is already gone succeeds, so it can be run again after a failur
 	flags := cmd.Flags()
 	o.addClusterFlags(flags, "The kubeconfig context of the cluster; needed to remove an identity.")
 	flags.StringVar(&o.serviceAccount, "service-account", "", "The identity to remove when the Secret is gone already (default: the one the Secret names, else vidra-system/vidra).")
+	flags.StringVar(&o.agentNamespace, "agent-namespace", "vidra-system", "A pull cluster's agent namespace on the member.")
+	flags.BoolVar(&o.hubOnly, "hub-only", false, "A pull cluster whose member is gone: remove only the hub's side (its agent's identity first); what enrollment made on the member stays there.")
 	flags.StringVar(&o.dryRun, "dry-run", dryRunNone, `"server" has both API servers check the deletions without making them.`)
 	return cmd
 }
@@ -77,6 +95,11 @@ func (o *unenrollOptions) run(ctx context.Context, name string, out, errOut io.W
 		secret = nil
 	}
 
+	if pulled, err := isPull(ctx, hub, secret, name); err != nil {
+		return fmt.Errorf("look for cluster %s's namespace on the hub: %w", name, err)
+	} else if pulled {
+		return o.unenrollPull(ctx, hub, secret, name, out, errOut)
+	}
 	saName := o.serviceAccount
 	if secret != nil {
 		if v, ok := secret.Annotations[vidrav1alpha1.ServiceAccountAnnotation]; ok && saName == "" {

@@ -68,7 +68,11 @@ func start(ctx context.Context, log logr.Logger, opts options) (retErr error) {
 		return err
 	}
 	opts.operator.Logger = log
-	op, err := operator.New(ctx, cfg, opts.operator)
+	newOperator := operator.New
+	if opts.mode == modeAgent {
+		newOperator = operator.NewAgent
+	}
+	op, err := newOperator(ctx, cfg, opts.operator)
 	if err != nil {
 		return err
 	}

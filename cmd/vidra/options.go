@@ -21,9 +21,18 @@ type options struct {
 	otlpEndpoint string
 	// logging: controller-runtime's zap flags (--zap-log-level, --zap-encoder, ...).
 	logging crzap.Options
+	// mode is hub, standalone or agent.
+	mode string
 	// operator is everything the operator is built from.
 	operator operator.Options
 }
+
+// Modes of the binary.
+const (
+	modeHub        = "hub"
+	modeStandalone = "standalone"
+	modeAgent      = "agent"
+)
 
 // parseOptions reads args into options; -h prints the usage and returns flag.ErrHelp.
 func parseOptions(args []string) (options, error) {
@@ -38,11 +47,15 @@ func parseOptions(args []string) (options, error) {
 		"Path to the kubeconfig of the hub cluster. Empty: $KUBECONFIG, then in-cluster config, then ~/.kube/config.")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "",
 		"OTLP/HTTP endpoint URL to send traces to (such as http://otel-collector:4318). Empty: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; with neither set, tracing is off. The other OTEL_EXPORTER_OTLP_* variables apply.")
+	fs.StringVar(&o.mode, "mode", modeHub,
+		"hub: deliver to the enrolled fleet; standalone: only the cluster the operator runs in (--cluster-provider=none); agent: the agent of a pull cluster, which fetches its bundles from the hub named in the Secret vidra-agent-hub of --agent-namespace (kubectl vidra enroll --pull writes it); --kubeconfig is then the member's own.")
 	bindServingFlags(fs, &o.operator)
+	bindPullFlags(fs, &o.operator)
 	bindAvailabilityFlags(fs, &o.operator)
 	bindFleetFlags(fs, &o.operator)
 	bindDeliveryFlags(fs, &o.operator)
 	bindInfrahubFlags(fs, &o.operator)
+	bindSourceFlags(fs, &o.operator)
 	o.logging.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "vidra: multi-cluster delivery operator for Infrahub artifacts.\n\nUsage: vidra [flags]\n\n")
@@ -54,7 +67,27 @@ func parseOptions(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	switch o.mode {
+	case modeHub:
+	case modeStandalone, modeAgent:
+		o.operator.ClusterProvider = operator.ProviderNone
+	default:
+		return o, fmt.Errorf("--mode=%q: want %q, %q or %q", o.mode, modeHub, modeStandalone, modeAgent)
+	}
+	if o.mode == modeAgent && o.operator.AgentHeartbeat < time.Second {
+		return o, fmt.Errorf("--agent-heartbeat=%v: want at least 1s", o.operator.AgentHeartbeat)
+	}
 	return o, validate(&o.operator)
+}
+
+// bindPullFlags binds pull mode: the hub's view of agents, and the agent's own settings.
+func bindPullFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.DurationVar(&o.AgentTimeout, "agent-timeout", o.AgentTimeout,
+		"Hub: how long a pull cluster's agent may go without a heartbeat before its VidraCluster is Unreachable.")
+	fs.StringVar(&o.AgentNamespace, "agent-namespace", o.AgentNamespace,
+		"Agent: the namespace of the agent's Secret vidra-agent-hub, its content and history.")
+	fs.DurationVar(&o.AgentHeartbeat, "agent-heartbeat", o.AgentHeartbeat,
+		"Agent: how often the agent reports to the hub (one write to the hub each time).")
 }
 
 // validate refuses settings that cannot be met, naming their flags.
@@ -197,6 +230,27 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Address Infrahub's webhooks (POST /hooks/infrahub) are received on; 0 disables them.")
 	fs.StringVar(&o.WebhookSecret, "infrahub-webhook-secret", o.WebhookSecret,
 		"Secret, in --infrahub-secret-namespace, whose 'key' is the key Infrahub signs webhooks with. Empty: webhooks are not received.")
+}
+
+func bindSourceFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.StringVar(&o.SourceCacheDir, "source-cache-dir", o.SourceCacheDir,
+		"Directory where GitSyncs' checkouts, OCISyncs' artifacts and HelmSyncs' charts from OCI registries are kept, one per URL and revision however many syncs read them; empty: a new temporary directory.")
+	fs.Var(bytesValue{&o.SourceCacheBytes}, "source-cache-bytes",
+		"Most disk, a `size` such as 1Gi, the checkouts and artifacts kept in --source-cache-dir take: the least recently used one nobody reads is deleted first. Keep it under the volume's size by the largest fetch (--git-max-repo-bytes, --oci-max-artifact-bytes).")
+	fs.Var(bytesValue{&o.GitMaxRepoBytes}, "git-max-repo-bytes",
+		"Largest checkout of a GitSync's repository on disk (.git included), a `size` such as 256Mi; past it, the sync is Stalled (LimitExceeded) and keeps what it delivered.")
+	fs.Var(bytesValue{&o.OCIMaxArtifactBytes}, "oci-max-artifact-bytes",
+		"Largest OCISync artifact, or HelmSync chart from an OCI registry, compressed and extracted, a `size` such as 128Mi; past it, the sync is Stalled (LimitExceeded).")
+	fs.IntVar(&o.SourceMaxFiles, "source-max-files", o.SourceMaxFiles,
+		"Most files a checkout or an artifact may hold.")
+	fs.Var(bytesValue{&o.SourceMaxBundleBytes}, "source-max-bundle-bytes",
+		"Largest bundle built from a GitSync's or OCISync's path, a `size` such as 32Mi (at most 64Mi, what the content store keeps).")
+	fs.DurationVar(&o.SourceTimeout, "source-timeout", o.SourceTimeout,
+		"Most time one fetch of a repository, an artifact or a chart may take.")
+	fs.Var(bytesValue{&o.HelmMaxIndexBytes}, "helm-max-index-bytes",
+		"Largest index.yaml of a HelmSync's repository, a `size` such as 32Mi; past it, the sync is Stalled (LimitExceeded) and the index is not read further.")
+	fs.Var(bytesValue{&o.HelmMaxChartBytes}, "helm-max-chart-bytes",
+		"Largest chart archive a HelmSync downloads from a Helm repository, a `size` such as 16Mi (a chart from an OCI registry is bounded by --oci-max-artifact-bytes); past it, the sync is Stalled (LimitExceeded).")
 }
 
 // defaultShardID is $POD_NAME (set by the chart through the downward API), else the

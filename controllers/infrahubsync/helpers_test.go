@@ -13,12 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 const apiToken = "vidra-test-token"
@@ -297,10 +297,5 @@ func containsAll(s string, parts ...string) bool {
 // requestSync asks for a sync now, as a webhook (or kubectl annotate) does.
 func requestSync(t testing.TB, name string) {
 	t.Helper()
-	patch := client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().Format(time.RFC3339Nano)))
-	ihs := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := fleet.Hub.Client.Patch(context.Background(), ihs, patch); err != nil {
-		t.Fatal(err)
-	}
+	testoperator.RequestSync(t, fleet.Hub.Client, &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }

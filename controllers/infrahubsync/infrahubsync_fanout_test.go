@@ -13,6 +13,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // labelEnrollment sets (or, with "", removes) the label fanout on a member's enrollment
@@ -22,28 +23,10 @@ func labelEnrollment(t *testing.T, member, value string) {
 	setClusterLabel(t, member, "fanout", value)
 }
 
-// setClusterLabel sets (or, with "", removes) a label on a member's enrollment Secret and
-// waits until its VidraCluster carries it.
+// setClusterLabel sets (or, with "", removes) a label of a member's VidraCluster.
 func setClusterLabel(t *testing.T, member, key, value string) {
 	t.Helper()
-	ctx := context.Background()
-	secret := &corev1.Secret{}
-	if err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: member}, secret); err != nil {
-		t.Fatal(err)
-	}
-	if value == "" {
-		delete(secret.Labels, key)
-	} else {
-		secret.Labels[key] = value
-	}
-	if err := fleet.Hub.Client.Update(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	testfleet.Eventually(t, 30*time.Second, "VidraCluster "+member+" relabeled", func() (bool, error) {
-		vc := &vidrav1alpha1.VidraCluster{}
-		err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: member}, vc)
-		return err == nil && vc.Labels[key] == value, err
-	})
+	testoperator.LabelCluster(t, fleet.Hub.Client, member, key, value)
 }
 
 // A clusterSelector fans every artifact out to the enrolled clusters it selects: a

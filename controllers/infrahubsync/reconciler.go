@@ -22,6 +22,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
@@ -56,7 +57,7 @@ type Reconciler struct {
 	srcs        *sources
 	// written holds, per InfrahubSync, the resourceVersion of this process's last status
 	// write: a rollout decides from its status, which a lagging cache must not roll back.
-	written sync.Map
+	written fanout.StatusWrites
 	// traced holds, per InfrahubSync, the last trace context taken from its annotations,
 	// so that only the reconcile a webhook asked for joins that webhook's trace.
 	traced sync.Map
@@ -99,11 +100,11 @@ func (r *Reconciler) now() time.Time {
 // Reconcile narrates one sync of an InfrahubSync.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	// Get the InfrahubSync.
-	ihs, err := r.read(ctx, req.NamespacedName)
+	ihs, err := fanout.Read(ctx, &r.written, r.Hub, r.HubReader, req.NamespacedName, func() *vidrav1alpha1.InfrahubSync { return &vidrav1alpha1.InfrahubSync{} })
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.sources().forget(req.Name)
-			r.written.Delete(req.Name)
+			r.written.Forget(req.Name)
 			r.traced.Delete(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -149,30 +150,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return result, err // controller-runtime logs it, with the InfrahubSync's name
 }
 
-// read returns the InfrahubSync from the cache, or from the API server when the cache
-// does not yet show this process's last status write.
-func (r *Reconciler) read(ctx context.Context, key client.ObjectKey) (*vidrav1alpha1.InfrahubSync, error) {
-	ihs := &vidrav1alpha1.InfrahubSync{}
-	if err := r.Hub.Get(ctx, key, ihs); err != nil {
-		return nil, err
-	}
-	last, ok := r.written.Load(key.Name)
-	if !ok {
-		return ihs, nil
-	}
-	if last.(string) == ihs.ResourceVersion {
-		r.written.Delete(key.Name) // the cache has caught up
-		return ihs, nil
-	}
-	fresh := &vidrav1alpha1.InfrahubSync{}
-	if err := r.HubReader.Get(ctx, key, fresh); err != nil {
-		return nil, err
-	}
-	// Until the cache shows what the API server said, it is read from there.
-	r.written.Store(key.Name, fresh.ResourceVersion)
-	return fresh, nil
-}
-
 func (r *Reconciler) patchStatus(ctx context.Context, before, ihs *vidrav1alpha1.InfrahubSync) error {
 	ihs.Status.ObservedGeneration = ihs.Generation
 	if statusEqual(before.Status, ihs.Status) {
@@ -185,7 +162,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, ihs *vidrav1alpha1
 	if err != nil {
 		return fmt.Errorf("patch status of InfrahubSync %s: %w", ihs.Name, err)
 	}
-	r.written.Store(ihs.Name, ihs.ResourceVersion)
+	r.written.Wrote(ihs)
 	return nil
 }
 

@@ -18,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/fanout"
@@ -79,7 +78,10 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 	for _, st := range ihs.Status.Artifacts {
 		previous[st.ID] = st
 	}
-	statuses := deliver(ctx, ihs, d, itemsOf(listed), targets, previous)
+	statuses, rollout := d.Deliver(ctx, itemsOf(listed), targets, previous)
+	if rollout != nil {
+		ihs.Status.Rollout = rollout
+	}
 
 	// Remove what is no longer listed or no longer has a destination.
 	pruneErr := d.Prune(ctx)
@@ -87,23 +89,6 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 
 	setArtifacts(ihs, statuses)
 	return r.summarize(ihs, d, quota.Exceeded(), pruneErr, interval)
-}
-
-// deliver delivers the items to their targets, at once or wave by wave, and records the
-// rollout in the status.
-func deliver(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync, d *fanout.Delivery, items []fanout.Item, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) []vidrav1alpha1.ArtifactStatus {
-	if fanout.Progressive(ihs.Spec.Rollout) {
-		statuses, st := d.Progressive(ctx, items, targets, previous)
-		if st != nil {
-			ihs.Status.Rollout = st
-			fanout.MarkRolledOut(ihs, *st)
-		}
-		return statuses
-	}
-	statuses, st := d.AtOnce(ctx, items, targets, previous)
-	ihs.Status.Rollout = &st
-	conditions.Remove(ihs, vidrav1alpha1.ConditionRolledOut)
-	return statuses
 }
 
 // fanoutConfig is what every InfrahubSync's delivery shares.
@@ -124,14 +109,10 @@ func (r *Reconciler) fanoutConfig() fanout.Config {
 func fanoutSync(ihs *vidrav1alpha1.InfrahubSync) fanout.Sync {
 	return fanout.Sync{
 		Object:      ihs,
-		Kind:        vidrav1alpha1.GroupVersion.WithKind("InfrahubSync"),
-		Label:       vidrav1alpha1.InfrahubSyncLabel,
 		SourceName:  "Infrahub",
+		Noun:        "artifact",
 		Destination: ihs.Spec.Destination,
 		Template:    ihs.Spec.Template,
-		Rollout:     ihs.Spec.Rollout,
-		LastRollout: ihs.Status.Rollout,
-		Resume:      ihs.Annotations[vidrav1alpha1.ResumeRequestedAtAnnotation],
 	}
 }
 
@@ -268,7 +249,8 @@ func isTransient(err error) bool {
 		return apiErr.Status >= http.StatusInternalServerError || apiErr.Status == http.StatusTooManyRequests
 	case errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded):
 		return true
-	case apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err):
+	case apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServiceUnavailable(err):
 		return true
 	}
 	return false

@@ -90,6 +90,7 @@ type keyOutcome struct {
 func (w *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(WebhookPath, w)
+	mux.HandleFunc(GitPushPath, w.serveGitPush)
 	return mux
 }
 
@@ -100,7 +101,7 @@ func (w *Receiver) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook receiver: listen on %s: %w", w.Addr, err)
 	}
-	w.Log.Info("serving Infrahub webhooks", "address", ln.Addr().String(), "path", WebhookPath)
+	w.Log.Info("serving webhooks", "address", ln.Addr().String(), "paths", []string{WebhookPath, GitPushPath})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -218,25 +219,35 @@ func (w *Receiver) trigger(ctx context.Context, ev infrahub.WebhookEvent, source
 	if err := w.Hub.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list InfrahubSyncs: %w", err)
 	}
-	stamp := w.now().UTC().Format(time.RFC3339Nano)
-	var triggered []string
-	var errs []error
+	var concerned []vidrav1alpha1.Sync
 	for i := range list.Items {
-		ihs := &list.Items[i]
-		if !concerns(ihs, ev, source) {
-			continue
+		if concerns(&list.Items[i], ev, source) {
+			concerned = append(concerned, &list.Items[i])
 		}
-		body, err := tracing.AnnotationsPatch(ctx, map[string]string{vidrav1alpha1.RequestedAtAnnotation: stamp})
-		if err != nil {
-			return nil, fmt.Errorf("request a sync of %s: %w", ihs.Name, err)
-		}
-		if err := w.Hub.Patch(ctx, ihs, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("request a sync of %s: %w", ihs.Name, err))
-			continue
-		}
-		triggered = append(triggered, ihs.Name)
 	}
-	return triggered, errors.Join(errs...)
+	return w.request(ctx, concerned)
+}
+
+// request asks each sync for a sync now — the requested-at annotation, with ctx's trace
+// for the reconcile to join — and returns the names of those asked.
+func (w *Receiver) request(ctx context.Context, syncs []vidrav1alpha1.Sync) ([]string, error) {
+	if len(syncs) == 0 {
+		return nil, nil
+	}
+	body, err := tracing.AnnotationsPatch(ctx, map[string]string{vidrav1alpha1.RequestedAtAnnotation: w.now().UTC().Format(time.RFC3339Nano)})
+	if err != nil {
+		return nil, fmt.Errorf("request syncs: %w", err)
+	}
+	var requested []string
+	var errs []error
+	for _, sync := range syncs {
+		if err := w.Hub.Patch(ctx, sync, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("request a sync of %s %s: %w", sync.SyncKind().Kind, sync.GetName(), err))
+			continue
+		}
+		requested = append(requested, sync.GetName())
+	}
+	return requested, errors.Join(errs...)
 }
 
 // concerns reports whether an artifact event may change what an InfrahubSync delivers:

@@ -25,6 +25,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if !controllerutil.ContainsFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	if cluster, ok := r.pullCluster(ctx, vr); ok {
+		done, err := r.reconcileDeletePull(ctx, vr, cluster)
+		if err != nil || !done {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.finalize(ctx, vr, nil)
+	}
+	if err := r.withdrawBundle(ctx, vr); err != nil {
+		return ctrl.Result{}, err
+	}
 	refs := inventory.FromEntries(vr.Status.ManagedResources)
 	if r.History != nil {
 		// Objects a revision recorded before a reconcile stopped without its status.
@@ -56,6 +66,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 		}
 		r.Watches.Release(dest.name, vr.Name)
 	}
+	return ctrl.Result{}, r.finalize(ctx, vr, dest)
+}
+
+// finalize forgets what this process knows of the deleted VidraResource, its history,
+// and lets it go.
+func (r *Reconciler) finalize(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) error {
 	if dest != nil {
 		r.sharedApplyOf(dest.name).memo.Forget(ownership.ID(r.HubID, vr.Name))
 	}
@@ -72,12 +88,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, vr *vidrav1alpha1.Vidr
 	finalized := vr.DeepCopy()
 	controllerutil.RemoveFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer)
 	if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(finalized, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	r.written.Delete(vr.Name)
 	r.revisions.Delete(vr.Name)
 	r.deliverChecks.Delete(vr.Name)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // clusterEnrolled says whether a VidraCluster still shows the cluster.

@@ -26,6 +26,9 @@ type PolicySource interface {
 // namespacesNarrowed says whether the cluster's delivery policy narrows it to namespaces:
 // its identity may then not list or watch what lies outside them.
 func (r *Reconciler) namespacesNarrowed(dest *target) bool {
+	if dest.name == destination.LocalCluster {
+		return len(r.LocalPolicy.AllowedNamespaces) > 0
+	}
 	if r.Policies == nil {
 		return false
 	}
@@ -81,7 +84,10 @@ func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraReso
 	var check func([]policy.Object) *policy.DeniedError
 	if dest.name == destination.LocalCluster {
 		check = func(objs []policy.Object) *policy.DeniedError {
-			return r.HubGuard.Check(objs, vr.Spec.Destination.Namespace)
+			if denied := r.HubGuard.Check(objs, vr.Spec.Destination.Namespace); denied != nil || !r.LocalPolicy.Restricts() {
+				return denied
+			}
+			return r.LocalPolicy.Check(objs, vr.Spec.Destination.Namespace, vr.Spec.ServiceAccountName)
 		}
 	} else if r.Policies != nil {
 		pol, engaged, err := r.Policies.Policy(dest.name)
@@ -100,16 +106,19 @@ func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraReso
 	}
 	placed, unmapped := r.placeForPolicy(ctx, vr, dest, objects)
 	if denied := check(placed); denied != nil {
-		return refusal{why: "refused by " + ruleOwner(dest) + ", nothing applied: " + denied.Error()}
+		return refusal{why: "refused by " + r.ruleOwner(dest) + ", nothing applied: " + denied.Error()}
 	}
 	if len(unmapped) > 0 {
 		return refusal{retry: unmappedRetry, why: fmt.Sprintf("refused by %s, nothing applied: %s: the cluster does not serve this kind yet, so where it would go cannot be checked (looked at again every %s)",
-			ruleOwner(dest), strings.Join(unmapped, ", "), unmappedRetry)}
+			r.ruleOwner(dest), strings.Join(unmapped, ", "), unmappedRetry)}
 	}
 	return refusal{}
 }
 
-func ruleOwner(dest *target) string {
+func (r *Reconciler) ruleOwner(dest *target) string {
+	if dest.name == destination.LocalCluster && r.LocalPolicy.Restricts() {
+		return "the cluster's own delivery policy"
+	}
 	if dest.name == destination.LocalCluster {
 		return "the hub's guard of its own state"
 	}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -76,6 +77,12 @@ type Reconciler struct {
 	Policies PolicySource
 	// HubGuard is what no bundle may change on the hub.
 	HubGuard policy.HubGuard
+	// Selector, when set, picks the VidraResources this controller looks after (a pull
+	// cluster's agent: its copies of the hub's bundles, not the member's own).
+	Selector labels.Selector
+	// LocalPolicy is the local cluster's own delivery policy, besides HubGuard: a pull
+	// cluster's agent enforces the policy it was enrolled with, whatever the hub sends.
+	LocalPolicy policy.Policy
 	// LocalServiceAccount is who bundles for the hub are applied as when they name no
 	// ServiceAccount of their own; empty: such bundles are refused. The operator's own
 	// identity never applies a bundle.
@@ -106,8 +113,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	// Another replica owns its cluster: leave it all to that one.
-	if !r.owned(ctx, vr) {
+	// Another replica owns its cluster, or it is not this controller's to look after.
+	if !r.owned(ctx, vr) || (r.Selector != nil && !r.Selector.Matches(labels.Set(vr.Labels))) {
 		return ctrl.Result{}, nil
 	}
 
@@ -149,6 +156,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		r.wrote(vr)
 		before = vr.DeepCopy()
+	}
+
+	// A pull cluster's agent delivers it: published to the agent, whose report is shown.
+	if cluster, ok := r.pullCluster(ctx, vr); ok {
+		return r.reconcilePull(ctx, vr, cluster)
+	}
+	if err := r.withdrawBundle(ctx, vr); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	// Suspended: nothing is applied or pruned.

@@ -163,9 +163,8 @@ func sourceOf(vr *vidrav1alpha1.VidraResource) string {
 	if pinned := vr.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]; pinned != "" {
 		return "rollback to revision " + pinned
 	}
-	if sync := vr.Labels[vidrav1alpha1.InfrahubSyncLabel]; sync != "" {
-		return fmt.Sprintf("InfrahubSync %s: artifact %s, checksum %s", sync,
-			vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation], vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation])
+	if source := history.SyncSource(vr); source != "" {
+		return source
 	}
 	return "user"
 }
@@ -178,8 +177,8 @@ func markPinned(vr *vidrav1alpha1.VidraResource) {
 		return
 	}
 	msg := "rolled back to revision " + pinned
-	if sync := vr.Labels[vidrav1alpha1.InfrahubSyncLabel]; sync != "" {
-		msg += fmt.Sprintf("; InfrahubSync %s leaves it alone until `kubectl vidra rollout resume %s`", sync, sync)
+	if kind, sync := vidrav1alpha1.SyncOf(vr.Labels); sync != "" {
+		msg += fmt.Sprintf("; %s %s leaves it alone until `kubectl vidra rollout resume %s`", kind.Kind, sync, kind.ResumeArgument(sync))
 	}
 	setCondition(vr, vidrav1alpha1.ConditionPinned, metav1.ConditionTrue, vidrav1alpha1.ReasonRolledBack, msg)
 }

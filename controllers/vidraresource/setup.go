@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,16 +29,26 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 			!e.ObjectNew.GetDeletionTimestamp().IsZero()
 	}}
+	selected := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return r.Selector == nil || r.Selector.Matches(labels.Set(obj.GetLabels()))
+	})
 	err := ctrl.NewControllerManagedBy(local).
 		Named("vidraresource").
-		For(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(specOrDeletion)).
+		For(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(specOrDeletion, selected)).
 		WatchesRawSource(source.Channel(r.Watches.events, &handler.TypedEnqueueRequestForObject[*vidrav1alpha1.VidraResource]{})).
 		Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfCluster),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				oldVC, _ := e.ObjectOld.(*vidrav1alpha1.VidraCluster)
 				newVC, _ := e.ObjectNew.(*vidrav1alpha1.VidraCluster)
-				return oldVC == nil || newVC == nil || oldVC.Status.Phase != newVC.Status.Phase ||
+				return oldVC == nil || newVC == nil || oldVC.Status.Phase != newVC.Status.Phase || oldVC.Status.Mode != newVC.Status.Mode ||
 					!equality.Semantic.DeepEqual(oldVC.Status.DeliveryPolicy, newVC.Status.DeliveryPolicy)
+			}})).
+		// A pull cluster's agent reports in its bundle's status.
+		Watches(&vidrav1alpha1.VidraBundle{}, handler.EnqueueRequestsFromMapFunc(resourceOfBundle),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				oldB, _ := e.ObjectOld.(*vidrav1alpha1.VidraBundle)
+				newB, _ := e.ObjectNew.(*vidrav1alpha1.VidraBundle)
+				return oldB == nil || newB == nil || !equality.Semantic.DeepEqual(oldB.Status, newB.Status)
 			}})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: maxConcurrentReconciles,
@@ -67,4 +78,9 @@ func (r *Reconciler) resourcesOfCluster(ctx context.Context, obj client.Object) 
 		}
 	}
 	return requests
+}
+
+// resourceOfBundle is the VidraResource a VidraBundle publishes: the one of its name.
+func resourceOfBundle(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: obj.GetName()}}}
 }

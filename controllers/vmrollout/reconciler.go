@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -60,6 +61,9 @@ type Reconciler struct {
 	// Shard, when several replicas split the fleet, says which clusters this replica
 	// rolls out on. Nil: all of them.
 	Shard Shard
+	// Selector, when set, picks the VidraResources this controller looks after (a pull
+	// cluster's agent: its copies of the hub's bundles, not the member's own).
+	Selector labels.Selector
 
 	// withoutVMs remembers, per cluster, when it was last seen not to serve
 	// VirtualMachines: each look is a discovery request to the cluster.
@@ -116,7 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	if err := r.Hub.Get(ctx, client.ObjectKey{Name: req.Name}, vr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if vr.Status.Cluster != destination.Label(req.ClusterName) || !vr.DeletionTimestamp.IsZero() || vr.Spec.Suspend {
+	if vr.Status.Cluster != destination.Label(req.ClusterName) || !vr.DeletionTimestamp.IsZero() || vr.Spec.Suspend ||
+		(r.Selector != nil && !r.Selector.Matches(labels.Set(vr.Labels))) {
 		return ctrl.Result{}, nil
 	}
 	if r.Shard != nil && !r.Shard.Owns(ctx, req.ClusterName) {
@@ -124,6 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 	}
 	cl, err := r.Manager.GetCluster(ctx, req.ClusterName)
 	if err != nil {
+		if r.pullCluster(ctx, req.ClusterName) {
+			return ctrl.Result{}, nil // its agent rolls its VMs out, on the member
+		}
 		// Not engaged (yet, or any more): the VidraResource shows why; look again later.
 		return ctrl.Result{RequeueAfter: notEngagedPoll}, nil //nolint:nilerr // see above
 	}
@@ -381,4 +389,10 @@ func rolloutCondition(p plan, spec vidrav1alpha1.VMRolloutSpec, actErr error) me
 // so the events API does not fold the Events of different VMs into one series.
 func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, vm *kubevirtv1.VirtualMachine, eventType, reason, note string) {
 	events.NewRecorder(r.Recorder, "VMRollout").Record(vr, vm, eventType, reason, note)
+}
+
+// pullCluster says whether the cluster is a pull cluster, which the hub never engages.
+func (r *Reconciler) pullCluster(ctx context.Context, name multicluster.ClusterName) bool {
+	vc := &vidrav1alpha1.VidraCluster{}
+	return r.Hub.Get(ctx, client.ObjectKey{Name: string(name)}, vc) == nil && vc.Status.Mode == vidrav1alpha1.ClusterModePull
 }

@@ -1,10 +1,15 @@
 // Command demo runs Vidra's main job on a local sandbox fleet: a hub and two member
 // control planes, a demo Infrahub serving rendered artifacts (a web application and a
-// VirtualMachine), the operator, both members enrolled with `kubectl vidra enroll` (one in
-// the canary ring, one in prod), and an InfrahubSync that fans the artifacts out to both,
-// wave by wave. A change in Infrahub then crosses the fleet canary first, with a preview
-// of what waits for prod. It prints what a user would look at and stays up until Ctrl-C;
-// with DEMO_EXIT=1 it exits after printing.
+// VirtualMachine), a Helm repository serving the demo's own chart (hack/demo/chart), the
+// operator, both members enrolled with `kubectl vidra enroll`: member-1 in push mode in the
+// canary ring, member-2 in pull mode (--pull) in prod, its agent (`bin/vidra --mode=agent`)
+// running as its own process with a token of its ServiceAccount on the member, as its pod
+// would; an InfrahubSync that fans the artifacts out to both, wave by wave, and a
+// HelmSync that renders the chart for each member with that member's name, labels and
+// APIs (the pull member's as its agent reports them). A change in Infrahub then crosses
+// the fleet canary first, with a preview of what
+// waits for prod. It prints what a user would look at and stays up until Ctrl-C; with
+// DEMO_EXIT=1 it exits after printing.
 package main
 
 import (
@@ -56,8 +61,10 @@ type sandbox struct {
 	fleet      *testfleet.Fleet
 	simulators []*kubevirtsim.Simulator
 	infrahub   *infrahubtest.Server
+	charts     *chartRepo
 	operator   *exec.Cmd
-	webhook    string // URL of the operator's webhook receiver
+	agent      *exec.Cmd // the pull member's agent
+	webhook    string    // URL of the operator's webhook receiver
 	cancel     context.CancelFunc
 	userKube   string // kubeconfig with contexts hub, member-1, member-2
 }
@@ -75,10 +82,13 @@ func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) er
 	}{
 		{"start a hub and two member clusters", s.startFleet},
 		{"start a demo Infrahub with rendered artifacts", s.startInfrahub},
+		{"package the demo's chart and serve it from a Helm repository on loopback", s.startChartRepo},
 		{"start the operator (bin/vidra)", s.startOperator},
-		{"enroll both members with kubectl vidra enroll", s.enroll},
+		{"enroll member-1 with kubectl vidra enroll, member-2 with --pull, and start member-2's agent (bin/vidra --mode=agent)", s.enroll},
 		{"apply an InfrahubSync that fans out to both members in two waves (canary, prod)", s.applySync},
+		{"apply a HelmSync that renders the chart for each push member", s.applyHelmSync},
 		{"wait until everything is Ready", s.waitReady},
+		{"wait until the HelmSync is Ready on the push members", s.waitHelmReady},
 	}
 	rollout := []struct {
 		what string
@@ -207,7 +217,7 @@ func (s *sandbox) startOperator(ctx context.Context, _ logr.Logger) error {
 		"--cluster-secret-namespace="+operatorNamespace, "--infrahub-secret-namespace="+operatorNamespace,
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0",
 		"--webhook-bind-address="+webhookAddr, "--infrahub-webhook-secret=infrahub-webhook",
-		"--cluster-probe-interval=5s")
+		"--cluster-probe-interval=5s", "--agent-timeout="+agentTimeout.String())
 	s.operator.Stdout, s.operator.Stderr = logFile, logFile
 	if err := s.operator.Start(); err != nil {
 		return fmt.Errorf("start bin/vidra (run make build first): %w", err)
@@ -221,8 +231,15 @@ func (s *sandbox) enroll(ctx context.Context, _ logr.Logger) error {
 		if i == 0 {
 			ring = "canary"
 		}
-		// The member's context and the hub's, from the one kubeconfig a user would have.
-		out, err := s.plugin(ctx, "enroll", m.Name, "--context", m.Name, "--hub-context", "hub", "--labels", "demo=true,ring="+ring+",site="+m.Name)
+		labels := "demo=true,ring=" + ring + ",site=" + m.Name
+		var out string
+		var err error
+		if isPullMember(i) {
+			out, err = s.enrollPull(ctx, i, labels+",delivery=pull")
+		} else {
+			// The member's context and the hub's, from the one kubeconfig a user would have.
+			out, err = s.plugin(ctx, "enroll", m.Name, "--context", m.Name, "--hub-context", "hub", "--labels", labels+",delivery=push")
+		}
 		if err != nil {
 			return err
 		}
@@ -230,9 +247,10 @@ func (s *sandbox) enroll(ctx context.Context, _ logr.Logger) error {
 			return err
 		}
 	}
-	return s.waitFor(ctx, 60*time.Second, "both members Engaged", func() (bool, error) {
-		out, err := s.kubectl(ctx, nil, "get", "vidraclusters", "-o", "jsonpath={range .items[*]}{.status.phase}{\" \"}{end}")
-		return err == nil && strings.Count(out, "Engaged") == 2, nil
+	// The pull member is Engaged once its agent's first heartbeat reached the hub.
+	return s.waitFor(ctx, 60*time.Second, "both members Engaged, one in mode Push and one in mode Pull", func() (bool, error) {
+		out, err := s.kubectl(ctx, nil, "get", "vidraclusters", "-o", "jsonpath={range .items[*]}{.status.phase}/{.status.mode}{\" \"}{end}")
+		return err == nil && strings.Count(out, "Engaged/Push") == 1 && strings.Count(out, "Engaged/Pull") == 1, nil
 	})
 }
 
@@ -307,14 +325,21 @@ func (s *sandbox) show(ctx context.Context, out io.Writer) {
 	fmt.Fprintln(out, "\n==> kubectl get vidra (the hub)")
 	fleet, _ := s.kubectl(ctx, nil, "get", "vidra")
 	fmt.Fprint(out, fleet)
-	fmt.Fprintln(out, "\n==> kubectl vidra clusters")
+	fmt.Fprintln(out, "\n==> kubectl vidra clusters   (MODE: Push, the hub applies; Pull, the member's agent fetches and applies)")
 	clusters, _ := s.plugin(ctx, "clusters", "--context", "hub")
 	fmt.Fprint(out, clusters)
+	for i, m := range s.fleet.Members {
+		if isPullMember(i) {
+			fmt.Fprintf(out, "    %s: the hub holds no credential for it; its agent reports every %s (log: %s)\n",
+				m.Name, agentHeartbeat, s.agentLog(m.Name))
+		}
+	}
 	for _, m := range s.fleet.Members {
 		fmt.Fprintf(out, "\n==> kubectl --context %s get deployment,service,vm,vmi -n demo\n", m.Name)
 		objects, _ := s.kubectl(ctx, nil, "--context", m.Name, "get", "deployment,service,vm,vmi", "-n", "demo")
 		fmt.Fprint(out, objects)
 	}
+	s.showHelm(ctx, out)
 }
 
 // changeVM raises the VM's memory in Infrahub, which only a restart applies, and
@@ -386,11 +411,15 @@ func (s *sandbox) showRollout(ctx context.Context, out io.Writer) {
 	fmt.Fprintln(out, "\n==> kubectl vidra history ihs/demo-webserver")
 	history, _ := s.plugin(ctx, "history", "ihs/demo-webserver", "--context", "hub")
 	fmt.Fprint(out, history)
+	s.showHelmHistory(ctx, out)
 	fmt.Fprintln(out, "\n==> kubectl vidra get -o wide")
 	wide, _ := s.plugin(ctx, "get", "-o", "wide", "--context", "hub")
 	fmt.Fprint(out, wide)
 	for i, m := range s.fleet.Members {
 		how := "by replacing its VMI (no restart API served there)"
+		if isPullMember(i) {
+			how += ", by its agent"
+		}
 		if i == 0 {
 			how = "through KubeVirt's restart API (subresources.kubevirt.io)"
 		}
@@ -409,20 +438,34 @@ func (s *sandbox) explore(out io.Writer) {
   %s rollout status demo-webserver   # where the rollout stands, cluster by cluster
   %s rollback ihs/demo-webserver     # back to the previous revision (then: rollout resume)
   kubectl --context member-1 get vm,vmi -n demo       # what landed on a member
+  kubectl get vidraclusters                           # MODE: member-2 is a pull member
+  kubectl --context member-2 get vidraresources       # the agent's copies of its bundles
+  kubectl get helmsyncs                               # the chart, the version delivered, Ready
+  %s history helmsync/%s   # the chart versions delivered, cluster by cluster
+  %s diff hs/%s            # what the next rendering would change
+  kubectl --context member-1 get configmap,deployment -n %s   # the chart as rendered for member-1
+  Helm repository: %s (chart %s, packaged from hack/demo/chart)
   operator logs: %s
-`, s.userKube, s.pluginPath(), s.pluginPath(), s.pluginPath(), s.pluginPath(), filepath.Join(s.dir, "vidra.log"))
+  agent logs:    %s
+`, s.userKube, s.pluginPath(), s.pluginPath(), s.pluginPath(), s.pluginPath(),
+		s.pluginPath(), helmSyncName, s.pluginPath(), helmSyncName, helmNamespace, s.charts.url, s.charts.chart,
+		filepath.Join(s.dir, "vidra.log"), s.agentLog(s.fleet.Members[1].Name))
 }
 
-// close stops the operator, the simulators, Infrahub and the clusters: nothing is left
-// running.
+// close stops the agent, the operator, the simulators, Infrahub and the clusters: nothing
+// is left running.
 func (s *sandbox) close(out io.Writer) {
 	fmt.Fprintln(out, "==> stopping the sandbox")
+	_ = testfleet.Terminate(s.agent, 30*time.Second)
 	_ = testfleet.Terminate(s.operator, 30*time.Second)
 	if s.cancel != nil {
 		s.cancel()
 	}
 	if s.infrahub != nil {
 		s.infrahub.Close()
+	}
+	if s.charts != nil {
+		s.charts.close()
 	}
 	if s.fleet != nil {
 		if err := s.fleet.Stop(); err != nil {
@@ -456,7 +499,7 @@ func (s *sandbox) runTool(ctx context.Context, path string, stdin []byte, args .
 // waitFor waits for cond, pointing at the operator's log when it does not come.
 func (s *sandbox) waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
 	if err := testfleet.WaitFor(ctx, 250*time.Millisecond, timeout, what, cond); err != nil {
-		return fmt.Errorf("%w (operator log: %s)", err, filepath.Join(s.dir, "vidra.log"))
+		return fmt.Errorf("%w (operator log: %s; agent log: %s)", err, filepath.Join(s.dir, "vidra.log"), s.agentLog(s.fleet.Members[1].Name))
 	}
 	return nil
 }

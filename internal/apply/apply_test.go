@@ -254,6 +254,22 @@ func TestPruneFalseLeavesTheObjectUnmanaged(t *testing.T) {
 	}
 }
 
+// An object its bundle marks prune: disabled is left on the cluster, unmanaged, when its
+// last owner lets go of it, though the owner prunes.
+func TestObjectWithPruneDisabledIsKeptWhenReleased(t *testing.T) {
+	ctx := context.Background()
+	e := engine(t, "hub/crds")
+	applyOK(t, e, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: never-pruned, annotations: {vidra.infrahub.operators.com/prune: disabled}}\ndata: {k: v}\n")
+	results, err := e.Release(ctx, []inventory.Ref{cmRef("never-pruned")}, true)
+	if err != nil || results[0].Action != apply.Released {
+		t.Fatalf("release = %+v, %v; want Released", results, err)
+	}
+	cm, ok := configMap(t, "never-pruned")
+	if !ok || ownership.IsManaged(cm) || cm.Annotations[vidrav1alpha1.OwnersAnnotation] != "" {
+		t.Errorf("kept object: exists %v, %v", ok, cm)
+	}
+}
+
 func equalMaps(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -264,4 +280,55 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestApplyPhasesOrderTheStages: objects marked to come first are applied before the
+// others, whatever their kind, and those marked to come last after them; a failure in a
+// stage stops the later ones.
+func TestApplyPhasesOrderTheStages(t *testing.T) {
+	e := engine(t, "hub/phases")
+	results := applyOK(t, e, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: phase-post, annotations: {vidra.infrahub.operators.com/apply-phase: post}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: phase-main}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: phase-pre, annotations: {vidra.infrahub.operators.com/apply-phase: pre}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: phase-main}
+`)
+	var order []string
+	for _, r := range results {
+		order = append(order, r.Ref.String())
+	}
+	// By kind alone, the ServiceAccount would come after the ConfigMaps and the Secret.
+	want := []string{"ServiceAccount default/phase-pre", "ConfigMap default/phase-main", "Secret default/phase-main", "ConfigMap default/phase-post"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("apply order = %q, want %q", order, want)
+	}
+
+	// A pre object the API server refuses: nothing after it is applied.
+	_, err := e.Apply(context.Background(), decode(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: phase-bad, annotations: {vidra.infrahub.operators.com/apply-phase: pre}}
+data: {bad: 1}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: phase-after-bad}
+`))
+	if err == nil {
+		t.Fatal("a ConfigMap with a number in data applied")
+	}
+	if _, ok := configMap(t, "phase-after-bad"); ok {
+		t.Error("the stage after a failed pre stage was applied")
+	}
 }

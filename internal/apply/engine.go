@@ -1,6 +1,7 @@
 // Package apply is Vidra's apply engine: it server-side applies a bundle of objects to one
 // cluster for one owner, in stages (CRDs and Namespaces first, waiting for CRDs to be
-// established, then everything else), keeps the owners set of every object (package
+// established, then what the bundle marks to come first, everything else, and what it
+// marks to come last: vidrav1alpha1.ApplyPhaseAnnotation), keeps the owners set of every object (package
 // ownership), repairs drift made by anyone but another Vidra owner, and reports — instead
 // of forcing — fields that another Vidra owner declares differently, so a shared object
 // never flip-flops between owners.
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
@@ -145,17 +147,21 @@ func (e *Engine) ownership() ownership.Writer {
 // ownership) before, or as, their fields land. A failed stage stops the later ones
 // (their objects are not in the results).
 func (e *Engine) Apply(ctx context.Context, objects []*unstructured.Unstructured) ([]Result, error) {
-	var definitions, rest []*unstructured.Unstructured
+	var definitions, pre, rest, post []*unstructured.Unstructured
 	for _, o := range objects {
 		o = o.DeepCopy()
-		if ssautils.IsClusterDefinition(o) {
+		switch {
+		case ssautils.IsClusterDefinition(o):
 			definitions = append(definitions, o)
-		} else {
+		case o.GetAnnotations()[vidrav1alpha1.ApplyPhaseAnnotation] == vidrav1alpha1.ApplyPhasePre:
+			pre = append(pre, o)
+		case o.GetAnnotations()[vidrav1alpha1.ApplyPhaseAnnotation] == vidrav1alpha1.ApplyPhasePost:
+			post = append(post, o)
+		default:
 			rest = append(rest, o)
 		}
 	}
 	sortForApply(definitions)
-	sortForApply(rest)
 
 	results := e.applyStage(ctx, definitions)
 	if err := firstError(results); err != nil {
@@ -164,8 +170,16 @@ func (e *Engine) Apply(ctx context.Context, objects []*unstructured.Unstructured
 	if err := e.waitForCRDs(ctx, definitions); err != nil {
 		return results, err
 	}
-	results = append(results, e.applyStage(ctx, rest)...)
-	return results, firstError(results)
+	// Then the objects a bundle asks to come first (a chart's pre-install hooks), the
+	// others, and those it asks to come last: each stage only once the one before applied.
+	for _, stage := range [][]*unstructured.Unstructured{pre, rest, post} {
+		sortForApply(stage)
+		results = append(results, e.applyStage(ctx, stage)...)
+		if err := firstError(results); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
 }
 
 func (e *Engine) applyStage(ctx context.Context, objects []*unstructured.Unstructured) []Result {

@@ -34,22 +34,72 @@ func (c *Collector) NeedLeaderElection() bool { return true }
 
 // Start collects every Interval until ctx ends.
 func (c *Collector) Start(ctx context.Context) error {
-	t := time.NewTicker(c.Interval)
+	every(ctx, c.Interval, func(ctx context.Context) {
+		deleted, err := c.Collect(ctx)
+		if err != nil {
+			c.Log.Error(err, "collect unused content")
+		}
+		for _, d := range deleted {
+			c.Log.Info("deleted content that no VidraResource names", "digest", d)
+		}
+	})
+	return nil
+}
+
+// every runs do every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, do func(context.Context)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C:
-			deleted, err := c.Collect(ctx)
-			if err != nil {
-				c.Log.Error(err, "collect unused content")
-			}
-			for _, d := range deleted {
-				c.Log.Info("deleted content that no VidraResource names", "digest", d)
-			}
+			do(ctx)
 		}
 	}
+}
+
+// NamespacesCollector collects, in each of a set of namespaces that changes over time (the
+// namespaces of pull clusters, where their agents read content), the content that the
+// namespace's own objects no longer name, as a Collector does in one.
+type NamespacesCollector struct {
+	// Client deletes chunks; Reader reads them.
+	Client client.Client
+	Reader client.Reader
+	// Namespaces returns the namespaces to collect in now.
+	Namespaces func(ctx context.Context) ([]string, error)
+	// InUse returns the digests something in namespace names.
+	InUse func(namespace string) func(ctx context.Context) (map[string]bool, error)
+	// Grace and Interval are a Collector's.
+	Grace    time.Duration
+	Interval time.Duration
+	Log      logr.Logger
+}
+
+// NeedLeaderElection is true: one replica collects.
+func (c *NamespacesCollector) NeedLeaderElection() bool { return true }
+
+// Start collects every Interval until ctx ends.
+func (c *NamespacesCollector) Start(ctx context.Context) error {
+	every(ctx, c.Interval, func(ctx context.Context) {
+		namespaces, err := c.Namespaces(ctx)
+		if err != nil {
+			c.Log.Error(err, "list the namespaces to collect content in")
+			return
+		}
+		for _, ns := range namespaces {
+			one := Collector{Store: &Store{Client: c.Client, Reader: c.Reader, Namespace: ns, Grace: c.Grace}, InUse: c.InUse(ns)}
+			deleted, err := one.Collect(ctx)
+			if err != nil {
+				c.Log.Error(err, "collect unused content", "namespace", ns)
+			}
+			for _, d := range deleted {
+				c.Log.Info("deleted content that nothing names", "namespace", ns, "digest", d)
+			}
+		}
+	})
+	return nil
 }
 
 // Collect deletes unnamed content past its grace period, and chunks left without their
@@ -165,21 +215,49 @@ func NamedByVidraResources(reader client.Reader) func(context.Context) (map[stri
 	}
 }
 
-// NamedByInfrahubSyncs returns the digests that InfrahubSyncs keep for their rollouts: the
-// newest content of each artifact, and that of the last revision that completed.
-func NamedByInfrahubSyncs(reader client.Reader) func(context.Context) (map[string]bool, error) {
+// NamedByBundles returns the digests that the VidraBundles of namespace name (a pull
+// cluster's, whose agent reads the content there) in spec.content and spec.preview.
+func NamedByBundles(reader client.Reader, namespace string) func(context.Context) (map[string]bool, error) {
 	return func(ctx context.Context) (map[string]bool, error) {
-		var list vidrav1alpha1.InfrahubSyncList
-		if err := reader.List(ctx, &list); err != nil {
-			return nil, fmt.Errorf("list InfrahubSyncs: %w", err)
+		var list vidrav1alpha1.VidraBundleList
+		if err := reader.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return nil, fmt.Errorf("list the VidraBundles of %s: %w", namespace, err)
 		}
 		named := map[string]bool{}
-		for _, ihs := range list.Items {
-			for _, a := range ihs.Status.Artifacts {
-				for _, d := range []string{a.Digest, a.StableDigest} {
-					if d != "" {
-						named[d] = true
+		for _, b := range list.Items {
+			if b.Spec.Content != nil {
+				named[b.Spec.Content.Digest] = true
+			}
+			if p := b.Spec.Preview; p != nil && p.Content != nil {
+				named[p.Content.Digest] = true
+			}
+		}
+		return named, nil
+	}
+}
+
+// NamedBySyncs returns the digests that syncs of every kind keep: the newest content of
+// each bundle and that of the last revision that completed, for their rollouts, and the
+// bundle a GitSync or OCISync last fetched, so an unchanged revision is not fetched again
+// (a HelmSync's renderings are among its bundles).
+func NamedBySyncs(reader client.Reader) func(context.Context) (map[string]bool, error) {
+	return func(ctx context.Context) (map[string]bool, error) {
+		named := map[string]bool{}
+		for _, kind := range vidrav1alpha1.SyncKinds() {
+			list := kind.NewList()
+			if err := reader.List(ctx, list); err != nil {
+				return nil, fmt.Errorf("list %s: %w", kind.Resource, err)
+			}
+			for _, sync := range list.Syncs() {
+				for _, a := range sync.Bundles() {
+					for _, d := range []string{a.Digest, a.StableDigest} {
+						if d != "" {
+							named[d] = true
+						}
 					}
+				}
+				if fetched := sync.Fetched(); fetched != nil && fetched.Digest != "" {
+					named[fetched.Digest] = true
 				}
 			}
 		}

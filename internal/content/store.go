@@ -28,6 +28,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vidra-operator/vidra/internal/bytelru"
 )
 
 // Labels and annotations of the chunk ConfigMaps.
@@ -103,7 +105,7 @@ type Store struct {
 	CacheBytes int
 
 	mu    sync.Mutex
-	cache *lru
+	cache *bytelru.Cache
 }
 
 // ChunkName is the name of chunk i of the content with digest.
@@ -397,9 +399,9 @@ func (s *Store) remember(digest string, data []byte) {
 		if limit <= 0 {
 			limit = 64 << 20
 		}
-		s.cache = newLRU(limit)
+		s.cache = bytelru.New(limit)
 	}
-	s.cache.add(digest, data)
+	s.cache.Add(digest, data)
 }
 
 func (s *Store) recall(digest string) ([]byte, bool) {
@@ -408,13 +410,13 @@ func (s *Store) recall(digest string) ([]byte, bool) {
 	if s.cache == nil {
 		return nil, false
 	}
-	return s.cache.get(digest)
+	return s.cache.Get(digest)
 }
 
 func (s *Store) forget(digest string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cache != nil {
-		s.cache.remove(digest)
+		s.cache.Remove(digest)
 	}
 }

@@ -63,10 +63,20 @@ func NewGate(secrets client.Reader, reviewer client.Client, namespace string) *G
 // Namespace is the only namespace the gate reads Secrets from.
 func (g *Gate) Namespace() string { return g.namespace }
 
+// GetRendered reads a Secret a sync renders into what it delivers (a HelmSync's values),
+// which goes to no source: only the requester's right to use it is checked.
+func (g *Gate) GetRendered(ctx context.Context, use Use) (*corev1.Secret, error) {
+	return g.get(ctx, use, false)
+}
+
 // Get reads the Secret a sync names once the sync may use it for its URL. Its errors are
 // a *Refusal where the sync cannot use the Secret as written. The requester's right is
 // asked before the Secret is read, so a refusal tells nothing of a Secret one may not use.
 func (g *Gate) Get(ctx context.Context, use Use) (*corev1.Secret, error) {
+	return g.get(ctx, use, true)
+}
+
+func (g *Gate) get(ctx context.Context, use Use, toURL bool) (*corev1.Secret, error) {
 	ref := use.Secret
 	if ref.Namespace != g.namespace {
 		return nil, refuse(vidrav1alpha1.ReasonSourceInvalid, "%s %s/%s: Secrets are read only from the operator's namespace %s",
@@ -83,8 +93,10 @@ func (g *Gate) Get(ctx context.Context, use Use) (*corev1.Secret, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%s: get Secret %s/%s: %w", use.Field, ref.Namespace, ref.Name, err)
 	}
-	if err := checkURL(use, secret); err != nil {
-		return nil, err
+	if toURL {
+		if err := checkURL(use, secret); err != nil {
+			return nil, err
+		}
 	}
 	return secret, nil
 }

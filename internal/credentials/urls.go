@@ -42,8 +42,8 @@ func Covers(prefixes []string, source string) bool {
 	return false
 }
 
-// parse reads an absolute URL with a host and no user information, its path cleaned of
-// a trailing slash.
+// parse reads an absolute URL with a host and no password, its path cleaned of a trailing
+// slash.
 func parse(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	switch {
@@ -51,9 +51,12 @@ func parse(raw string) (*url.URL, error) {
 		return nil, err
 	case u.Scheme == "" || u.Host == "":
 		return nil, fmt.Errorf("%q is not an absolute URL", raw)
-	case u.User != nil:
-		return nil, fmt.Errorf("%q carries user information", raw)
 	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		return nil, fmt.Errorf("%q carries a password", raw)
+	}
+	// A user name (ssh://git@host/...) is a login, not a credential: it decides nothing.
+	u.User = nil
 	u.Scheme = strings.ToLower(u.Scheme)
 	u.Path = strings.TrimSuffix(u.EscapedPath(), "/")
 	return u, nil

@@ -3,7 +3,7 @@ package credentials
 import "testing"
 
 func TestCovers(t *testing.T) {
-	prefixes := []string{"https://git.example.com/team-a", "https://infrahub.example.com:8443/"}
+	prefixes := []string{"https://git.example.com/team-a", "https://infrahub.example.com:8443/", "ssh://git@ssh.example.com/team-a"}
 	for url, want := range map[string]bool{
 		"https://git.example.com/team-a":                 true,
 		"https://git.example.com/team-a/":                true,
@@ -18,13 +18,17 @@ func TestCovers(t *testing.T) {
 		"https://git.example.com.evil.org/team-a":        false,
 		"https://git.example.com:444/team-a":             false,
 		"https://evil.org/git.example.com/team-a":        false,
-		"https://user@git.example.com/team-a":            false,
+		"https://user@git.example.com/team-a":            true,
 		"https://git.example.com/team-a/../team-b":       false,
 		"https://git.example.com/team-a/%2e%2e/team-b":   false,
 		"https://git.example.com/team-a/x%2F..%2F..%2Fb": false,
 		"https://infrahub.example.com:8443":              true,
 		"https://infrahub.example.com:8443/graphql":      true,
 		"https://infrahub.example.com/graphql":           false,
+		"https://user:pw@git.example.com/team-a":         false,
+		"ssh://git@git.example.com/team-a/app.git":       false,
+		"ssh://git@ssh.example.com/team-a/app.git":       true,
+		"ssh://ssh.example.com/team-a/app.git":           true,
 		"not a url":                                      false,
 		"":                                               false,
 	} {

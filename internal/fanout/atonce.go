@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/rollout"
 )
 
 // AtOnce delivers every item to every one of its targets now, and returns their statuses
@@ -35,7 +34,8 @@ func (d *Delivery) AtOnce(ctx context.Context, items []Item, targets []Target, p
 func (d *Delivery) deliver(ctx context.Context, it Item, targets []Target, prev vidrav1alpha1.ArtifactStatus) vidrav1alpha1.ArtifactStatus {
 	st := vidrav1alpha1.ArtifactStatus{
 		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
-		Checksum: prev.Checksum, VidraResources: prev.VidraResources,
+		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
+		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources,
 	}
 	existing := d.resourcesOf(it.ID)
 	keepExisting := func() {
@@ -84,7 +84,10 @@ func (d *Delivery) deliver(ctx context.Context, it Item, targets []Target, prev 
 	if err != nil {
 		return fail(err.Error(), err)
 	}
-	st.Checksum, st.StableChecksum = it.Checksum, it.Checksum
+	// A stored content's digest is kept, so that a source that builds content per
+	// cluster finds it again without building it (Infrahub's content has none).
+	st.Checksum, st.StableChecksum, st.BuiltFrom = it.Checksum, it.Checksum, it.BuiltFrom
+	st.Digest, st.StableDigest = it.Digest, it.Digest
 	if len(pinned) > 0 {
 		st.Message = d.pinnedMessage(it.Checksum, pinned)
 	}
@@ -130,9 +133,9 @@ func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, de
 	related := desired[0]
 	switch {
 	case prev.ID == "":
-		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactAdded, fmt.Sprintf("artifact %s (%s, target %s) delivered as %s", it.Name, it.ID, it.Target, strings.Join(names, ", ")))
+		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactAdded, fmt.Sprintf("%s %s (%s, target %s) delivered as %s", d.sync.Noun, it.Name, it.ID, it.Target, strings.Join(names, ", ")))
 	case prev.Checksum != it.Checksum:
-		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactUpdated, fmt.Sprintf("artifact %s (%s, target %s) changed (checksum %s): updated %s", it.Name, it.ID, it.Target, it.Checksum, strings.Join(names, ", ")))
+		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactUpdated, fmt.Sprintf("%s %s (%s, target %s) changed (checksum %s): updated %s", d.sync.Noun, it.Name, it.ID, it.Target, it.Checksum, strings.Join(names, ", ")))
 	}
 }
 
@@ -149,10 +152,10 @@ func (d *Delivery) revisionOf(items []Item, previous map[string]vidrav1alpha1.Ar
 		}
 	}
 	st := vidrav1alpha1.RolloutStatus{}
-	if d.sync.LastRollout != nil {
-		st = *d.sync.LastRollout
+	if d.sync.Object.RolloutStatus() != nil {
+		st = *d.sync.Object.RolloutStatus()
 	}
-	if hash := rollout.ContentHash(checksums); hash != st.ContentHash {
+	if hash := d.hashOf(checksums); hash != st.ContentHash {
 		st.Revision++
 		st.ContentHash = hash
 		now := metav1.Now()

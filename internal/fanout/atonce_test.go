@@ -9,13 +9,14 @@ import (
 // A sync that delivers at once numbers its content: a new revision when an item's
 // checksum changes or an item comes or goes, none while one is still generating.
 func TestRevisionsOfContentDeliveredAtOnce(t *testing.T) {
-	d := &Delivery{}
+	ihs := &vidrav1alpha1.InfrahubSync{}
+	d := &Delivery{sync: Sync{Object: ihs}}
 	items := []Item{{ID: "a", Checksum: "1"}, {ID: "b", Checksum: "2"}}
 	first := d.revisionOf(items, nil)
 	if first.Revision != 1 || first.Phase != vidrav1alpha1.RolloutCompleted || first.StableRevision != 1 {
 		t.Fatalf("first revision: %+v", first)
 	}
-	d.sync.LastRollout = &first
+	ihs.Status.Rollout = &first // as written
 	delivered := map[string]vidrav1alpha1.ArtifactStatus{"a": {ID: "a", Checksum: "1"}, "b": {ID: "b", Checksum: "2"}}
 	if again := d.revisionOf(items, delivered); again.Revision != 1 || again.ContentHash != first.ContentHash {
 		t.Errorf("the same content is revision %d", again.Revision)

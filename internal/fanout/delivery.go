@@ -10,12 +10,13 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/rollout"
 )
 
 // Config is what every delivery of a sync kind shares.
@@ -41,22 +42,16 @@ type Config struct {
 
 // Sync is the sync a delivery is for.
 type Sync struct {
-	// Object is the sync: it controls its VidraResources and has the Events.
-	Object client.Object
-	// Kind is its kind, for the controller reference.
-	Kind schema.GroupVersionKind
-	// Label names the sync on its VidraResources.
-	Label string
+	// Object is the sync: it controls its VidraResources and has the Events; its kind,
+	// rollout spec and status as last written, and its resume request are read from it.
+	Object vidrav1alpha1.Sync
 	// SourceName names where its content comes from, for people ("Infrahub").
 	SourceName string
-	// Destination, Template and Rollout are its spec's.
+	// Noun names one item, for people ("artifact", "bundle").
+	Noun string
+	// Destination and Template are its spec's.
 	Destination vidrav1alpha1.InfrahubSyncDestination
 	Template    *vidrav1alpha1.VidraResourceTemplate
-	Rollout     *vidrav1alpha1.RolloutSpec
-	// LastRollout is the rollout status as last written; Resume, the value of its
-	// resume-requested-at annotation.
-	LastRollout *vidrav1alpha1.RolloutStatus
-	Resume      string
 }
 
 // Item is one bundle a sync lists: an Infrahub artifact, say.
@@ -68,6 +63,14 @@ type Item struct {
 	Name, Target, Definition string
 	// Checksum is the MD5 of its content, as its source lists it.
 	Checksum string
+	// Digest names its content in the content store, when the source stored it there.
+	Digest string
+	// BuiltFrom identifies what a source that builds content per cluster built it from;
+	// the status keeps it beside the checksum.
+	BuiltFrom string
+	// Destination, when set, is the only target the item goes to: a source that builds
+	// content for each cluster lists one item per target.
+	Destination *Target
 	// Unready, when set, says why its content as listed is not delivered; Generating
 	// says the source is still making it, which is no error and is looked at soon, and
 	// State is what the source calls that state.
@@ -105,6 +108,23 @@ type Delivery struct {
 	stalled string
 	// requeue is how soon a progressive rollout needs another look (0: at the interval).
 	requeue time.Duration
+	// contentHash, when set, identifies what the sync delivers instead of its items'
+	// checksums (see SetContentHash).
+	contentHash string
+}
+
+// SetContentHash says what the sync delivers when its items' checksums say more than
+// that: a source that builds content for each cluster lists an item per cluster, and a
+// cluster joining, or its APIs changing, is no new revision of the sync: the sync's
+// revision, and a rollout's, change only with hash.
+func (d *Delivery) SetContentHash(hash string) { d.contentHash = hash }
+
+// hashOf identifies the content the items' checksums make.
+func (d *Delivery) hashOf(checksums map[string]string) string {
+	if d.contentHash != "" {
+		return d.contentHash
+	}
+	return rollout.ContentHash(checksums)
 }
 
 // New starts a delivery for sync, finding the VidraResources it made before.
@@ -141,7 +161,7 @@ func (d *Delivery) Requeue() time.Duration { return d.requeue }
 // problem records why item it could not be delivered, and the first error that may pass
 // with a retry.
 func (d *Delivery) problem(it Item, msg string, err error) {
-	d.problems = append(d.problems, fmt.Sprintf("artifact %s for %s: %s", it.ID, it.Target, msg))
+	d.problems = append(d.problems, fmt.Sprintf("%s %s for %s: %s", d.sync.Noun, it.ID, it.Target, msg))
 	d.retry(err)
 }
 
@@ -156,7 +176,7 @@ func (d *Delivery) retry(err error) {
 // source is still at it, which is no error and is looked at soon.
 func (d *Delivery) notReady(it Item) (msg string, generating bool) {
 	if it.Generating {
-		d.pending = append(d.pending, fmt.Sprintf("artifact %s for %s (%s)", it.ID, it.Target, it.State))
+		d.pending = append(d.pending, fmt.Sprintf("%s %s for %s (%s)", d.sync.Noun, it.ID, it.Target, it.State))
 	}
 	return it.Unready, it.Generating
 }
@@ -179,4 +199,21 @@ func (d *Delivery) keepAll(items []Item) {
 			d.keep[vr.Name] = true
 		}
 	}
+}
+
+// Deliver delivers the items to their targets, at once or wave by wave as the sync's
+// rollout says, and returns their statuses and where the rollout stands (nil: as it was
+// written). The sync's RolledOut condition follows a progressive rollout, and is removed
+// for one delivered at once.
+func (d *Delivery) Deliver(ctx context.Context, items []Item, targets []Target, previous map[string]vidrav1alpha1.ArtifactStatus) ([]vidrav1alpha1.ArtifactStatus, *vidrav1alpha1.RolloutStatus) {
+	if Progressive(d.sync.Object.RolloutSpec()) {
+		statuses, st := d.Progressive(ctx, items, targets, previous)
+		if st != nil {
+			MarkRolledOut(d.sync.Object, *st)
+		}
+		return statuses, st
+	}
+	statuses, st := d.AtOnce(ctx, items, targets, previous)
+	conditions.Remove(d.sync.Object, vidrav1alpha1.ConditionRolledOut)
+	return statuses, &st
 }

@@ -50,6 +50,13 @@ func healthy(vr *vidrav1alpha1.VidraResource) (bool, string) {
 	return true, ""
 }
 
+// reconciled says whether the VidraResource's own reconcile reported on the spec it has
+// now: its health is what the cluster shows, not a write still on its way.
+func reconciled(vr *vidrav1alpha1.VidraResource) bool {
+	ready := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
+	return vr.Status.ObservedGeneration == vr.Generation && ready != nil && ready.ObservedGeneration == vr.Generation
+}
+
 // clusterLabels are the labels of every enrolled cluster, by name.
 func (d *Delivery) clusterLabels(ctx context.Context) (map[string]map[string]string, error) {
 	var clusters vidrav1alpha1.VidraClusterList

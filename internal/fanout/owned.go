@@ -18,7 +18,7 @@ import (
 func (d *Delivery) ownedResources(ctx context.Context) (map[string]*vidrav1alpha1.VidraResource, error) {
 	name := d.sync.Object.GetName()
 	var list vidrav1alpha1.VidraResourceList
-	if err := d.cfg.Hub.List(ctx, &list, client.MatchingLabels{d.sync.Label: name}); err != nil {
+	if err := d.cfg.Hub.List(ctx, &list, client.MatchingLabels{d.sync.Object.SyncKind().Label: name}); err != nil {
 		return nil, fmt.Errorf("list VidraResources of %s: %w", name, err)
 	}
 	owned := map[string]*vidrav1alpha1.VidraResource{}

@@ -112,11 +112,11 @@ func (d *Delivery) rolloutInput(ctx context.Context, arts []*rolloutArtifact, pl
 		}
 	}
 	in := rollout.Input{
-		Spec: *d.sync.Rollout, Hash: rollout.ContentHash(checksums), HasStable: hasStable,
-		Resume: d.sync.Resume, Now: d.cfg.Now(),
+		Spec: *d.sync.Object.RolloutSpec(), Hash: d.hashOf(checksums), HasStable: hasStable,
+		Resume: d.sync.Object.GetAnnotations()[vidrav1alpha1.ResumeRequestedAtAnnotation], Now: d.cfg.Now(),
 	}
-	if d.sync.LastRollout != nil {
-		in.Last = *d.sync.LastRollout
+	if d.sync.Object.RolloutStatus() != nil {
+		in.Last = *d.sync.Object.RolloutStatus()
 	}
 	views := map[string]*rollout.Cluster{}
 	var order []string
@@ -147,6 +147,7 @@ func (d *Delivery) view(ctx context.Context, v *rollout.Cluster, p placement) {
 	}
 	ok, why := healthy(cur)
 	v.Unavailable = v.Unavailable || !ok
+	v.Failing = v.Failing || (!ok && reconciled(cur))
 	if !d.holds(ctx, cur, p.artifact.status.Checksum) {
 		v.AtTarget, v.Healthy = false, false
 		return
@@ -274,7 +275,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Arti
 	ra := &rolloutArtifact{item: it, status: vidrav1alpha1.ArtifactStatus{
 		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
-		VidraResources: prev.VidraResources,
+		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources,
 	}}
 	existing := d.resourcesOf(it.ID)
 	for _, vr := range existing {
@@ -302,6 +303,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Arti
 		return ra
 	}
 	if it.Checksum == prev.Checksum && prev.Digest != "" {
+		ra.status.BuiltFrom = it.BuiltFrom
 		ra.included = true
 		return ra
 	}
@@ -315,7 +317,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Arti
 	} else if digest, err = d.cfg.Content.Put(ctx, []byte(b.manifest)); err != nil {
 		return fail(fmt.Sprintf("store content: %v", err), err)
 	}
-	ra.status.Checksum, ra.status.Digest, ra.status.Message = it.Checksum, digest, ""
+	ra.status.Checksum, ra.status.Digest, ra.status.BuiltFrom, ra.status.Message = it.Checksum, digest, it.BuiltFrom, ""
 	ra.included = true
 	return ra
 }
@@ -325,7 +327,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Arti
 func (d *Delivery) place(ctx context.Context, p placement, checksum, digest, revision, now string, pending *vidrav1alpha1.PendingContent) error {
 	data, err := d.cfg.Content.Get(ctx, digest)
 	if err != nil {
-		return fmt.Errorf("artifact %s for %s: content %s: %w", p.artifact.item.ID, p.cluster, digest, err)
+		return fmt.Errorf("%s %s for %s: content %s: %w", d.sync.Noun, p.artifact.item.ID, p.cluster, digest, err)
 	}
 	if cur := d.owned[p.name]; cur != nil {
 		// A rollback the cache does not show yet must not be overwritten.

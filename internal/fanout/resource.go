@@ -31,8 +31,8 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 	vr := &vidrav1alpha1.VidraResource{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID),
-			Labels: mergeInto(maps.Clone(tpl.Labels), map[string]string{
-				d.sync.Label: d.sync.Object.GetName(),
+			Labels: mergeInto(withoutSyncLabels(tpl.Labels), map[string]string{
+				d.sync.Object.SyncKind().Label: d.sync.Object.GetName(),
 			}),
 			Annotations: mergeInto(withoutRequester(tpl.Annotations), map[string]string{
 				vidrav1alpha1.ArtifactIDAnnotation:       it.ID,
@@ -40,12 +40,22 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 				vidrav1alpha1.ArtifactNameAnnotation:     it.Name,
 				vidrav1alpha1.ArtifactTargetAnnotation:   it.Target,
 			}),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d.sync.Object, d.sync.Kind)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d.sync.Object, vidrav1alpha1.GroupVersion.WithKind(d.sync.Object.SyncKind().Kind))},
 		},
 		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination},
 	}
 	applyTemplate(&vr.Spec, tpl)
 	return vr
+}
+
+// withoutSyncLabels copies a template's labels but those naming a sync: a template
+// cannot credit its VidraResources to a sync of another kind.
+func withoutSyncLabels(labels map[string]string) map[string]string {
+	out := maps.Clone(labels)
+	for _, k := range vidrav1alpha1.SyncKinds() {
+		delete(out, k.Label)
+	}
+	return out
 }
 
 // withoutRequester copies a template's annotations but who asked: the API server records
@@ -117,7 +127,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 			return fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
 		}
 		if !metav1.IsControlledBy(cur, d.sync.Object) {
-			return fmt.Errorf("VidraResource %s exists and was not made by this %s; it is left alone", vr.Name, d.sync.Kind.Kind)
+			return fmt.Errorf("VidraResource %s exists and was not made by this %s; it is left alone", vr.Name, d.sync.Object.SyncKind().Kind)
 		}
 	}
 	if vr.Spec.Manifest == "" && vr.Spec.Content == nil {
@@ -172,5 +182,5 @@ func mergeInto(dst, src map[string]string) map[string]string {
 // content for them.
 func (d *Delivery) pinnedMessage(checksum string, pinned []string) string {
 	return fmt.Sprintf("pinned by a rollback: %s; %s has newer content (checksum %s), delivered after `kubectl vidra rollout resume %s`",
-		strings.Join(pinned, ", "), d.sync.SourceName, checksum, d.sync.Object.GetName())
+		strings.Join(pinned, ", "), d.sync.SourceName, checksum, d.sync.Object.SyncKind().ResumeArgument(d.sync.Object.GetName()))
 }

@@ -61,14 +61,26 @@ func (d *Delivery) Destinations(ctx context.Context) ([]Target, error) {
 	}
 }
 
+// Destination is where the target's VidraResource delivers.
+func (t Target) Destination() vidrav1alpha1.Destination { return t.destination }
+
+// Key identifies the target among a sync's destinations.
+func (t Target) Key() string { return t.key }
+
+// Name names the target for people: the cluster, the server's host, or "local".
+func (t Target) Name() string { return t.segment }
+
 func clusterTarget(cluster string, placement vidrav1alpha1.Destination) Target {
 	placement.Cluster = cluster
 	return Target{segment: cluster, key: "cluster:" + cluster, destination: placement}
 }
 
-// targetsOf are item it's destinations: dests, or with clusterFromTarget the cluster its
-// target names; msg says why that target names none.
+// targetsOf are item it's destinations: its own Destination, dests, or with
+// clusterFromTarget the cluster its target names; msg says why that target names none.
 func (d *Delivery) targetsOf(it Item, dests []Target) (targets []Target, msg string) {
+	if it.Destination != nil {
+		return []Target{*it.Destination}, ""
+	}
 	if !d.sync.Destination.ClusterFromTarget {
 		return dests, ""
 	}

@@ -32,21 +32,21 @@ type Collector struct {
 	listFailed     *prometheus.Desc
 }
 
-// New returns a collector reading VidraResources, InfrahubSyncs and VidraClusters
-// through reader.
+// New returns a collector reading VidraResources, the syncs of every kind (InfrahubSync,
+// GitSync, OCISync, HelmSync) and VidraClusters through reader.
 func New(reader client.Reader, log logr.Logger) *Collector {
 	return &Collector{
 		reader: reader,
 		log:    log,
 		resourceReady: prometheus.NewDesc("vidra_resource_ready",
-			"1 when the VidraResource is Ready for its current generation, else 0; absent while suspended.",
-			[]string{"vidraresource", "cluster", "infrahubsync"}, nil),
+			"1 when the VidraResource is Ready for its current generation, else 0; absent while suspended. sync_kind and sync name the sync that made it, if any.",
+			[]string{"vidraresource", "cluster", "sync_kind", "sync"}, nil),
 		syncReady: prometheus.NewDesc("vidra_sync_ready",
-			"1 when the InfrahubSync is Ready for its current generation, else 0; absent while suspended.",
-			[]string{"infrahubsync"}, nil),
+			"1 when the sync (kind InfrahubSync, GitSync, OCISync or HelmSync) is Ready for its current generation, else 0; absent while suspended.",
+			[]string{"kind", "sync"}, nil),
 		rolloutFailed: prometheus.NewDesc("vidra_rollout_failed",
-			"1 while the InfrahubSync's progressive rollout is Failed or RolledBack, else 0; absent for syncs without a rollout.",
-			[]string{"infrahubsync"}, nil),
+			"1 while the sync's progressive rollout is Failed or RolledBack, else 0; absent for syncs without a rollout.",
+			[]string{"kind", "sync"}, nil),
 		clusterPhase: prometheus.NewDesc("vidra_cluster_phase",
 			"1 for the phase the enrolled cluster's VidraCluster shows (Engaged, Unreachable, Rejected), whether or not it was ever engaged.",
 			[]string{"cluster", "phase"}, nil),
@@ -89,23 +89,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if vr.Spec.Suspend {
 			continue // suspended on purpose: neither Ready nor failing
 		}
+		kind, sync := vidrav1alpha1.SyncOf(vr.Labels)
 		ch <- prometheus.MustNewConstMetric(c.resourceReady, prometheus.GaugeValue, ready(vr),
-			vr.Name, vr.Status.Cluster, vr.Labels[vidrav1alpha1.InfrahubSyncLabel])
+			vr.Name, vr.Status.Cluster, kind.Kind, sync)
 	}
-	var syncs vidrav1alpha1.InfrahubSyncList
-	list("InfrahubSync", &syncs)
-	for i := range syncs.Items {
-		ihs := &syncs.Items[i]
-		if ihs.Spec.Suspend {
-			continue
-		}
-		ch <- prometheus.MustNewConstMetric(c.syncReady, prometheus.GaugeValue, ready(ihs), ihs.Name)
-		if r := ihs.Status.Rollout; r != nil {
-			failed := 0.0
-			if r.Phase == vidrav1alpha1.RolloutFailed || r.Phase == vidrav1alpha1.RolloutRolledBack {
-				failed = 1
-			}
-			ch <- prometheus.MustNewConstMetric(c.rolloutFailed, prometheus.GaugeValue, failed, ihs.Name)
+	for _, kind := range vidrav1alpha1.SyncKinds() {
+		syncs := kind.NewList()
+		list(kind.Kind, syncs)
+		for _, sync := range syncs.Syncs() {
+			c.collectSync(ch, kind, sync)
 		}
 	}
 	var clusters vidrav1alpha1.VidraClusterList
@@ -118,6 +110,22 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if id := vc.Status.Identity; id != nil && id.RenewAt != nil {
 			ch <- prometheus.MustNewConstMetric(c.renewalOverdue, prometheus.GaugeValue, time.Since(id.RenewAt.Time).Seconds(), vc.Name)
 		}
+	}
+}
+
+// collectSync sends the series of one sync: whether it is Ready and whether its rollout
+// failed.
+func (c *Collector) collectSync(ch chan<- prometheus.Metric, kind vidrav1alpha1.SyncKind, sync vidrav1alpha1.Sync) {
+	if sync.Suspended() {
+		return // suspended on purpose: neither Ready nor failing
+	}
+	ch <- prometheus.MustNewConstMetric(c.syncReady, prometheus.GaugeValue, ready(sync), kind.Kind, sync.GetName())
+	if r := sync.RolloutStatus(); r != nil {
+		failed := 0.0
+		if r.Phase == vidrav1alpha1.RolloutFailed || r.Phase == vidrav1alpha1.RolloutRolledBack {
+			failed = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.rolloutFailed, prometheus.GaugeValue, failed, kind.Kind, sync.GetName())
 	}
 }
 

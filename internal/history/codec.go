@@ -64,6 +64,7 @@ func decode(cr *appsv1.ControllerRevision) (Revision, error) {
 		Checksum:     cr.Annotations[checksumAnnotation],
 		Recorded:     cr.CreationTimestamp.Time,
 	}
+	rev.SourceRevision = SourceRevision(rev.Source)
 	if t, err := time.Parse(time.RFC3339, cr.Annotations[recordedAnnotation]); err == nil {
 		rev.Recorded = t
 	}

@@ -33,11 +33,14 @@ type Revision struct {
 	Digest string
 	// Source says where its content came from.
 	Source string
-	// SyncRevision is the revision of the InfrahubSync's content it delivered, if any.
+	// SyncRevision is the revision of its sync's content it delivered, if any.
 	SyncRevision string
+	// SourceRevision is the revision of the Git or OCI source it delivered, if a sync of
+	// such a source made it (main@sha1:<commit>, v1@sha256:<digest>).
+	SourceRevision string
 	// Result is how it ended when a newer revision replaced it; empty for the newest.
 	Result string
-	// Checksum is the Infrahub checksum of its content, when a sync delivered it.
+	// Checksum is the checksum of its content, when a sync delivered it.
 	Checksum string
 	// Body is its content.
 	Body Body

@@ -23,11 +23,11 @@ type Entry struct {
 	// Body and Digest are the content delivered now.
 	Body   Body
 	Digest string
-	// Source says where it came from ("user", or an artifact and its checksum).
+	// Source says where it came from ("user", a rollback, or SyncSource's words).
 	Source string
-	// SyncRevision is the revision of the InfrahubSync's content, if any.
+	// SyncRevision is the revision of its sync's content, if any.
 	SyncRevision string
-	// Checksum is the Infrahub checksum of the content, if a sync delivered it.
+	// Checksum is the checksum of the content, if a sync delivered it.
 	Checksum string
 	// PreviousResult is how the revision delivered until now ended, recorded on it.
 	PreviousResult string
@@ -191,8 +191,9 @@ func (h *History) create(ctx context.Context, vr *vidrav1alpha1.VidraResource, n
 		Data:     runtime.RawExtension{Raw: raw},
 		Revision: next,
 	}
-	if sync := vr.Labels[vidrav1alpha1.InfrahubSyncLabel]; sync != "" {
-		cr.Labels[vidrav1alpha1.InfrahubSyncLabel] = sync
+	// Labelled by its sync too, of whichever kind, so a sync's revisions are listed at once.
+	if kind, sync := vidrav1alpha1.SyncOf(vr.Labels); sync != "" {
+		cr.Labels[kind.Label] = sync
 	}
 	if err := h.Client.Create(ctx, cr); err != nil {
 		return nil, fmt.Errorf("create revision %d of %s: %w", next, vr.Name, err)

@@ -12,8 +12,8 @@ import (
 )
 
 // Restore writes revision r's content back to the VidraResource, which then applies it as
-// any change. One an InfrahubSync made is pinned there: the sync leaves its content alone
-// until its rollout is resumed.
+// any change. One a sync (of any kind) made is pinned there: the sync leaves its content
+// alone until its rollout is resumed.
 func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, r Revision) error {
 	// Optimistic, so a change written meanwhile (by its sync, say) is read and kept
 	// rather than overwritten; then tried again on the fresh object.
@@ -23,7 +23,7 @@ func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResour
 		}
 		base := vr.DeepCopy()
 		vr.Spec.Manifest, vr.Spec.Content = r.Body.Manifest, r.Body.Content
-		if vr.Labels[vidrav1alpha1.InfrahubSyncLabel] != "" {
+		if _, sync := vidrav1alpha1.SyncOf(vr.Labels); sync != "" {
 			if vr.Annotations == nil {
 				vr.Annotations = map[string]string{}
 			}
@@ -31,6 +31,11 @@ func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResour
 			// What it delivers now is that revision's, for the sync and the history.
 			setOrDelete(vr.Annotations, vidrav1alpha1.SyncRevisionAnnotation, r.SyncRevision)
 			setOrDelete(vr.Annotations, vidrav1alpha1.ArtifactChecksumAnnotation, r.Checksum)
+			if r.SourceRevision != "" {
+				// The commit or tag it delivers now, as a sync of a Git or OCI source
+				// names its bundle.
+				vr.Annotations[vidrav1alpha1.ArtifactTargetAnnotation] = r.SourceRevision
+			}
 		}
 		return c.Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	})

@@ -31,6 +31,11 @@ const Label = "vidra.infrahub.operators.com/identity"
 // removes it; a namespace that was there before is never deleted.
 const CreatedNamespaceAnnotation = "vidra.infrahub.operators.com/created-by-enroll"
 
+// PolicyFromEnrollAnnotation marks an enrollment Secret's delivery policy that enrollment
+// set to match a narrowed identity, so that enrolling again with a wider one removes it,
+// and only it.
+const PolicyFromEnrollAnnotation = "vidra.infrahub.operators.com/policy-from-enroll"
+
 // FieldOwner is the field manager of the identity's objects on the member.
 const FieldOwner = "kubectl-vidra"
 

@@ -33,11 +33,10 @@ const MinTokenTTL = 10 * time.Minute
 func Apply(ctx context.Context, c client.Client, s Spec, dryRun bool) ([]string, error) {
 	var done []string
 	var createOpts []client.CreateOption
-	var applyOpts []client.ApplyOption
 	var deleteOpts []client.DeleteOption
 	suffix := ""
 	if dryRun {
-		createOpts, applyOpts, deleteOpts, suffix = []client.CreateOption{client.DryRunAll}, []client.ApplyOption{client.DryRunAll}, []client.DeleteOption{client.DryRunAll}, " (server dry run)"
+		createOpts, deleteOpts, suffix = []client.CreateOption{client.DryRunAll}, []client.DeleteOption{client.DryRunAll}, " (server dry run)"
 	}
 	if err := refuseForeignServiceAccount(ctx, c, s.ServiceAccount); err != nil {
 		return nil, err
@@ -59,30 +58,21 @@ func Apply(ctx context.Context, c client.Client, s Spec, dryRun bool) ([]string,
 		}
 	}
 	keep := map[string]bool{}
-	for _, obj := range s.Objects() {
-		ref := describe(obj)
-		keep[ref] = true
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			return done, fmt.Errorf("apply %s: %w", ref, err)
-		}
-		applied := &unstructured.Unstructured{Object: content}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), append([]client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}, applyOpts...)...); err != nil {
-			if dryRun && apierrors.IsNotFound(err) {
-				// A namespace created only in a dry run does not exist for the next request.
-				done = append(done, ref+" configured"+suffix)
-				continue
-			}
-			return done, fmt.Errorf("apply %s: %w", ref, err)
-		}
-		done = append(done, ref+" configured"+suffix)
+	objs := s.Objects()
+	for _, obj := range objs {
+		keep[Describe(obj)] = true
+	}
+	applied, err := ApplyObjects(ctx, c, objs, dryRun)
+	done = append(done, applied...)
+	if err != nil {
+		return done, err
 	}
 	stale, err := listOwned(ctx, c, s.ServiceAccount)
 	if err != nil {
 		return done, err
 	}
 	for _, obj := range stale {
-		if ref := describe(obj); !keep[ref] {
+		if ref := Describe(obj); !keep[ref] {
 			if err := client.IgnoreNotFound(c.Delete(ctx, obj, deleteOpts...)); err != nil {
 				return done, fmt.Errorf("delete %s: %w", ref, err)
 			}
@@ -124,9 +114,9 @@ func Remove(ctx context.Context, c client.Client, sa types.NamespacedName, dryRu
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return done, fmt.Errorf("delete %s: %w", describe(obj), err)
+			return done, fmt.Errorf("delete %s: %w", Describe(obj), err)
 		default:
-			done = append(done, describe(obj)+" deleted"+suffix)
+			done = append(done, Describe(obj)+" deleted"+suffix)
 		}
 	}
 	ns := &corev1.Namespace{}
@@ -172,9 +162,17 @@ func refuseForeignServiceAccount(ctx context.Context, c client.Client, sa types.
 
 // listOwned lists the identity's RBAC objects and ServiceAccount by its label.
 func listOwned(ctx context.Context, c client.Client, sa types.NamespacedName) ([]client.Object, error) {
-	lists := []client.ObjectList{
-		&rbacv1.ClusterRoleBindingList{}, &rbacv1.ClusterRoleList{}, &rbacv1.RoleBindingList{}, &rbacv1.RoleList{}, &corev1.ServiceAccountList{},
+	objs, err := ListLabeled(ctx, c, client.MatchingLabels{Label: labelValue(sa)},
+		&rbacv1.ClusterRoleBindingList{}, &rbacv1.ClusterRoleList{}, &rbacv1.RoleBindingList{}, &rbacv1.RoleList{}, &corev1.ServiceAccountList{})
+	if err != nil {
+		return nil, fmt.Errorf("identity %s: %w", sa, err)
 	}
+	return objs, nil
+}
+
+// ListLabeled lists the objects of each list's kind that labels select, each with its
+// kind set (a typed list leaves it empty), so that Describe names it.
+func ListLabeled(ctx context.Context, c client.Client, labels client.MatchingLabels, lists ...client.ObjectList) ([]client.Object, error) {
 	var out []client.Object
 	for _, list := range lists {
 		gvk, err := apiutil.GVKForObject(list, c.Scheme())
@@ -182,12 +180,12 @@ func listOwned(ctx context.Context, c client.Client, sa types.NamespacedName) ([
 			return nil, err
 		}
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-		if err := c.List(ctx, list, client.MatchingLabels{Label: labelValue(sa)}); err != nil {
-			return nil, fmt.Errorf("list %ss of identity %s: %w", gvk.Kind, sa, err)
+		if err := c.List(ctx, list, labels); err != nil {
+			return nil, fmt.Errorf("list %ss: %w", gvk.Kind, err)
 		}
 		items, err := meta.ExtractList(list)
 		if err != nil {
-			return nil, fmt.Errorf("list %ss of identity %s: %w", gvk.Kind, sa, err)
+			return nil, fmt.Errorf("list %ss: %w", gvk.Kind, err)
 		}
 		for _, item := range items {
 			obj := item.(client.Object)
@@ -198,8 +196,38 @@ func listOwned(ctx context.Context, c client.Client, sa types.NamespacedName) ([
 	return out, nil
 }
 
-// describe names an object as kubectl prints it: kind/name, with its namespace.
-func describe(obj client.Object) string {
+// ApplyObjects server-side applies objs (each with its kind set) with enrollment's field
+// manager, taking their fields over, in order, and says what it did, one line each.
+// dryRun has the API server validate them without storing them.
+func ApplyObjects(ctx context.Context, c client.Client, objs []client.Object, dryRun bool) ([]string, error) {
+	var done []string
+	opts := []client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}
+	suffix := ""
+	if dryRun {
+		opts, suffix = append(opts, client.DryRunAll), " (server dry run)"
+	}
+	for _, obj := range objs {
+		ref := Describe(obj)
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return done, fmt.Errorf("apply %s: %w", ref, err)
+		}
+		applied := &unstructured.Unstructured{Object: content}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {
+			if dryRun && apierrors.IsNotFound(err) {
+				// A namespace created only in a dry run does not exist for the next request.
+				done = append(done, ref+" configured"+suffix)
+				continue
+			}
+			return done, fmt.Errorf("apply %s: %w", ref, err)
+		}
+		done = append(done, ref+" configured"+suffix)
+	}
+	return done, nil
+}
+
+// Describe names an object as kubectl prints it: kind/name, with its namespace.
+func Describe(obj client.Object) string {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	if obj.GetNamespace() == "" {
 		return fmt.Sprintf("%s/%s", kind, obj.GetName())

@@ -169,7 +169,7 @@ func (w Writer) Leave(ctx context.Context, ref inventory.Ref, owner string, prun
 				return nil
 			}
 			return err
-		case prune:
+		case prune && obj.Annotations[vidrav1alpha1.PruneAnnotation] != vidrav1alpha1.PruneDisabled:
 			outcome = Deleted
 			rv := obj.ResourceVersion
 			err := w.Client.Delete(ctx, obj, client.Preconditions{ResourceVersion: &rv, UID: &obj.UID})

@@ -189,11 +189,20 @@ func (d *decision) advance(i int) bool {
 		d.p.fail(d.in, w, s.failed, d.timeout)
 		return false
 	}
-	room := budget(d.in.Spec, len(w.Clusters)) - len(s.updating) - s.unavailable
-	moved := 0
+	limit := budget(d.in.Spec, len(w.Clusters))
+	room := limit - len(s.updating) - s.unavailable
+	moved, spent, down := 0, 0, 0
 	for _, c := range s.pending {
-		if moved >= room {
-			break
+		switch {
+		case c.Present && c.Failing && down < limit:
+			// Down already on what it has: moving it takes nothing away, and keeping it
+			// waiting would hold its wave, and the fix it may need, for good. Such moves
+			// are bounded by the budget too.
+			down++
+		case spent < room:
+			spent++
+		default:
+			continue
 		}
 		d.p.Moves[c.Name] = ToNewest
 		moved++

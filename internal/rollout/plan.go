@@ -36,6 +36,9 @@ type Cluster struct {
 	Pinned bool
 	// Unavailable: not healthy on the content it has now, whichever that is.
 	Unavailable bool
+	// Failing: unavailable as its own reconcile observed it (not merely waiting for
+	// one): it is down whatever the rollout does.
+	Failing bool
 }
 
 // Move is what the plan does to a cluster's VidraResources.

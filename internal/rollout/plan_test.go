@@ -373,10 +373,26 @@ func TestPlanUnhealthyClustersCountAgainstTheBudget(t *testing.T) {
 	in := Input{Spec: twoWaves(vidrav1alpha1.RolloutFailurePause), Hash: "h2", HasStable: true, Now: t0, Clusters: fleetOf()}
 	in.Last = vidrav1alpha1.RolloutStatus{Revision: 2, ContentHash: "h2", Phase: vidrav1alpha1.RolloutProgressing, Wave: "prod"}
 	in.Clusters[0].AtTarget, in.Clusters[0].Healthy = true, true
-	in.Clusters[2].Unavailable = true // p2, still on the old revision
+	in.Clusters[2].Unavailable = true // p2, still on the old revision, not yet reconciled
 	if p := mustPlan(t, in); len(p.Moves) != 0 {
 		t.Fatalf("moves %v while p2 is unavailable; maxUnavailable is 1", p.Moves)
 	}
+	// p2 failing as its reconcile saw it: it is down already, and moves without taking
+	// the budget, which it fills, so no other cluster moves (a canary broken on an older
+	// revision gets the newer one).
+	in.Clusters[2].Failing = true
+	if p := mustPlan(t, in); !slices.Equal(moved(p, ToNewest), []string{"p2"}) || len(p.Moves) != 1 {
+		t.Fatalf("moves %v while p2 is failing, want p2 alone; maxUnavailable is 1", p.Moves)
+	}
+	// However many are failing, no more than the budget move at once.
+	for i := 1; i <= 3; i++ {
+		in.Clusters[i].Unavailable, in.Clusters[i].Failing = true, true
+	}
+	if p := mustPlan(t, in); len(moved(p, ToNewest)) != 1 {
+		t.Fatalf("moves %v with p1..p3 failing, want one: maxUnavailable is 1", p.Moves)
+	}
+	in.Clusters[1].Unavailable, in.Clusters[1].Failing, in.Clusters[3].Unavailable, in.Clusters[3].Failing = false, false, false, false
+	in.Clusters[2].Failing = false
 	in.Clusters[2].Unavailable = false
 	if p := mustPlan(t, in); !slices.Equal(moved(p, ToNewest), []string{"p1"}) {
 		t.Fatalf("moves %v, want p1", moved(p, ToNewest))

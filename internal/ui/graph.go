@@ -21,8 +21,8 @@ type graphData struct {
 	Denied        []denied
 }
 
-// Layout of the graph: four columns, InfrahubSyncs → VidraResources → clusters, and each
-// VidraResource's objects beside it.
+// Layout of the graph: four columns, syncs (of every kind) → VidraResources → clusters,
+// and each VidraResource's objects beside it.
 const (
 	columnWidth  = 260
 	rowHeight    = 34
@@ -35,7 +35,7 @@ const (
 func (s *Server) graphView(req *http.Request) (any, error) {
 	ctx := req.Context()
 	var out graphData
-	for _, name := range []string{"infrahubsyncs", "vidraresources", "vidraclusters"} {
+	for _, name := range []string{"vidraresources", "vidraclusters"} {
 		if k := s.kinds[name]; !k.allowed {
 			out.Denied = append(out.Denied, denied{k.why})
 		}
@@ -49,6 +49,7 @@ func (s *Server) graphView(req *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.Denied = append(syncs.Denied, out.Denied...)
 	fleet, err := s.fleetOf(ctx, resources)
 	if err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func (s *Server) graphView(req *http.Request) (any, error) {
 	}
 	byID := map[string]graphNode{}
 	for _, row := range syncs.Syncs {
-		byID["ihs/"+row.Name] = place(0, graphNode{ID: "ihs/" + row.Name, Label: row.Name, Kind: "InfrahubSync", Health: row.Health, Link: "/syncs"})
+		byID[row.ID] = place(0, graphNode{ID: row.ID, Label: row.ID, Kind: row.Kind, Health: row.Health, Link: "/syncs"})
 	}
 	for _, row := range fleet.Clusters {
 		byID["vc/"+row.Name] = place(2, graphNode{ID: "vc/" + row.Name, Label: row.Name, Kind: "cluster", Health: row.Health, Link: "/"})
@@ -75,7 +76,7 @@ func (s *Server) graphView(req *http.Request) (any, error) {
 		vr := &resources[i]
 		r := rowOf(vr)
 		n := place(1, graphNode{ID: "vr/" + vr.Name, Label: vr.Name, Kind: "VidraResource", Health: r.Health, Link: "/bundles/" + vr.Name})
-		if sync, ok := byID["ihs/"+r.Sync]; ok {
+		if sync, ok := byID[r.SyncID]; ok && r.SyncID != "" {
 			connect(sync, n)
 		}
 		from := n // the objects hang off their cluster, else off the VidraResource

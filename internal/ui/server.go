@@ -10,7 +10,6 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -22,16 +21,14 @@ import (
 
 	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 //go:embed templates/*.html
@@ -102,9 +99,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.kinds = map[string]*kind{
 		"vidraclusters":       {resource: "vidraclusters", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraCluster{}},
 		"vidraresources":      {resource: "vidraresources", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.VidraResource{}},
-		"infrahubsyncs":       {resource: "infrahubsyncs", group: vidrav1alpha1.GroupVersion.Group, obj: &vidrav1alpha1.InfrahubSync{}},
 		"events":              {resource: "events", group: "events.k8s.io"},
 		"controllerrevisions": {resource: "controllerrevisions", group: "apps", namespace: opts.OperatorNamespace},
+	}
+	// Every kind of sync: infrahubsyncs, gitsyncs, ocisyncs, helmsyncs.
+	for _, k := range vidrav1alpha1.SyncKinds() {
+		s.kinds[k.Resource] = &kind{resource: k.Resource, group: vidrav1alpha1.GroupVersion.Group, obj: k.New()}
 	}
 	for _, k := range s.kinds {
 		k.allowed, k.why, err = s.mayRead(ctx, k)
@@ -121,6 +121,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			continue
 		}
 		informer, err := s.cache.GetInformer(ctx, k.obj)
+		if meta.IsNoMatchError(err) {
+			// A hub of an older Vidra does not serve every kind of sync: its views say so.
+			k.allowed, k.why = false, fmt.Sprintf("the hub does not serve %s.%s (an older Vidra?)", k.resource, k.group)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("watch %s: %w", k.resource, err)
 		}
@@ -189,7 +194,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /view"+p.pattern, s.keyed(s.page(p.name, p.view)))
 	}
 	mux.Handle("GET /events", s.keyed(http.HandlerFunc(s.events)))
-	mux.Handle("POST /syncs/{name}/sync", s.keyed(http.HandlerFunc(s.syncNow)))
+	mux.Handle("POST /syncs/{resource}/{name}/sync", s.keyed(http.HandlerFunc(s.syncNow)))
 	return s.guard(mux)
 }
 
@@ -322,32 +327,4 @@ func (s *Server) broadcast() {
 		default:
 		}
 	}
-}
-
-// syncNow asks for a sync of an InfrahubSync, as kubectl annotate would, with the caller's
-// credentials.
-func (s *Server) syncNow(w http.ResponseWriter, req *http.Request) {
-	if subtle.ConstantTimeCompare([]byte(req.FormValue("token")), []byte(s.token)) != 1 {
-		http.Error(w, "this action comes from another page", http.StatusForbidden)
-		return
-	}
-	name := req.PathValue("name")
-	ihs := &vidrav1alpha1.InfrahubSync{}
-	ihs.Name = name
-	// As the webhook's: a trace context of an earlier request is not left to be joined.
-	body, err := tracing.AnnotationsPatch(req.Context(), map[string]string{vidrav1alpha1.RequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339Nano)})
-	if err == nil {
-		err = s.client.Patch(req.Context(), ihs, client.RawPatch(types.MergePatchType, body))
-	}
-	if err != nil {
-		code := http.StatusBadGateway
-		var status apierrors.APIStatus
-		if errors.As(err, &status) && status.Status().Code != 0 {
-			code = int(status.Status().Code)
-		}
-		http.Error(w, fmt.Sprintf("request a sync of %s: %v", name, err), code)
-		return
-	}
-	// The page asked with fetch, and refreshes its view itself.
-	w.WriteHeader(http.StatusNoContent)
 }

@@ -284,7 +284,7 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/syncs")); err != nil {
 		t.Fatal(err)
 	}
-	button := `section[data-sync="clicked"] button`
+	button := `section[data-sync="ihs/clicked"] button`
 	text(ctx, t, "the sync's button", button, "Sync now", 30*time.Second)
 	if err := chromedp.Run(ctx, chromedp.Click(button, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
@@ -322,8 +322,11 @@ subjects: [{kind: User, name: fleet-viewer, apiGroup: rbac.authorization.k8s.io}
 	}
 	url, key := serve(t, kubeconfig)
 	c := keyedClient(t, key)
-	if page := body(t, c, url+"/view/syncs"); !strings.Contains(page, "you may not list infrahubsyncs.infrahub.operators.com on the hub") {
-		t.Errorf("the syncs page does not say the user may not read them:\n%s", page)
+	page := body(t, c, url+"/view/syncs")
+	for _, resource := range []string{"infrahubsyncs", "gitsyncs", "ocisyncs", "helmsyncs"} {
+		if !strings.Contains(page, "you may not list "+resource+".infrahub.operators.com on the hub") {
+			t.Errorf("the syncs page does not say the user may not read %s:\n%s", resource, page)
+		}
 	}
 	if page := body(t, c, url+"/view/"); strings.Contains(page, "data-denied") {
 		t.Errorf("the fleet page denies what the user may read:\n%s", page)
@@ -338,7 +341,7 @@ subjects: [{kind: User, name: fleet-viewer, apiGroup: rbac.authorization.k8s.io}
 			t.Errorf("GET %s with another key: %d, want 403", path, code)
 		}
 	}
-	if code := statusOf(http.PostForm(url+"/syncs/site/sync", nil)); code != http.StatusUnauthorized {
+	if code := statusOf(http.PostForm(url+"/syncs/infrahubsyncs/site/sync", nil)); code != http.StatusUnauthorized {
 		t.Errorf("POST Sync now without the key: %d, want 401", code)
 	}
 	if shell := body(t, http.DefaultClient, url+"/"); strings.Contains(shell, "<table") || strings.Contains(shell, "data-deliver") {
@@ -408,7 +411,7 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 	token := m[1]
 	// Without the page's token, or from another site, the action is refused and nothing
 	// is written.
-	resp, err := c.PostForm(url+"/syncs/site/sync", nil)
+	resp, err := c.PostForm(url+"/syncs/infrahubsyncs/site/sync", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +419,7 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("Sync now without the token: HTTP %d, want 403", resp.StatusCode)
 	}
-	req, _ := http.NewRequest(http.MethodPost, url+"/syncs/site/sync", strings.NewReader("token="+token))
+	req, _ := http.NewRequest(http.MethodPost, url+"/syncs/infrahubsyncs/site/sync", strings.NewReader("token="+token))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://evil.example.com")
 	if code := statusOf(c.Do(req)); code != http.StatusForbidden {
@@ -429,7 +432,7 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 	if v := unrequested.Annotations[vidrav1alpha1.RequestedAtAnnotation]; v != "" {
 		t.Fatalf("a refused action requested a sync (%s)", v)
 	}
-	resp, err = c.PostForm(url+"/syncs/site/sync", map[string][]string{"token": {token}})
+	resp, err = c.PostForm(url+"/syncs/infrahubsyncs/site/sync", map[string][]string{"token": {token}})
 	if err != nil {
 		t.Fatal(err)
 	}

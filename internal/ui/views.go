@@ -58,9 +58,12 @@ type denied struct{ Why string }
 
 type clusterRow struct {
 	Name, Phase, Health, Server, Version, Message, Identity string
-	Labels                                                  []string
-	Expires                                                 *metav1.Time
-	Bundles, Ready                                          int
+	// Mode is Push or Pull; a pull cluster shows its agent instead of a server.
+	Mode, AgentVersion string
+	Heartbeat          *metav1.Time
+	Labels             []string
+	Expires            *metav1.Time
+	Bundles, Ready     int
 	// Deliver is whether the caller may deliver there (the fleet page only).
 	Deliver mayDeliver
 }
@@ -114,6 +117,10 @@ func (s *Server) fleetOf(ctx context.Context, resources []vidrav1alpha1.VidraRes
 		if id := vc.Status.Identity; id != nil {
 			row.Identity, row.Expires = id.Type, id.ExpiresAt
 		}
+		row.Mode = string(vc.Status.Mode)
+		if a := vc.Status.Agent; a != nil {
+			row.AgentVersion, row.Heartbeat = a.Version, a.LastHeartbeat
+		}
 		for _, vr := range resources {
 			if vr.Status.Cluster == vc.Name {
 				row.Bundles++
@@ -128,59 +135,18 @@ func (s *Server) fleetOf(ctx context.Context, resources []vidrav1alpha1.VidraRes
 	return out, nil
 }
 
-type syncRow struct {
-	Name, Health, Ready, Message, Branch string
-	LastSync                             *metav1.Time
-	Artifacts                            []vidrav1alpha1.ArtifactStatus
-	Rollout                              *vidrav1alpha1.RolloutStatus
-	Resources                            []resourceRow
-}
-
-type syncsData struct {
-	Syncs  []syncRow
-	Denied *denied
-}
-
-func (s *Server) syncsView(req *http.Request) (any, error) {
-	resources, err := s.resources(req.Context())
-	if err != nil {
-		return nil, err
-	}
-	return s.syncsOf(req.Context(), resources)
-}
-
-// syncsOf is the syncs view, with the VidraResources already read.
-func (s *Server) syncsOf(ctx context.Context, resources []vidrav1alpha1.VidraResource) (syncsData, error) {
-	var out syncsData
-	if k := s.kinds["infrahubsyncs"]; !k.allowed {
-		out.Denied = &denied{k.why}
-		return out, nil
-	}
-	var syncs vidrav1alpha1.InfrahubSyncList
-	if err := s.cache.List(ctx, &syncs); err != nil {
-		return out, fmt.Errorf("list InfrahubSyncs: %w", err)
-	}
-	for _, ihs := range syncs.Items {
-		row := syncRow{Name: ihs.Name, Branch: ihs.Spec.Source.TargetBranch, LastSync: ihs.Status.LastSyncTime, Artifacts: ihs.Status.Artifacts, Rollout: ihs.Status.Rollout}
-		row.Health, row.Ready, row.Message = conditionHealth(&ihs)
-		for _, vr := range resources {
-			if vr.Labels[vidrav1alpha1.InfrahubSyncLabel] == ihs.Name {
-				row.Resources = append(row.Resources, rowOf(&vr))
-			}
-		}
-		out.Syncs = append(out.Syncs, row)
-	}
-	slices.SortFunc(out.Syncs, func(a, b syncRow) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
 type resourceRow struct {
-	Name, Cluster, Health, Ready, Message, Sync string
-	Objects                                     int
+	Name, Cluster, Health, Ready, Message string
+	// SyncKind and Sync name the sync that made it, if any; SyncID as the graph does.
+	SyncKind, Sync, SyncID string
+	Objects                int
 }
 
 func rowOf(vr *vidrav1alpha1.VidraResource) resourceRow {
-	r := resourceRow{Name: vr.Name, Cluster: vr.Status.Cluster, Objects: len(vr.Status.ManagedResources), Sync: vr.Labels[vidrav1alpha1.InfrahubSyncLabel]}
+	r := resourceRow{Name: vr.Name, Cluster: vr.Status.Cluster, Objects: len(vr.Status.ManagedResources)}
+	if kind, name := vidrav1alpha1.SyncOf(vr.Labels); name != "" {
+		r.SyncKind, r.Sync, r.SyncID = kind.Kind, name, kind.Ref(name)
+	}
 	r.Health, r.Ready, r.Message = conditionHealth(vr)
 	return r
 }

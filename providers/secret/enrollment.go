@@ -29,6 +29,8 @@ type enrollment struct {
 	// enroll created it; saErr says why the annotation naming it does not parse.
 	serviceAccount *types.NamespacedName
 	saErr          string
+	// pull: the cluster's agent fetches its bundles; the Secret holds no credential.
+	pull bool
 }
 
 // readEnrollment reads the cluster name, the labels to copy and the kubeconfig from a
@@ -39,21 +41,15 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 		return enrollment{}, reason, message
 	}
 	data := s.Data[vidrav1alpha1.KubeconfigKey]
+	if s.Annotations[vidrav1alpha1.ModeAnnotation] == vidrav1alpha1.ModePull {
+		return readPullEnrollment(s, name, data)
+	}
 	if len(data) == 0 {
 		return enrollment{name: name}, vidrav1alpha1.ReasonMissingKubeconfig,
 			fmt.Sprintf("Secret has no data key %q holding a kubeconfig", vidrav1alpha1.KubeconfigKey)
 	}
-	labels := map[string]string{}
-	for k, v := range s.Labels {
-		if k != vidrav1alpha1.ClusterLabel && k != vidrav1alpha1.LegacyClusterLabel {
-			labels[k] = v
-		}
-	}
-	enr := enrollment{name: name, labels: labels, kubeconfig: data, hash: kubeconfigHash(data)}
-	var err error
-	if enr.policy, err = policy.Parse(s.Annotations); err != nil {
-		enr.policyErr = err.Error()
-	}
+	enr := enrollment{name: name, labels: clusterLabels(s), kubeconfig: data, hash: kubeconfigHash(data)}
+	enr.policy, enr.policyErr = parsePolicy(s)
 	if v, ok := s.Annotations[vidrav1alpha1.ServiceAccountAnnotation]; ok {
 		sa, err := identity.ParseServiceAccount(v)
 		if err != nil {
@@ -63,6 +59,39 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 		}
 	}
 	return enr, "", ""
+}
+
+// readPullEnrollment reads a pull cluster's Secret, which must hold no credential: the
+// hub never connects to a pull cluster, and a kubeconfig lying in its Secret would be a
+// credential the hub need not hold.
+func readPullEnrollment(s *corev1.Secret, name string, kubeconfig []byte) (enrollment, string, string) {
+	enr := enrollment{name: name, labels: clusterLabels(s), pull: true}
+	if len(kubeconfig) > 0 {
+		return enr, vidrav1alpha1.ReasonPullCredentials, fmt.Sprintf("Secret enrolls a pull cluster (%s=%s) and holds a kubeconfig under %q: remove it, the hub holds no credential for a pull cluster",
+			vidrav1alpha1.ModeAnnotation, vidrav1alpha1.ModePull, vidrav1alpha1.KubeconfigKey)
+	}
+	enr.policy, enr.policyErr = parsePolicy(s)
+	return enr, "", ""
+}
+
+// clusterLabels are the Secret's labels that the VidraCluster gets: all but enrollment's.
+func clusterLabels(s *corev1.Secret) map[string]string {
+	labels := map[string]string{}
+	for k, v := range s.Labels {
+		if k != vidrav1alpha1.ClusterLabel && k != vidrav1alpha1.LegacyClusterLabel {
+			labels[k] = v
+		}
+	}
+	return labels
+}
+
+// parsePolicy reads the delivery policy of the Secret's annotations, or why they do not parse.
+func parsePolicy(s *corev1.Secret) (policy.Policy, string) {
+	pol, err := policy.Parse(s.Annotations)
+	if err != nil {
+		return policy.Policy{}, err.Error()
+	}
+	return pol, ""
 }
 
 // clusterName is the cluster name the labels ask for: the value of ClusterLabel, or else a

@@ -30,6 +30,9 @@ import (
 // The operator's namespace on the hub, where enrollment Secrets live.
 const namespace = "vidra-system"
 
+// testHubID is the hub's ID the provider tells pull clusters' agents.
+const testHubID = "hub-under-test"
+
 var (
 	fleet    *testfleet.Fleet
 	provider *secret.Provider
@@ -92,6 +95,10 @@ func startOperator(ctx context.Context) (<-chan struct{}, error) {
 		// A 10-minute token is renewed after 6 s.
 		TokenRenewalPoint: 0.01,
 		Clock:             clock,
+		// Pull clusters: the hub's ID the agents learn, and a short silence allowed.
+		HubID:        testHubID,
+		Version:      "v9.9.9",
+		AgentTimeout: 2 * time.Second,
 		Cache: cache.Options{DefaultLabelSelector: labels.SelectorFromSet(labels.Set{
 			vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue,
 		})},

@@ -70,6 +70,13 @@ type Options struct {
 	TokenRenewalPoint float64
 	// Clock tells the time credentials are judged by (the real clock).
 	Clock clock.PassiveClock
+	// HubID is the hub's ID in owners sets, which the agents of pull clusters own their
+	// objects in; Version is the operator's version, which their agents' are compared to.
+	HubID   string
+	Version string
+	// AgentTimeout is how long a pull cluster's agent may stay silent before its cluster is
+	// Unreachable (90s).
+	AgentTimeout time.Duration
 	// Shard, when several replicas split the fleet, says which clusters' VidraClusters
 	// this replica writes: every replica engages every cluster, but only a cluster's owner
 	// shows it. Nil: this replica writes all of them.
@@ -104,6 +111,7 @@ func (o *Options) defaults() error {
 	setDefault(&o.UnreachableAfter, 3)
 	setDefault(&o.MaxConcurrentReconciles, 4)
 	setDefault(&o.TokenRenewalPoint, 2.0/3)
+	setDefault(&o.AgentTimeout, 90*time.Second)
 	if o.TokenRenewalPoint <= 0 || o.TokenRenewalPoint >= 1 {
 		return fmt.Errorf("cluster provider: token renewal point %v is not between 0 and 1", o.TokenRenewalPoint)
 	}
@@ -136,6 +144,12 @@ type Provider struct {
 	hubReader client.Reader // uncached, for reads right after our own writes
 	// secretCaches hold only the labeled Secrets of the namespace, one per label.
 	secretCaches []cache.Cache
+	// leases holds the heartbeat Leases of pull clusters' agents.
+	leases client.Reader
+	// hubIDPublished holds the pull namespaces that were told the hub's ID.
+	hubIDPublished sync.Map
+	// beatsSeen holds, per pull namespace, when the hub last saw its heartbeat change.
+	beatsSeen sync.Map
 	// enrollEvents and renewEvents record Events on enrollment Secrets.
 	enrollEvents, renewEvents events.Recorder
 	requeue                   chan event.TypedGenericEvent[*corev1.Secret]

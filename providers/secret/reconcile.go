@@ -17,6 +17,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/pull"
 )
 
 // Reconcile brings the cluster of one enrollment Secret in line with the Secret: engage,
@@ -44,6 +45,9 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	if reason != "" {
 		return reconcile.Result{}, p.reject(ctx, secret, enr, reason, message, enr.name != "")
+	}
+	if enr.pull {
+		return p.reconcilePull(ctx, secret, enr)
 	}
 
 	c, cfg, loadErr := p.claimFor(key, secret, enr)
@@ -218,6 +222,8 @@ func (p *Provider) retire(ctx context.Context, key types.NamespacedName) error {
 	delete(p.claims, key)
 	p.mu.Unlock()
 	if known {
+		p.hubIDPublished.Delete(pull.Namespace(old.name))
+		p.beatsSeen.Delete(pull.Namespace(old.name))
 		p.stopOwned(key, old.name)
 		p.metrics.credentialExpiry.DeleteLabelValues(old.name)
 		p.wakeConflicts(ctx, key, old)

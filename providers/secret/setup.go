@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -25,6 +26,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/pull"
 )
 
 // SetupWithManager wires the provider into the hub's manager: one Secret cache per
@@ -56,6 +58,15 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 		p.secretCaches = append(p.secretCaches, c)
 		b = b.WatchesRawSource(source.Kind(c, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{}))
 	}
+	leases, err := p.newLeaseCache(local)
+	if err != nil {
+		return err
+	}
+	if err := local.Add(secretCache{Cache: leases, leaderOnly: p.opts.Shard == nil}); err != nil {
+		return fmt.Errorf("add heartbeat Lease cache: %w", err)
+	}
+	p.leases = leases
+	b = b.WatchesRawSource(source.Kind(leases, &coordinationv1.Lease{}, handler.TypedEnqueueRequestsFromMapFunc(p.secretsOfLease)))
 	// A VidraCluster deleted by hand is recreated, and one left behind by a Secret deleted
 	// while the operator was down is removed: both go to the Secret it names.
 	b = b.Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(secretOfVidraCluster),
@@ -103,3 +114,42 @@ type secretCache struct {
 }
 
 func (c secretCache) NeedLeaderElection() bool { return c.leaderOnly }
+
+// newLeaseCache is a cache of the heartbeat Leases of pull clusters' agents, and of no
+// other Lease.
+func (p *Provider) newLeaseCache(local manager.Manager) (cache.Cache, error) {
+	hasLabel, err := labels.NewRequirement(pull.ClusterLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, fmt.Errorf("selector for label %s: %w", pull.ClusterLabel, err)
+	}
+	c, err := cache.New(local.GetConfig(), cache.Options{
+		HTTPClient: local.GetHTTPClient(),
+		Scheme:     local.GetScheme(),
+		Mapper:     local.GetRESTMapper(),
+		ByObject:   map[client.Object]cache.ByObject{&coordinationv1.Lease{}: {Label: labels.NewSelector().Add(*hasLabel)}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build heartbeat Lease cache: %w", err)
+	}
+	return c, nil
+}
+
+// secretsOfLease are the enrollment Secrets of the cluster whose agent's heartbeat the
+// Lease is.
+func (p *Provider) secretsOfLease(ctx context.Context, lease *coordinationv1.Lease) []reconcile.Request {
+	cluster := lease.Labels[pull.ClusterLabel]
+	if lease.Name != pull.AgentName || lease.Namespace != pull.Namespace(cluster) {
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, c := range p.secretCaches {
+		var list corev1.SecretList
+		if err := c.List(ctx, &list, client.MatchingLabels{vidrav1alpha1.ClusterLabel: cluster}); err != nil {
+			continue
+		}
+		for _, s := range list.Items {
+			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+		}
+	}
+	return requests
+}

@@ -26,6 +26,7 @@ func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, l
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	return p.writeStatus(ctx, string(ec.name), ec.secret, labels, func(s *vidrav1alpha1.VidraClusterStatus) {
+		s.Mode, s.Agent = vidrav1alpha1.ClusterModePush, nil
 		s.Phase = ec.phase
 		s.Server = ec.server
 		s.KubernetesVersion = ec.version

@@ -25,7 +25,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{- define "vidra.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
+{{- if eq .Values.mode "agent" -}}
+{{- .Values.agent.serviceAccountName -}}
+{{- else if .Values.serviceAccount.create -}}
 {{- default (include "vidra.fullname" .) .Values.serviceAccount.name -}}
 {{- else -}}
 {{- default "default" .Values.serviceAccount.name -}}
@@ -49,8 +51,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Fails on values that cannot work together, so a mistake shows at install time. */}}
 {{- define "vidra.validate" -}}
-{{- if not (has .Values.mode (list "hub" "standalone")) -}}
-{{- fail (printf "mode must be hub or standalone, not %q" .Values.mode) -}}
+{{- if not (has .Values.mode (list "hub" "standalone" "agent")) -}}
+{{- fail (printf "mode must be hub, standalone or agent, not %q" .Values.mode) -}}
 {{- end -}}
 {{- if not (has .Values.rbac.localApply (list "broad" "none")) -}}
 {{- fail (printf "rbac.localApply must be broad or none, not %q" .Values.rbac.localApply) -}}
@@ -64,6 +66,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- if .Values.infrahub.webhookSecret -}}
 {{- fail "infrahub.webhookSecret needs hub mode: in standalone mode the operator may read no Secret" -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .Values.mode "agent" -}}
+{{- if not .Values.agent.serviceAccountName -}}
+{{- fail "mode=agent runs as the ServiceAccount kubectl vidra enroll --pull created: agent.serviceAccountName must name it (vidra-agent)" -}}
+{{- end -}}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) -}}
+{{- fail "mode=agent with replicas > 1 needs leaderElection.enabled: one agent applies, the others stand by" -}}
+{{- end -}}
+{{- if .Values.infrahub.webhookSecret -}}
+{{- fail "infrahub.webhookSecret needs hub mode: an agent reads no Infrahub, its hub syncs" -}}
+{{- end -}}
+{{- if eq .Values.rbac.localApply "broad" -}}
+{{- fail "rbac.localApply does not apply in mode=agent: the agent applies as the identity kubectl vidra enroll --pull created (--namespaces, --cluster-kinds)" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -104,7 +120,7 @@ naming a member by server URL, whose cluster the operator records in status.clus
 {{- $v := printf "variables.%s" .side -}}
 - expression: "!({{ .when }}) || !{{ $v }}Everywhere || variables.deliver.check('deliver').allowed()"
   messageExpression: >-
-    request.userInfo.username + ' may not deliver to every cluster, as this InfrahubSync
+    request.userInfo.username + ' may not deliver to every cluster, as this sync
     {{- if eq .side "old" }} did{{ else }} would{{ end }} (by clusterSelector,
     clusterFromTarget or a server URL): that needs the verb deliver on vidraclusters without
     resourceNames (API group infrahub.operators.com)'

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -92,15 +93,20 @@ func Start(ctx context.Context, fleet *testfleet.Fleet, opts Options) (*Operator
 	if op.Operator, err = operator.New(ctx, hubConfig, o); err != nil {
 		return nil, err
 	}
+	op.run(ctx, log, "operator stopped")
+	return op, nil
+}
+
+// run starts the operator until ctx ends; Stopped is closed once it stopped.
+func (op *Operator) run(ctx context.Context, log logr.Logger, stoppedWithError string) {
 	stopped := make(chan struct{})
 	op.Stopped = stopped
 	go func() {
 		defer close(stopped)
 		if err := op.Start(ctx); err != nil {
-			log.Error(err, "operator stopped")
+			log.Error(err, stoppedWithError)
 		}
 	}()
-	return op, nil
 }
 
 // bindLocalServiceAccount creates LocalServiceAccount and binds it to cluster-admin.

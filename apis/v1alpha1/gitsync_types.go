@@ -1,0 +1,98 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GitRef says which commit of a repository to deliver: at most one field; none is the
+// remote's HEAD (its default branch).
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.semver), has(self.commit)].filter(x, x).size() <= 1",message="set at most one of branch, tag, semver and commit"
+type GitRef struct {
+	// Branch to follow.
+	// +optional
+	// +kubebuilder:validation:MaxLength=250
+	Branch string `json:"branch,omitempty"`
+	// Tag to deliver.
+	// +optional
+	// +kubebuilder:validation:MaxLength=250
+	Tag string `json:"tag,omitempty"`
+	// SemVer delivers the newest tag matching this range, such as ">=1.2.0 <2.0.0".
+	// +optional
+	// +kubebuilder:validation:MaxLength=250
+	SemVer string `json:"semver,omitempty"`
+	// Commit delivers this commit (40 hex digits).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{40}$`
+	Commit string `json:"commit,omitempty"`
+}
+
+// GitSource is the repository, revision and directory a GitSync delivers.
+type GitSource struct {
+	// URL of the repository: https:// or ssh:// (http:// only with insecureAllowHTTP).
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('ssh://') || self.startsWith('http://')",message="url must be an https://, ssh:// or (with insecureAllowHTTP) http:// URL"
+	URL string `json:"url"`
+
+	// Ref names the revision; none is the remote's HEAD.
+	// +optional
+	Ref *GitRef `json:"ref,omitempty"`
+
+	// Path is the directory of the repository to deliver (default: its root). A directory
+	// holding kustomization.yaml is built with Kustomize; otherwise every *.yaml, *.yml
+	// and *.json under it, in path order, is the bundle.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..')",message="path stays inside the repository: no '..'"
+	Path string `json:"path,omitempty"`
+
+	// SecretRef names a Secret in the operator's namespace with username and password,
+	// or bearerToken, or (ssh://) identity and known_hosts.
+	// +optional
+	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
+
+	// CASecretRef names a Secret in the operator's namespace whose ca.crt is a PEM CA
+	// bundle the server's certificate is verified against, in addition to the system's.
+	// +optional
+	CASecretRef *LocalSecretReference `json:"caSecretRef,omitempty"`
+
+	// InsecureAllowHTTP allows a plain http:// url.
+	// +optional
+	InsecureAllowHTTP bool `json:"insecureAllowHTTP,omitempty"`
+}
+
+// GitSyncSpec delivers a directory of a Git repository to the fleet.
+type GitSyncSpec struct {
+	// Source is the repository, revision and directory.
+	Source GitSource `json:"source"`
+
+	SyncOptions `json:",inline"`
+}
+
+// GitSync delivers the manifests of a directory of a Git repository, at a branch, tag,
+// semver range or commit, to its destination clusters.
+// +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="the name of a GitSync is at most 63 characters: it labels the VidraResources it makes"
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=gs,categories=vidra
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.source.url`
+// +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.spec.source.path`,priority=1
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.source.revision`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.status.rollout.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitSync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitSyncSpec      `json:"spec,omitempty"`
+	Status SourceSyncStatus `json:"status,omitempty"`
+}
+
+// GitSyncList is a list of GitSyncs.
+// +kubebuilder:object:root=true
+type GitSyncList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitSync `json:"items"`
+}

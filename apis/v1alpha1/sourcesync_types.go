@@ -1,0 +1,110 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LocalSecretReference names a Secret in the operator's namespace: a sync never reads a
+// Secret anywhere else, so anyone who may write a sync cannot send another namespace's
+// credentials to a URL of their choosing.
+type LocalSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SyncDestination says where the VidraResources of a sync deliver: one cluster (cluster,
+// server, or neither for the local cluster), or every enrolled cluster whose VidraCluster
+// matches clusterSelector.
+// +kubebuilder:validation:XValidation:rule="[has(self.cluster), has(self.server), has(self.clusterSelector)].filter(x, x).size() <= 1",message="set at most one of cluster, server and clusterSelector"
+type SyncDestination struct {
+	Destination `json:",inline"`
+
+	// ClusterSelector fans the bundle out to every enrolled cluster whose VidraCluster
+	// labels match; clusters joining or leaving the selection get or lose theirs.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+}
+
+// SyncOptions are what every sync of a source (Git, OCI) shares with InfrahubSync: where
+// its bundle goes, how often it is looked at, and how a new revision rolls out.
+type SyncOptions struct {
+	// Destination is where the bundle is delivered.
+	// +optional
+	Destination SyncDestination `json:"destination,omitempty"`
+
+	// Interval is how often the source is asked for its revision; only a new revision is
+	// downloaded. A push webhook, when configured, triggers a sync at once.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="interval must be a duration of at least 1s, such as 1m or 30s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Suspend stops syncing; the VidraResources already made stay as they are.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Rollout says how a new revision moves across the clusters: all at once (the
+	// default), or wave by wave with a health gate.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
+	// Template sets fields of every VidraResource the sync makes.
+	// +optional
+	Template *VidraResourceTemplate `json:"template,omitempty"`
+}
+
+// SourceStatus is what a sync last fetched from its source.
+type SourceStatus struct {
+	// Revision is what was fetched, for people: main@sha1:<commit> for Git,
+	// <tag>@sha256:<digest> for OCI.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Digest is the sha256 of the bundle delivered from that revision.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// FetchedAt is when that revision was fetched.
+	// +optional
+	FetchedAt *metav1.Time `json:"fetchedAt,omitempty"`
+	// Message says why the newest revision is not delivered, if it is not.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Key identifies the fetched revision and what was built of it (URL, revision, path),
+	// so that an unchanged revision is never fetched again, across restarts too.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// SourceSyncStatus is what Vidra observed of a GitSync or an OCISync.
+type SourceSyncStatus struct {
+	// ObservedGeneration is the generation of the spec the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling and Stalled, with kstatus semantics; RolledOut with a
+	// progressive rollout.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastSyncTime is when the source was last asked for its revision successfully.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// Source is the revision last fetched.
+	// +optional
+	Source *SourceStatus `json:"source,omitempty"`
+
+	// Bundles delivered, with the VidraResources made for them (one per cluster).
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	Bundles []ArtifactStatus `json:"bundles,omitempty"`
+
+	// Rollout is where the newest revision stands.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}

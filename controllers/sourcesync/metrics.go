@@ -1,0 +1,60 @@
+package sourcesync
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics count what the source syncs of every kind do.
+type Metrics struct {
+	fetches  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	waves    *prometheus.CounterVec
+}
+
+// NewMetrics registers the source syncs' metrics with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_source_fetches_total", Help: "Revisions fetched and built by GitSyncs and OCISyncs, and charts rendered by HelmSyncs, by kind and result (ok, error); an unchanged revision or rendering input is never fetched or rendered again.",
+		}, []string{"kind", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "vidra_source_sync_duration_seconds", Help: "Time to sync one GitSync, OCISync or HelmSync, by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"kind"}),
+		waves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_source_rollout_waves_total", Help: "Waves of GitSync, OCISync and HelmSync progressive rollouts that ended, by result.",
+		}, []string{"result"}),
+	}
+	for _, c := range []prometheus.Collector{m.fetches, m.duration, m.waves} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register source sync metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) observeFetch(kind string, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.fetches.WithLabelValues(kind, result).Inc()
+}
+
+func (m *Metrics) observeSync(kind string, d time.Duration) {
+	if m != nil {
+		m.duration.WithLabelValues(kind).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeWave(result string) {
+	if m != nil {
+		m.waves.WithLabelValues(result).Inc()
+	}
+}

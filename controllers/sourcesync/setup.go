@@ -1,0 +1,16 @@
+package sourcesync
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/vidra-operator/vidra/internal/fanout"
+)
+
+// SetupWithManager registers the kind's controller, watched as every sync kind's is
+// (fanout.Controller).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	return fanout.Controller{
+		Kind:                    r.Kind,
+		MaxConcurrentReconciles: maxConcurrentReconciles,
+	}.Setup(mgr, r)
+}

@@ -1,0 +1,73 @@
+package sourcesync
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// Object is a sync of a source: a GitSync, an OCISync or a HelmSync.
+type Object interface {
+	vidrav1alpha1.Sync
+	client.Object
+	// Options are its spec beside the source: destination, interval, rollout, template.
+	Options() *vidrav1alpha1.SyncOptions
+	// SourceStatus is its status.
+	SourceStatus() *vidrav1alpha1.SourceSyncStatus
+}
+
+// Resolver asks a sync's source which revision the sync names now.
+type Resolver interface {
+	// Resolve asks the source which revision obj names now, without downloading it.
+	Resolve(ctx context.Context, obj Object) (Revision, error)
+}
+
+// Source is what differs from one kind of sync to another: how it learns the revision
+// its source names and how it gets the bundle of a revision, the same for every
+// destination (a Renderer builds one for each).
+type Source interface {
+	Resolver
+	// Bundle fetches the revision, once however many syncs read it, and builds obj's
+	// bundle from it: one multi-document YAML stream.
+	Bundle(ctx context.Context, obj Object, rev Revision) ([]byte, error)
+}
+
+// Revision is what a sync's source names at one time.
+type Revision struct {
+	// Name is for people: main@sha1:<commit>, v1.2.0@sha256:<digest>.
+	Name string
+	// Key identifies what is built: the URL, the exact revision and the path. Syncs with
+	// equal keys deliver the same bundle, and a key seen before is never fetched again.
+	Key string
+	// Digest is the source's digest of what it names, when it has one before any bundle is
+	// built (a chart archive's); status.source.digest shows it.
+	Digest string
+	// Fetch is the source's own handle on the revision, for Bundle or Prepare.
+	Fetch any
+}
+
+// Failure is why a source gave no bundle, as the sync's conditions say it.
+type Failure struct {
+	// Reason is the Ready condition's reason.
+	Reason string
+	// Stalled: only a change of the sync or of its Secrets can help.
+	Stalled bool
+	// Transient: it may pass on its own, and is retried with backoff; otherwise the sync
+	// is looked at again at its interval.
+	Transient bool
+	Err       error
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// bounded is ctx bounded by a source's timeout (none when 0).
+func bounded(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		return context.WithTimeout(ctx, timeout)
+	}
+	return context.WithCancel(ctx)
+}

@@ -1,0 +1,104 @@
+package fanout
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// Backoff of failed syncs: soon at first, never slower than this.
+const (
+	backoffBase = time.Second
+	backoffMax  = 5 * time.Minute
+)
+
+// Controller is the controller of one sync kind, watched as every kind's is.
+type Controller struct {
+	// Kind is the sync kind.
+	Kind vidrav1alpha1.SyncKind
+	// MaxConcurrentReconciles is how many syncs are reconciled at once.
+	MaxConcurrentReconciles int
+}
+
+// Setup registers r as the kind's controller. It reconciles a sync when its spec changes
+// or a sync is requested (the requested-at annotation, set by webhooks) or its rollout
+// resumed, when one of its VidraResources is changed or deleted by someone else, when
+// enrolled clusters join or leave a clusterSelector, and when a VidraResource of a
+// progressive rollout changes health.
+func (c Controller) Setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
+	requested := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, cur := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
+		return old[vidrav1alpha1.RequestedAtAnnotation] != cur[vidrav1alpha1.RequestedAtAnnotation] ||
+			old[vidrav1alpha1.ResumeRequestedAtAnnotation] != cur[vidrav1alpha1.ResumeRequestedAtAnnotation]
+	}}
+	edited := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+			!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+	}}
+	relabeled := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	}}
+	hub := mgr.GetClient()
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(strings.ToLower(c.Kind.Kind)).
+		For(c.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, requested))).
+		Owns(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(edited)).
+		Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(c.withSelector(hub)), builder.WithPredicates(relabeled)).
+		Watches(&vidrav1alpha1.VidraResource{}, handler.EnqueueRequestsFromMapFunc(c.rolloutOf(hub)), builder.WithPredicates(HealthChanged(c.Kind.Label))).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: c.MaxConcurrentReconciles,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
+		}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("set up %s controller: %w", c.Kind.Kind, err)
+	}
+	return nil
+}
+
+// rolloutOf requeues the progressive sync a VidraResource belongs to: its health may let
+// the rollout go on, or fail it.
+func (c Controller) rolloutOf(hub client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		name := obj.GetLabels()[c.Kind.Label]
+		sync := c.Kind.New()
+		if name == "" || hub.Get(ctx, client.ObjectKey{Name: name}, sync) != nil || !Progressive(sync.RolloutSpec()) || !metav1.IsControlledBy(obj, sync) {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+	}
+}
+
+// withSelector requeues the syncs that fan out by clusterSelector, whose selection a
+// cluster joining, leaving or being relabeled may change.
+func (c Controller) withSelector(hub client.Reader) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := c.Kind.NewList()
+		if err := hub.List(ctx, list); err != nil {
+			return nil
+		}
+		var requests []reconcile.Request
+		for _, s := range list.Syncs() {
+			if s.SelectsClusters() {
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Name: s.GetName()}})
+			}
+		}
+		return requests
+	}
+}

@@ -1,0 +1,151 @@
+// Package gitpush reads the notifications a Git host sends when a repository changes:
+// GitHub's push event, signed with X-Hub-Signature-256, and Vidra's own form, signed as
+// Infrahub signs its webhooks, that names a repository URL and, optionally, a ref.
+package gitpush
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Headers of GitHub's webhooks.
+const (
+	HeaderGitHubEvent     = "X-GitHub-Event"
+	HeaderGitHubDelivery  = "X-GitHub-Delivery"
+	HeaderGitHubSignature = "X-Hub-Signature-256"
+)
+
+// Push is one change of a repository.
+type Push struct {
+	// URLs are the repository's URLs, as the host spells them (clone, SSH, web).
+	URLs []string
+	// Ref is the ref that changed ("refs/heads/main"); empty: any.
+	Ref string
+}
+
+// Key is the key push notifications are signed with, derived from the receiver's shared
+// key: the hex HMAC-SHA256 of "git-push" keyed by it. A Git host holds only this derived
+// key, so whoever administers a repository cannot sign Infrahub's deliveries.
+func Key(shared []byte) []byte {
+	mac := hmac.New(sha256.New, shared)
+	mac.Write([]byte("git-push"))
+	return []byte(hex.EncodeToString(mac.Sum(nil)))
+}
+
+// IsGitHub reports whether a delivery is GitHub's.
+func IsGitHub(header http.Header) bool {
+	return header.Get(HeaderGitHubEvent) != ""
+}
+
+// VerifyGitHub checks GitHub's signature of body: HMAC-SHA256 under key, hex, after
+// "sha256=".
+func VerifyGitHub(key []byte, header http.Header, body []byte) error {
+	sig, ok := strings.CutPrefix(header.Get(HeaderGitHubSignature), "sha256=")
+	if !ok {
+		return errors.New("no " + HeaderGitHubSignature + " header of the form sha256=<hex>")
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil {
+		return fmt.Errorf("%s is not hex", HeaderGitHubSignature)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return errors.New("signature does not match")
+	}
+	return nil
+}
+
+// ParseGitHub reads GitHub's push event.
+func ParseGitHub(body []byte) (Push, error) {
+	var ev struct {
+		Ref        string `json:"ref"`
+		Repository struct {
+			CloneURL string `json:"clone_url"`
+			SSHURL   string `json:"ssh_url"`
+			GitURL   string `json:"git_url"`
+			HTMLURL  string `json:"html_url"`
+		} `json:"repository"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return Push{}, fmt.Errorf("push event: %w", err)
+	}
+	r := ev.Repository
+	var urls []string
+	for _, u := range []string{r.CloneURL, r.SSHURL, r.GitURL, r.HTMLURL} {
+		if u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		return Push{}, errors.New("push event names no repository URL")
+	}
+	return Push{URLs: urls, Ref: ev.Ref}, nil
+}
+
+// ParseOwn reads Vidra's own form: {"url": "https://git.example.com/org/repo.git",
+// "ref": "refs/heads/main"} (ref optional).
+func ParseOwn(body []byte) (Push, error) {
+	var ev struct {
+		URL string `json:"url"`
+		Ref string `json:"ref"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return Push{}, fmt.Errorf("push notification: %w", err)
+	}
+	if ev.URL == "" {
+		return Push{}, errors.New(`push notification names no repository: want {"url": "...", "ref": "refs/heads/..."}`)
+	}
+	return Push{URLs: []string{ev.URL}, Ref: ev.Ref}, nil
+}
+
+// Concerns reports whether the push changes what a sync of repository syncURL following
+// branch ("" for the remote's HEAD, a tag or a semver range) reads.
+func (p Push) Concerns(syncURL, branch string) bool {
+	key := RepositoryKey(syncURL)
+	if key == "" {
+		return false
+	}
+	same := false
+	for _, u := range p.URLs {
+		if RepositoryKey(u) == key {
+			same = true
+			break
+		}
+	}
+	if !same {
+		return false
+	}
+	b, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")
+	return branch == "" || !isBranch || b == branch
+}
+
+// RepositoryKey is a repository's URL reduced to what names it whatever the protocol:
+// host and path, lower-case host, without credentials, port, ".git" or trailing "/"
+// (https://github.com/org/repo, git@github.com:org/repo.git and
+// ssh://git@github.com/org/repo are one repository). "" when rawURL is no URL.
+func RepositoryKey(rawURL string) string {
+	s := strings.TrimSpace(rawURL)
+	if !strings.Contains(s, "://") {
+		// scp-like: user@host:path
+		at := strings.LastIndex(s, "@")
+		host, path, ok := strings.Cut(s[at+1:], ":")
+		if !ok {
+			return ""
+		}
+		s = "ssh://" + host + "/" + path
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	path := strings.TrimSuffix(strings.TrimRight(u.Path, "/"), ".git")
+	return strings.ToLower(u.Hostname()) + "/" + strings.TrimLeft(path, "/")
+}

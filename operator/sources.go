@@ -1,0 +1,85 @@
+package operator
+
+import (
+	"fmt"
+	"os"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/sourcesync"
+	"github.com/vidra-operator/vidra/internal/bundle"
+	"github.com/vidra-operator/vidra/internal/clusterinfo"
+	"github.com/vidra-operator/vidra/internal/credentials"
+	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/dircache"
+	"github.com/vidra-operator/vidra/internal/gitsource"
+	"github.com/vidra-operator/vidra/internal/helmsource"
+	"github.com/vidra-operator/vidra/internal/ocisource"
+)
+
+// setupSourceSyncs registers the GitSync, OCISync and HelmSync controllers, which share
+// one cache of checkouts and artifacts on disk, and one budget of bytes for it.
+func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) error {
+	local := o.Manager.GetLocalManager()
+	if largest := max(opts.GitMaxRepoBytes, opts.OCIMaxArtifactBytes); opts.SourceCacheBytes > 0 && opts.SourceCacheBytes < largest {
+		return fmt.Errorf("source cache: --source-cache-bytes (%d) is smaller than one fetch may be (%d, the larger of --git-max-repo-bytes and --oci-max-artifact-bytes)",
+			opts.SourceCacheBytes, largest)
+	}
+	if opts.SourceCacheDir == "" {
+		dir, err := os.MkdirTemp("", "vidra-sources-")
+		if err != nil {
+			return fmt.Errorf("source cache: %w", err)
+		}
+		opts.SourceCacheDir = dir
+	}
+	secrets := sourcesync.Secrets{
+		Reader:    local.GetAPIReader(),
+		Gate:      credentials.NewGate(local.GetAPIReader(), local.GetClient(), opts.InfrahubSecretNamespace),
+		Namespace: opts.InfrahubSecretNamespace,
+	}
+	build := bundle.Limits{MaxFiles: opts.SourceMaxFiles, MaxBytes: opts.SourceMaxBundleBytes}
+	dirs := dircache.New(opts.SourceCacheDir, "fill-", dircache.DefaultMaxEntries, opts.SourceCacheBytes)
+	git := &sourcesync.Git{
+		Secrets: secrets,
+		Cache:   gitsource.NewCache(dirs, gitsource.Limits{MaxRepoBytes: opts.GitMaxRepoBytes, MaxFiles: opts.SourceMaxFiles}),
+		Build:   build,
+		Timeout: opts.SourceTimeout,
+	}
+	artifacts := ocisource.NewCache(dirs, ocisource.Limits{
+		MaxArtifactBytes: opts.OCIMaxArtifactBytes, MaxBytes: opts.OCIMaxArtifactBytes, MaxFiles: opts.SourceMaxFiles})
+	oci := &sourcesync.OCI{Secrets: secrets, Cache: artifacts, Build: build, Timeout: opts.SourceTimeout}
+	resolver := destination.Resolver{DisableLocalCluster: opts.DisableLocalCluster}
+	if o.Provider != nil {
+		resolver.Fleet = o.Provider
+	}
+	helm := &sourcesync.Helm{
+		Secrets: secrets,
+		Charts: helmsource.New(helmsource.Options{
+			Limits: helmsource.Limits{MaxIndexBytes: opts.HelmMaxIndexBytes, MaxChartBytes: opts.HelmMaxChartBytes},
+			OCI:    artifacts,
+		}),
+		Clusters:       &clusterinfo.Reader{Clusters: o.Manager, Resolver: resolver, Reports: local.GetAPIReader()},
+		Hub:            local.GetClient(),
+		Timeout:        opts.SourceTimeout,
+		MaxBundleBytes: int(opts.SourceMaxBundleBytes),
+	}
+	for _, kind := range []struct {
+		kind     string
+		new      func() sourcesync.Object
+		source   sourcesync.Source
+		renderer sourcesync.Renderer
+	}{
+		{"GitSync", func() sourcesync.Object { return &vidrav1alpha1.GitSync{} }, git, nil},
+		{"OCISync", func() sourcesync.Object { return &vidrav1alpha1.OCISync{} }, oci, nil},
+		{"HelmSync", func() sourcesync.Object { return &vidrav1alpha1.HelmSync{} }, nil, helm},
+	} {
+		r := &sourcesync.Reconciler{
+			Kind: vidrav1alpha1.LookupSyncKind(kind.kind), New: kind.new, Source: kind.source, Renderer: kind.renderer,
+			Hub: local.GetClient(), HubReader: local.GetAPIReader(), Content: o.Content,
+			Recorder: local.GetEventRecorder(eventSource), Metrics: metrics,
+		}
+		if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
