@@ -104,8 +104,10 @@ func TestOriginalInfrahubSyncManifestWorksEndToEnd(t *testing.T) {
 			// Who asked, which the chart's admission policy records; this cluster runs
 			// without the chart, so the admin records it, and the operator checks that they
 			// may use the credentials Secret.
+			// requested-at asks for a sync at once, as after any fix of a stalled sync.
 			kubectl(ctx, t, nil, "annotate", "infrahubsync", "infrahubsync-sample",
-				"vidra.infrahub.operators.com/requested-by=default", "vidra.infrahub.operators.com/requested-by-groups=system:masters")
+				"vidra.infrahub.operators.com/requested-by=default", "vidra.infrahub.operators.com/requested-by-groups=system:masters",
+				"vidra.infrahub.operators.com/requested-at="+time.Now().UTC().Format(time.RFC3339Nano))
 			testfleet.Eventually(t, 60*time.Second, "ConfigMap default/webserver-config delivered", func() (bool, error) {
 				out, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, nil, "get", "configmap", "-n", "default", "webserver-config", "-o", "jsonpath={.data.version}")
 				return err == nil && out == "1", nil
