@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -141,12 +142,15 @@ func testPullVMRollout(t *testing.T, h *pullHub) {
 		return true, nil
 	})
 	h.kubevirt.ResetMaxUnavailable(appNamespace)
-	vr := &vidrav1alpha1.VidraResource{}
-	if err := h.admin.Get(ctx, client.ObjectKey{Name: "pull-vms"}, vr); err != nil {
-		t.Fatal(err)
-	}
-	vr.Spec.Manifest = manifest("128Mi")
-	if err := h.admin.Update(ctx, vr); err != nil {
+	// The operator writes the VidraResource meanwhile: read again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vr := &vidrav1alpha1.VidraResource{}
+		if err := h.admin.Get(ctx, client.ObjectKey{Name: "pull-vms"}, vr); err != nil {
+			return err
+		}
+		vr.Spec.Manifest = manifest("128Mi")
+		return h.admin.Update(ctx, vr)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	h.resource(t, "pull-vms", "VMs restarted with their new spec", func(vr *vidrav1alpha1.VidraResource) bool {
