@@ -50,14 +50,15 @@ type Gate struct {
 	reviewer  client.Client
 	namespace string
 
-	mu      sync.Mutex
-	answers map[reviewKey]answer
+	mu sync.Mutex
+	// allowed holds when each review that allowed was asked.
+	allowed map[reviewKey]time.Time
 }
 
 // NewGate reads Secrets through secrets, only in namespace (the operator's), and asks the
 // API server through reviewer whether a requester may use one.
 func NewGate(secrets client.Reader, reviewer client.Client, namespace string) *Gate {
-	return &Gate{secrets: secrets, reviewer: reviewer, namespace: namespace, answers: map[reviewKey]answer{}}
+	return &Gate{secrets: secrets, reviewer: reviewer, namespace: namespace, allowed: map[reviewKey]time.Time{}}
 }
 
 // Namespace is the only namespace the gate reads Secrets from.
@@ -78,9 +79,8 @@ func (g *Gate) Get(ctx context.Context, use Use) (*corev1.Secret, error) {
 
 func (g *Gate) get(ctx context.Context, use Use, toURL bool) (*corev1.Secret, error) {
 	ref := use.Secret
-	if ref.Namespace != g.namespace {
-		return nil, refuse(vidrav1alpha1.ReasonSourceInvalid, "%s %s/%s: Secrets are read only from the operator's namespace %s",
-			use.Field, ref.Namespace, ref.Name, g.namespace)
+	if err := g.inNamespace(use); err != nil {
+		return nil, err
 	}
 	if err := g.authorize(ctx, use); err != nil {
 		return nil, err
@@ -105,14 +105,23 @@ func (g *Gate) get(ctx context.Context, use Use, toURL bool) (*corev1.Secret, er
 // checks one it names.
 func (g *Gate) Admit(ctx context.Context, use Use, secret *corev1.Secret) error {
 	use.Secret = vidrav1alpha1.SecretReference{Namespace: secret.Namespace, Name: secret.Name}
-	if secret.Namespace != g.namespace {
-		return refuse(vidrav1alpha1.ReasonSourceInvalid, "%s %s/%s: Secrets are read only from the operator's namespace %s",
-			use.Field, secret.Namespace, secret.Name, g.namespace)
+	if err := g.inNamespace(use); err != nil {
+		return err
 	}
 	if err := g.authorize(ctx, use); err != nil {
 		return err
 	}
 	return checkURL(use, secret)
+}
+
+// inNamespace refuses a Secret outside the operator's namespace: anyone who may write a
+// sync could otherwise send any Secret of the cluster.
+func (g *Gate) inNamespace(use Use) error {
+	if use.Secret.Namespace != g.namespace {
+		return refuse(vidrav1alpha1.ReasonSourceInvalid, "%s %s/%s: Secrets are read only from the operator's namespace %s",
+			use.Field, use.Secret.Namespace, use.Secret.Name, g.namespace)
+	}
+	return nil
 }
 
 // checkURL refuses a Secret whose annotation does not cover the URL.
@@ -167,20 +176,15 @@ type reviewKey struct {
 	user, groups, secret string
 }
 
-// answer is a review that allowed, and when it was asked.
-type answer struct {
-	at time.Time
-}
-
 // review asks the API server whether who may use the Secret; an answer that allows is
 // reused for a minute.
 func (g *Gate) review(ctx context.Context, who policy.Requester, ref vidrav1alpha1.SecretReference) (bool, string, error) {
 	key := reviewKey{user: who.User, groups: strings.Join(who.Groups, "\x00"), secret: ref.Name}
 	now := time.Now()
 	g.mu.Lock()
-	last, ok := g.answers[key]
+	at, ok := g.allowed[key]
 	g.mu.Unlock()
-	if ok && now.Sub(last.at) < answerTTL {
+	if ok && now.Sub(at) < answerTTL {
 		return true, "", nil
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -199,11 +203,11 @@ func (g *Gate) review(ctx context.Context, who policy.Requester, ref vidrav1alph
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for k, a := range g.answers {
-		if now.Sub(a.at) >= answerTTL {
-			delete(g.answers, k)
+	for k, at := range g.allowed {
+		if now.Sub(at) >= answerTTL {
+			delete(g.allowed, k)
 		}
 	}
-	g.answers[key] = answer{at: now}
+	g.allowed[key] = now
 	return true, "", nil
 }
