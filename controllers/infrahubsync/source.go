@@ -20,7 +20,6 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // Keys of the Secrets an InfrahubSync refers to.
@@ -193,11 +192,7 @@ func (s *sources) labeled(ctx context.Context, host string) (*corev1.Secret, err
 
 // useOf is the use of a Secret the InfrahubSync names, for its URL.
 func useOf(ihs *vidrav1alpha1.InfrahubSync, field string, ref vidrav1alpha1.SecretReference) credentials.Use {
-	use := credentials.Use{Sync: "InfrahubSync " + ihs.Name, Field: field, Secret: ref, URL: ihs.Spec.Source.InfrahubAPIURL}
-	if who, ok := policy.RequesterOf(ihs.Annotations); ok {
-		use.Requester = &who
-	}
-	return use
+	return credentials.UseOf(ihs, field, ref, ihs.Spec.Source.InfrahubAPIURL)
 }
 
 // newTransport is a transport of its own (so its connections close with it) that trusts

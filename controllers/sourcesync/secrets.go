@@ -10,7 +10,6 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/credentials"
-	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // caKey is the data key of a CA Secret.
@@ -34,13 +33,7 @@ func (s Secrets) data(ctx context.Context, obj Object, field string, ref *vidrav
 	if ref == nil {
 		return nil, nil
 	}
-	use := credentials.Use{
-		Sync: obj.SyncKind().Kind + " " + obj.GetName(), Field: field, URL: url,
-		Secret: vidrav1alpha1.SecretReference{Namespace: s.Namespace, Name: ref.Name},
-	}
-	if who, ok := policy.RequesterOf(obj.GetAnnotations()); ok {
-		use.Requester = &who
-	}
+	use := credentials.UseOf(obj, field, vidrav1alpha1.SecretReference{Namespace: s.Namespace, Name: ref.Name}, url)
 	var secret *corev1.Secret
 	var err error
 	if url == "" {

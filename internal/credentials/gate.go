@@ -31,6 +31,16 @@ type Use struct {
 	Requester *policy.Requester
 }
 
+// UseOf is the use of the Secret ref that a sync's field names, for url ("" for a Secret
+// rendered into what the sync delivers), by whoever last changed the sync.
+func UseOf(sync vidrav1alpha1.Sync, field string, ref vidrav1alpha1.SecretReference, url string) Use {
+	use := Use{Sync: sync.SyncKind().Kind + " " + sync.GetName(), Field: field, Secret: ref, URL: url}
+	if who, ok := policy.RequesterOf(sync.GetAnnotations()); ok {
+		use.Requester = &who
+	}
+	return use
+}
+
 // Refusal is a Secret the sync may not use as written: only a change of the sync, of the
 // Secret or of RBAC helps. Reason is the condition reason to report.
 type Refusal struct {
