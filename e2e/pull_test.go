@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,8 +307,16 @@ func TestPullModeEndToEnd(t *testing.T) {
 			// The API server removes a CRD only after its own clean-up of the CRD's objects,
 			// which took over 30 s for seven CRDs while other packages loaded both cores.
 			testfleet.Eventually(t, 2*time.Minute, "the CRDs enroll installed gone from the member", func() (bool, error) {
-				out, err := member(ctx).Kubectl(ctx, nil, "get", "crds", "-l", "vidra.infrahub.operators.com/installed-by-enroll=true", "-o", "name")
-				return err == nil && out == "", err
+				// What the API server says of each CRD left, and what is left of its
+				// objects, is the error a timeout reports.
+				out, err := member(ctx).Kubectl(ctx, nil, "get", "crds", "-l", "vidra.infrahub.operators.com/installed-by-enroll=true", "-o",
+					`jsonpath={range .items[*]}{.metadata.name}: {.metadata.finalizers} {.status.conditions[?(@.type=="Terminating")].message}{"\n"}{end}`)
+				if err != nil || out == "" {
+					return err == nil, err
+				}
+				left, _ := member(ctx).Kubectl(ctx, nil, "get", "vidraresources,vidrabundles,vidraclusters,infrahubsyncs,gitsyncs,ocisyncs,helmsyncs", "-A",
+					"-o", `jsonpath={range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name} {.metadata.finalizers}{"\n"}{end}`)
+				return false, fmt.Errorf("CRDs left:\n%s\nobjects left:\n%s", out, left)
 			})
 			testfleet.Eventually(t, 60*time.Second, "namespace "+pullHubNamespace+" gone from the hub", func() (bool, error) {
 				out, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, nil, "get", "namespace", pullHubNamespace, "--ignore-not-found", "-o", "name")
