@@ -747,6 +747,8 @@ func chartRendersTenancy(ctx context.Context, t *testing.T, _ *envconf.Config) c
 	}
 	named("ValidatingAdmissionPolicy", chartRelease+"-deliver")
 	named("ValidatingAdmissionPolicyBinding", chartRelease+"-deliver")
+	named("ValidatingAdmissionPolicy", chartRelease+"-clusters")
+	named("ValidatingAdmissionPolicyBinding", chartRelease+"-clusters")
 	named("ServiceAccount", chartLocalServiceAccount)
 	wantArgs(t, "hub", checkRestricted(t, objs), "--local-service-account="+chartNamespace+"/"+chartLocalServiceAccount)
 	for role, aggregatesTo := range map[string][]string{chartRelease + "-view": {"view", "edit", "admin"}, chartRelease + "-edit": {"edit", "admin"}} {

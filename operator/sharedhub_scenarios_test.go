@@ -209,6 +209,10 @@ func TestSharedHub(t *testing.T) {
 		h.otherRoutes(t)
 	})
 
+	t.Run("no one but the operator writes a VidraCluster, whose labels place bundles", func(t *testing.T) {
+		h.clusterLabelsAreTheAdmins(t)
+	})
+
 	t.Run("a sync uses only the Secrets its author may use, and sends them only where they may go", func(t *testing.T) {
 		h.credentialsAreTheirOwners(t)
 	})
