@@ -733,7 +733,8 @@ spec:
 // chartRendersTenancy checks what the chart renders for a hub many teams share: the
 // deliver admission policy and its binding, the requester policy where the API server
 // serves MutatingAdmissionPolicies, a local ServiceAccount the operator applies local
-// bundles as (bound to nothing unless rbac.localApply=broad), and the aggregated roles.
+// bundles as (bound to nothing unless rbac.localApply=broad), and the roles: deliver
+// aggregated into none of Kubernetes' own.
 func chartRendersTenancy(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 	objs := renderChart(ctx, t)
 	named := func(kind, name string) *unstructured.Unstructured {
@@ -751,11 +752,12 @@ func chartRendersTenancy(ctx context.Context, t *testing.T, _ *envconf.Config) c
 	named("ValidatingAdmissionPolicyBinding", chartRelease+"-clusters")
 	named("ServiceAccount", chartLocalServiceAccount)
 	wantArgs(t, "hub", checkRestricted(t, objs), "--local-service-account="+chartNamespace+"/"+chartLocalServiceAccount)
-	for role, aggregatesTo := range map[string][]string{chartRelease + "-view": {"view", "edit", "admin"}, chartRelease + "-edit": {"edit", "admin"}} {
+	aggregated := map[string][]string{chartRelease + "-view": {"view", "edit", "admin"}, chartRelease + "-edit": {"edit", "admin"}, chartRelease + "-deliver-everywhere": nil}
+	for role, aggregatesTo := range aggregated {
 		labels := named("ClusterRole", role).GetLabels()
-		for _, to := range aggregatesTo {
-			if labels["rbac.authorization.k8s.io/aggregate-to-"+to] != "true" {
-				t.Errorf("ClusterRole %s does not aggregate to %s: %v", role, to, labels)
+		for _, to := range []string{"view", "edit", "admin"} {
+			if want := slices.Contains(aggregatesTo, to); (labels["rbac.authorization.k8s.io/aggregate-to-"+to] == "true") != want {
+				t.Errorf("ClusterRole %s aggregates to %s: %v, want %v", role, to, !want, want)
 			}
 		}
 	}

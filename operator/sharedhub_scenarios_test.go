@@ -213,6 +213,14 @@ func TestSharedHub(t *testing.T) {
 		h.clusterLabelsAreTheAdmins(t)
 	})
 
+	t.Run("Kubernetes' view and edit roles neither deliver nor read bundles beyond what they hold", func(t *testing.T) {
+		h.chartRolesAreNoWiderThanKubernetes(t)
+	})
+
+	t.Run("a stored bundle is delivered only by VidraResources it belongs to", func(t *testing.T) {
+		h.storedContentIsItsOwners(t)
+	})
+
 	t.Run("a sync uses only the Secrets its author may use, and sends them only where they may go", func(t *testing.T) {
 		h.credentialsAreTheirOwners(t)
 	})

@@ -63,7 +63,8 @@ func startSharedHub(t *testing.T) *sharedHub {
 		t.Skip("HELM is not set: run `make test`, or set HELM to a helm binary (make helm builds bin/tools/helm-v3.19.0)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: 2})
+	// The controller manager aggregates the chart's roles into view, edit and admin.
+	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: 2, HubControllers: []string{testfleet.ClusterRoleAggregation}})
 	if err != nil {
 		t.Fatal(err)
 	}

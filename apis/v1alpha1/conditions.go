@@ -68,6 +68,9 @@ const (
 	// ReasonContentUnavailable: spec.content names content that is missing from the
 	// content store, or that fails its checks; nothing is applied.
 	ReasonContentUnavailable = "ContentUnavailable"
+	// ReasonContentRefused: spec.content names stored content that is not the
+	// VidraResource's to deliver; nothing is applied.
+	ReasonContentRefused = "ContentRefused"
 	// ReasonInventoryTooLarge: the bundle names more objects than a VidraResource can
 	// record within the hub's object size limit; nothing is applied.
 	ReasonInventoryTooLarge = "InventoryTooLarge"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -50,6 +51,9 @@ kubectl auth can-i does. --list asks for every VidraCluster and local, in a tabl
 
   NAME     the cluster
   DELIVER  yes or no
+  ROLE     the role that lets you deliver there: one the chart offers (such as
+           vidra-deliver-everywhere, bound by an admin) or a team's own; - when none
+           or when the hub names none (a cluster admin's group)
   REASON   the hub's reason, or the right that is missing`,
 		Example: `  # May I deliver to edge-1?
   kubectl vidra can-deliver edge-1
@@ -87,6 +91,18 @@ kubectl auth can-i does. --list asks for every VidraCluster and local, in a tabl
 type verdict struct {
 	allowed bool
 	reason  string
+}
+
+// grantedBy finds the role in the reason RBAC gives for an allowed review:
+// RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "r" to User "u".
+var grantedBy = regexp.MustCompile(`of (ClusterRole|Role) "([^"]+)"`)
+
+// role names the role that lets one deliver, as Kind/name ("-" when the hub names none).
+func (v verdict) role() string {
+	if m := grantedBy.FindStringSubmatch(v.reason); v.allowed && m != nil {
+		return m[1] + "/" + m[2]
+	}
+	return "-"
 }
 
 func (v verdict) word() string {
@@ -127,9 +143,9 @@ func (o *canDeliverOptions) runList(ctx context.Context, hub client.Client, out 
 		if err != nil {
 			return err
 		}
-		rows = append(rows, []string{name, v.word(), singleLine(v.reason)})
+		rows = append(rows, []string{name, v.word(), v.role(), singleLine(v.reason)})
 	}
-	return writeTable(out, []string{"NAME", "DELIVER", "REASON"}, rows)
+	return writeTable(out, []string{"NAME", "DELIVER", "ROLE", "REASON"}, rows)
 }
 
 // review asks the hub whether the caller, or the --as subject, may deliver to cluster.

@@ -67,7 +67,7 @@ func canDeliver(t *testing.T, args ...string) (string, int) {
 
 // A user allowed to deliver to one cluster gets yes there, with the binding that allows
 // it, and no (exit code 1) elsewhere and on the hub itself; cluster-admin gets yes
-// everywhere. --list says the same of every cluster.
+// everywhere. --list says the same of every cluster, with the role that allows.
 func TestCanDeliverSaysYesWhereRBACAllowsAndNoElsewhere(t *testing.T) {
 	createCluster(t, "deliver-a", vidrav1alpha1.VidraClusterStatus{Phase: vidrav1alpha1.ClusterEngaged})
 	createCluster(t, "deliver-b", vidrav1alpha1.VidraClusterStatus{Phase: vidrav1alpha1.ClusterEngaged})
@@ -94,12 +94,12 @@ func TestCanDeliverSaysYesWhereRBACAllowsAndNoElsewhere(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--list: exit %d\n%s", code, out)
 	}
-	tb := parseTable(t, out, "NAME", "DELIVER", "REASON")
-	tb.expectRow(t, "deliver-a", map[string]string{"DELIVER": "yes"})
-	tb.expectRow(t, "deliver-b", map[string]string{"DELIVER": "no"})
-	tb.expectRow(t, vidrav1alpha1.LocalClusterName, map[string]string{"DELIVER": "no"})
+	tb := parseTable(t, out, "NAME", "DELIVER", "ROLE", "REASON")
+	tb.expectRow(t, "deliver-a", map[string]string{"DELIVER": "yes", "ROLE": "ClusterRole/deliver-deliver-a"})
+	tb.expectRow(t, "deliver-b", map[string]string{"DELIVER": "no", "ROLE": "-"})
+	tb.expectRow(t, vidrav1alpha1.LocalClusterName, map[string]string{"DELIVER": "no", "ROLE": "-"})
 	out, _ = canDeliver(t, "--list", "--kubeconfig", admin)
-	tb = parseTable(t, out, "NAME", "DELIVER", "REASON")
+	tb = parseTable(t, out, "NAME", "DELIVER", "ROLE", "REASON")
 	for _, cluster := range []string{"deliver-a", "deliver-b", vidrav1alpha1.LocalClusterName} {
 		tb.expectRow(t, cluster, map[string]string{"DELIVER": "yes"})
 	}

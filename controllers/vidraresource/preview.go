@@ -61,7 +61,7 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 	fail := func(msg string) {
 		vr.Status.Preview = &vidrav1alpha1.PreviewStatus{Revision: pending.Revision, ObservedGeneration: vr.Generation, Message: msg}
 	}
-	data, err := r.contentOf(ctx, "spec.preview", pending.Manifest, pending.Content)
+	data, err := r.contentOf(ctx, vr, "spec.preview", pending.Manifest, pending.Content)
 	if err != nil {
 		fail(err.Error())
 		return

@@ -82,9 +82,12 @@ func (r *Reconciler) reconcilePull(ctx context.Context, vr *vidrav1alpha1.VidraR
 // mirrorContent copies the stored content the VidraResource names (its bundle and the
 // one it previews) into the cluster's namespace, where its agent may read it.
 func (r *Reconciler) mirrorContent(ctx context.Context, ns string, vr *vidrav1alpha1.VidraResource) error {
-	refs := []*vidrav1alpha1.ContentReference{vr.Spec.Content}
-	if vr.Spec.Preview != nil {
-		refs = append(refs, vr.Spec.Preview.Content)
+	refs := []*vidrav1alpha1.ContentReference{vr.Spec.Content} // checked as the bundle was read
+	if p := vr.Spec.Preview; p != nil && p.Content != nil {
+		// Content that is not the VidraResource's to preview never reaches the agent.
+		if err := r.contentRefusal(ctx, vr, "spec.preview", p.Content.Digest); err == nil {
+			refs = append(refs, p.Content)
+		}
 	}
 	target := &content.Store{Client: r.Hub, Reader: r.HubReader, Namespace: ns, CacheBytes: 1}
 	// Content a published bundle names is there already: it was mirrored before the

@@ -89,6 +89,8 @@ type Reconciler struct {
 	LocalServiceAccount types.NamespacedName
 	// deliverChecks holds, per VidraResource, the last deliverCheck.
 	deliverChecks sync.Map
+	// contentChecks holds, per VidraResource and field, the last contentCheck.
+	contentChecks sync.Map
 	// revisions holds, per VidraResource, the revision this process last recorded.
 	revisions sync.Map
 	// handovers counts, per destination label, the times this replica lost the cluster

@@ -79,3 +79,16 @@ func MayDeliver(ctx context.Context, c client.Client, who Requester, cluster str
 	}
 	return false, why, nil
 }
+
+// MayGet asks the API server whether the requester may get the core object of resource
+// (configmaps, secrets) named name in namespace.
+func MayGet(ctx context.Context, c client.Client, who Requester, resource, namespace, name string) (bool, error) {
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: who.User, Groups: who.Groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Resource: resource, Namespace: namespace, Name: name, Verb: "get"},
+	}}
+	if err := c.Create(ctx, review); err != nil {
+		return false, fmt.Errorf("review whether %s may get %s %s/%s: %w", who.User, resource, namespace, name, err)
+	}
+	return review.Status.Allowed, nil
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,12 +42,23 @@ type Cluster struct {
 }
 
 type clusterSpec struct {
-	name              string
-	assets            string
-	crdDirectories    []string
-	scheme            *runtime.Scheme
-	controllerManager bool
+	name           string
+	assets         string
+	crdDirectories []string
+	scheme         *runtime.Scheme
+	// controllers are the kube-controller-manager controllers run beside the API server
+	// (none: no controller manager).
+	controllers []string
 }
+
+// Controllers of kube-controller-manager a fleet may run.
+const (
+	GarbageCollector       = "garbage-collector-controller"
+	NamespaceController    = "namespace-controller"
+	ClusterRoleAggregation = "clusterrole-aggregation-controller"
+	gcSyncedLine           = "all resource monitors have synced"
+	cachesSyncedLine       = "Caches are synced"
+)
 
 func startCluster(ctx context.Context, spec clusterSpec) (*Cluster, error) {
 	env := &envtest.Environment{
@@ -71,8 +83,8 @@ func startCluster(ctx context.Context, spec clusterSpec) (*Cluster, error) {
 	if c.Client, err = client.New(cfg, client.Options{Scheme: spec.scheme}); err != nil {
 		return c, fmt.Errorf("client for %s: %w", spec.name, err)
 	}
-	if spec.controllerManager {
-		if err := c.startControllerManager(ctx, spec.assets); err != nil {
+	if len(spec.controllers) > 0 {
+		if err := c.startControllerManager(ctx, spec.assets, spec.controllers); err != nil {
 			return c, err
 		}
 	}
@@ -173,9 +185,9 @@ func (c *Cluster) apiServerPID() (int, error) {
 	return 0, fmt.Errorf("kube-apiserver of %s (cert dir %s) not found", c.Name, certDir)
 }
 
-// startControllerManager runs the garbage-collector and namespace controllers against the
-// cluster and waits until it reports healthy.
-func (c *Cluster) startControllerManager(ctx context.Context, assets string) error {
+// startControllerManager runs the controllers against the cluster and waits until they
+// report ready.
+func (c *Cluster) startControllerManager(ctx context.Context, assets string, controllers []string) error {
 	dir, err := os.MkdirTemp("", "testfleet-kcm-")
 	if err != nil {
 		return fmt.Errorf("work dir for kube-controller-manager of %s: %w", c.Name, err)
@@ -195,7 +207,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, assets string) err
 		"--kubeconfig="+kubeconfig,
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller",
+		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=5",
@@ -207,20 +219,24 @@ func (c *Cluster) startControllerManager(ctx context.Context, assets string) err
 	c.controllerManager = cmd
 	c.controllerManagerExited = make(chan error, 1)
 	go func() { c.controllerManagerExited <- cmd.Wait() }()
-	return waitForControllerManager(ctx, c, filepath.Join(dir, "kube-controller-manager.log"))
+	ready := cachesSyncedLine
+	if slices.Contains(controllers, GarbageCollector) {
+		ready = gcSyncedLine // the last of them to get ready
+	}
+	return waitForControllerManager(ctx, c, filepath.Join(dir, "kube-controller-manager.log"), ready)
 }
 
-// waitForControllerManager waits until the controller manager's garbage collector, the
-// last of its controllers to get ready, has synced; with --secure-port=0 it serves no
+// waitForControllerManager waits until the controller manager's log says ready (the
+// garbage collector synced, or another controller's caches); with --secure-port=0 it serves no
 // health endpoint to poll.
-func waitForControllerManager(ctx context.Context, c *Cluster, logPath string) error {
+func waitForControllerManager(ctx context.Context, c *Cluster, logPath, ready string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
 	for {
 		out, err := os.ReadFile(logPath)
-		if err == nil && strings.Contains(string(out), "all resource monitors have synced") {
+		if err == nil && strings.Contains(string(out), ready) {
 			return nil
 		}
 		select {

@@ -26,10 +26,13 @@ type Options struct {
 	HubCRDDirectories []string
 	// MemberCRDDirectories are installed on every member (for example KubeVirt's CRDs).
 	MemberCRDDirectories []string
-	// ControllerManager runs kube-controller-manager's garbage-collector and namespace
-	// controllers beside every API server, for tests that need ownerReference cascades or
-	// namespace deletion to complete.
+	// ControllerManager runs kube-controller-manager's garbage-collector, namespace and
+	// ClusterRole aggregation controllers beside every API server, for tests that need
+	// ownerReference cascades, namespace deletion or aggregated roles (view, edit, admin).
 	ControllerManager bool
+	// HubControllers, when set, are the controllers run beside the hub's API server
+	// instead (ClusterRoleAggregation alone, say, for tests of roles).
+	HubControllers []string
 	// Scheme for the clients; empty means client-go's scheme plus apiextensions and Vidra.
 	Scheme *runtime.Scheme
 }
@@ -63,16 +66,23 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 		hubCRDs = []string{dir}
 	}
 
-	specs := []clusterSpec{{name: "hub", crdDirectories: hubCRDs}}
+	var controllers []string
+	if opts.ControllerManager {
+		controllers = []string{GarbageCollector, NamespaceController, ClusterRoleAggregation}
+	}
+	hubControllers := controllers
+	if len(opts.HubControllers) > 0 {
+		hubControllers = opts.HubControllers
+	}
+	specs := []clusterSpec{{name: "hub", crdDirectories: hubCRDs, controllers: hubControllers}}
 	for i := range opts.Members {
-		specs = append(specs, clusterSpec{name: fmt.Sprintf("member-%d", i+1), crdDirectories: opts.MemberCRDDirectories})
+		specs = append(specs, clusterSpec{name: fmt.Sprintf("member-%d", i+1), crdDirectories: opts.MemberCRDDirectories, controllers: controllers})
 	}
 	clusters := make([]*Cluster, len(specs))
 	group, groupCtx := errgroup.WithContext(ctx)
 	for i, spec := range specs {
 		spec.assets = assets
 		spec.scheme = scheme
-		spec.controllerManager = opts.ControllerManager
 		group.Go(func() error {
 			c, err := startCluster(groupCtx, spec)
 			clusters[i] = c

@@ -1,0 +1,85 @@
+package operator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+)
+
+// chartRolesAreNoWiderThanKubernetes is tried as people bound cluster-wide to Kubernetes'
+// own roles, aggregated by the controller manager as on any cluster. Before, edit
+// delivered to the hub and every member, and view read every bundle's manifests, Secrets
+// included; now edit writes VidraResources that deliver nowhere, view reads syncs and
+// clusters but no bundle, and deliver comes only from a role bound for it.
+func (h *sharedHub) chartRolesAreNoWiderThanKubernetes(t *testing.T) {
+	ctx := context.Background()
+	viewer := h.boundTo(t, "viewer", "view")
+	editor := h.boundTo(t, "editor", "edit")
+	deliverer := h.boundTo(t, "deliverer", "edit", chartRelease+"-deliver-everywhere")
+	testfleet.Eventually(t, objectsTimeout, "the chart's roles aggregated into view and edit", func() (bool, error) {
+		return viewer.List(ctx, &vidrav1alpha1.GitSyncList{}) == nil && editor.List(ctx, &vidrav1alpha1.VidraResourceList{}) == nil, nil
+	})
+
+	m0 := h.fleet.Members[0].Name
+	if err := viewer.List(ctx, &vidrav1alpha1.VidraClusterList{}); err != nil {
+		t.Errorf("view does not list VidraClusters: %v", err)
+	}
+	if err := viewer.List(ctx, &vidrav1alpha1.VidraResourceList{}); !apierrors.IsForbidden(err) {
+		t.Errorf("view lists VidraResources, whose manifests may hold Secrets: %v", err)
+	}
+	for _, dest := range []string{m0, vidrav1alpha1.LocalClusterName} {
+		vr := bundle("edit-delivers-"+dest, vidrav1alpha1.Destination{Cluster: dest, Namespace: "team-e"}, configMap("e", "v"))
+		refused(t, editor.Create(ctx, vr, client.DryRunAll), "editor may not deliver to cluster "+dest)
+		if err := deliverer.Create(ctx, vr, client.DryRunAll); err != nil {
+			t.Errorf("edit with %s-deliver-everywhere may not deliver to %s: %v", chartRelease, dest, err)
+		}
+	}
+	everywhere := &vidrav1alpha1.GitSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "edit-fans-out"},
+		Spec: vidrav1alpha1.GitSyncSpec{
+			Source:      vidrav1alpha1.GitSource{URL: "https://git.example/fleet"},
+			SyncOptions: vidrav1alpha1.SyncOptions{Destination: vidrav1alpha1.SyncDestination{ClusterSelector: &metav1.LabelSelector{}}},
+		},
+	}
+	refused(t, editor.Create(ctx, everywhere, client.DryRunAll), "editor may not deliver to every cluster")
+}
+
+// boundTo provisions a user bound cluster-wide to the ClusterRoles named.
+func (h *sharedHub) boundTo(t *testing.T, name string, roles ...string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	for _, role := range roles {
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}},
+		}
+		if err := h.admin.Create(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		cleanup(t, h.admin, binding)
+	}
+	kubeconfig, err := h.fleet.Hub.AddUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 30 * time.Second
+	c, err := client.New(cfg, client.Options{Scheme: h.admin.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
