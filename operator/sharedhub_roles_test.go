@@ -3,12 +3,10 @@ package operator_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -68,18 +66,5 @@ func (h *sharedHub) boundTo(t *testing.T, name string, roles ...string) client.C
 		}
 		cleanup(t, h.admin, binding)
 	}
-	kubeconfig, err := h.fleet.Hub.AddUser(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 30 * time.Second
-	c, err := client.New(cfg, client.Options{Scheme: h.admin.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return h.signIn(t, name)
 }

@@ -221,6 +221,14 @@ func TestSharedHub(t *testing.T) {
 		h.storedContentIsItsOwners(t)
 	})
 
+	t.Run("a stamp names only who made the request, with or without the requester policy", func(t *testing.T) {
+		h.stampsHoldWithoutTheRequesterPolicy(t)
+	})
+
+	t.Run("no one but the operator writes a status", func(t *testing.T) {
+		h.statusIsTheOperators(t)
+	})
+
 	t.Run("a sync uses only the Secrets its author may use, and sends them only where they may go", func(t *testing.T) {
 		h.credentialsAreTheirOwners(t)
 	})

@@ -187,6 +187,12 @@ func (h *sharedHub) person(t *testing.T, name string, subject rbacv1.Subject, de
 	if subject.Kind == rbacv1.GroupKind {
 		groups = append(groups, subject.Name)
 	}
+	return h.signIn(t, name, groups...)
+}
+
+// signIn is a client of the hub for a user in groups, with a certificate of its own.
+func (h *sharedHub) signIn(t *testing.T, name string, groups ...string) client.Client {
+	t.Helper()
 	kubeconfig, err := h.fleet.Hub.AddUser(name, groups...)
 	if err != nil {
 		t.Fatal(err)
