@@ -16,7 +16,9 @@ import (
 // BenchmarkHelmChartVersionToReady: a new chart version in a Helm repository, and a sync
 // requested (as a CI job annotating the HelmSync would), to the version rendered for and
 // applied on every member, and the sync Ready. Each sample waits out the few seconds
-// within which a repository's index is not asked again.
+// within which a repository's index is not asked again. The members serve the same
+// version and APIs, and the values name no cluster: one render serves both, and
+// renders/version counts the charts rendered per version for the whole fleet.
 func BenchmarkHelmChartVersionToReady(b *testing.B) {
 	const ns, samples = "bench-helm", 10
 	noWidget := map[string]string{"templates/widget.yaml": ""}
@@ -24,12 +26,16 @@ func BenchmarkHelmChartVersionToReady(b *testing.B) {
 	repo.Add(helmrepo.ChartWith(b, helmrepo.CapsChart, "1.0.0", noWidget))
 	hs := helmSync("bench-helm", repo.URL(), helmrepo.CapsChart, func(hs *vidrav1alpha1.HelmSync) {
 		hs.Spec.Destination = everyMember(ns)
-		hs.Spec.Values = values(`{"cluster": "${cluster.name}"}`)
+		hs.Spec.Values = values(`{"cluster": "fleet"}`)
 		hs.Spec.Interval = &metav1.Duration{Duration: time.Hour}
 	})
 	create(b, hs)
 	readyAt(b, hs, "1.0.0")
 	indexBodies, archives := repo.IndexBodies(), repo.ArchiveGets()
+	renders := func() float64 {
+		return testfleet.MetricValue(b, registry, "vidra_source_fetches_total", map[string]string{"kind": "HelmSync", "result": "ok"})
+	}
+	rendered := renders()
 
 	var latencies []time.Duration
 	versions := 0
@@ -56,4 +62,5 @@ func BenchmarkHelmChartVersionToReady(b *testing.B) {
 	b.ReportMetric(float64(latencies[len(latencies)*9/10].Microseconds())/1000, "p90-ms")
 	b.ReportMetric(float64(repo.ArchiveGets()-archives)/float64(versions), "downloads/version")
 	b.ReportMetric(float64(repo.IndexBodies()-indexBodies)/float64(versions), "index-bodies/version")
+	b.ReportMetric((renders()-rendered)/float64(versions), "renders/version")
 }
