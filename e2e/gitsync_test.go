@@ -121,9 +121,15 @@ func enrollMembers(ctx context.Context, t *testing.T, names []string, labels ...
 // waitMemberValue waits until member i has ConfigMap default/platform-web with value.
 func waitMemberValue(ctx context.Context, t *testing.T, i int, value string) {
 	t.Helper()
+	waitMemberConfigMap(ctx, t, i, "platform-web", value)
+}
+
+// waitMemberConfigMap waits until member i has ConfigMap default/name with value.
+func waitMemberConfigMap(ctx context.Context, t *testing.T, i int, name, value string) {
+	t.Helper()
 	member := fleetenv.Fleet(ctx).Members[i]
-	testfleet.Poll(t, 10*time.Millisecond, 60*time.Second, fmt.Sprintf("ConfigMap default/platform-web on member %d at %s", i, value), func() (bool, error) {
-		out, err := member.Kubectl(ctx, nil, "get", "configmap", "-n", "default", "platform-web", "-o", "jsonpath={.data.value}")
+	testfleet.Poll(t, 10*time.Millisecond, 60*time.Second, fmt.Sprintf("ConfigMap default/%s on member %d at %s", name, i, value), func() (bool, error) {
+		out, err := member.Kubectl(ctx, nil, "get", "configmap", "-n", "default", name, "-o", "jsonpath={.data.value}")
 		return err == nil && out == value, nil
 	})
 }
