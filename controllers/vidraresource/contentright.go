@@ -8,6 +8,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
 
@@ -28,11 +29,10 @@ func (r *Reconciler) contentRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 	if !recorded {
 		return nil
 	}
-	asked := contentCheck{generation: vr.Generation, who: who, digest: digest}
-	if v, ok := r.contentChecks.Load(vr.Name + "/" + field); ok {
-		if last := v.(contentCheck); last.same(asked) && time.Since(last.at) < deliverCheckTTL {
-			return last.refusal()
-		}
+	key := contentCheckKey{name: vr.Name, field: field}
+	asked := answer{generation: vr.Generation, who: who, about: digest}
+	if last, ok := r.contentChecks.Load(key); ok && last.(answer).answers(asked) {
+		return refusedBecause(last.(answer).why)
 	}
 	chunk := content.ChunkName(digest, 0)
 	mayRead, err := policy.MayGet(ctx, r.Hub, who, "configmaps", r.Content.Namespace, chunk)
@@ -40,10 +40,11 @@ func (r *Reconciler) contentRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 		return fmt.Errorf("whether %s may read stored content %s cannot be checked yet: %w", who.User, digest, err)
 	}
 	if !mayRead {
-		if asked.delivered, err = r.deliveredBefore(ctx, vr, digest); err != nil {
+		delivered, err := r.deliveredBefore(ctx, vr, digest)
+		if err != nil {
 			return err
 		}
-		if !asked.delivered {
+		if !delivered {
 			asked.why = fmt.Sprintf("%s names stored content %s, which this VidraResource never delivered, and %s, who last changed its spec, "+
 				"may not read the content store (the verb get on configmaps in namespace %s, as %s): a digest is no key to another's content. "+
 				"Store your own with kubectl vidra upload, or deliver through a sync",
@@ -51,8 +52,8 @@ func (r *Reconciler) contentRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 		}
 	}
 	asked.at = time.Now()
-	r.contentChecks.Store(vr.Name+"/"+field, asked)
-	return asked.refusal()
+	r.contentChecks.Store(key, asked)
+	return refusedBecause(asked.why)
 }
 
 // deliveredBefore says whether the VidraResource's history holds a revision of digest.
@@ -64,31 +65,16 @@ func (r *Reconciler) deliveredBefore(ctx context.Context, vr *vidrav1alpha1.Vidr
 	if err != nil {
 		return false, fmt.Errorf("whether %s delivered %s before cannot be checked yet: %w", vr.Name, digest, err)
 	}
-	for _, rev := range revisions {
-		if rev.Digest == digest {
-			return true, nil
-		}
-	}
-	return false, nil
+	return slices.ContainsFunc(revisions, func(rev history.Revision) bool { return rev.Digest == digest }), nil
 }
 
-// contentCheck is the last answer to whether a VidraResource may deliver a digest.
-type contentCheck struct {
-	generation int64
-	who        policy.Requester
-	digest     string
-	delivered  bool
-	why        string
-	at         time.Time
-}
+// contentCheckKey keys the last answer for one field of one VidraResource.
+type contentCheckKey struct{ name, field string }
 
-func (c contentCheck) same(o contentCheck) bool {
-	return c.generation == o.generation && c.digest == o.digest && c.who.User == o.who.User && slices.Equal(c.who.Groups, o.who.Groups)
-}
-
-func (c contentCheck) refusal() error {
-	if c.why == "" {
+// refusedBecause is the refusal why says (nil when it says none).
+func refusedBecause(why string) error {
+	if why == "" {
 		return nil
 	}
-	return &contentRefusedError{why: c.why}
+	return &contentRefusedError{why: why}
 }

@@ -93,8 +93,8 @@ func (r *Reconciler) finalize(ctx context.Context, vr *vidrav1alpha1.VidraResour
 	r.written.Delete(vr.Name)
 	r.revisions.Delete(vr.Name)
 	r.deliverChecks.Delete(vr.Name)
-	r.contentChecks.Delete(vr.Name + "/spec.content")
-	r.contentChecks.Delete(vr.Name + "/spec.preview")
+	r.contentChecks.Delete(contentCheckKey{name: vr.Name, field: "spec.content"})
+	r.contentChecks.Delete(contentCheckKey{name: vr.Name, field: "spec.preview"})
 	return nil
 }
 

@@ -152,11 +152,9 @@ func (r *Reconciler) deliverRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 		return "", 0
 	}
 	cluster := string(dest.name)
-	asked := deliverCheck{generation: vr.Generation, who: who, cluster: cluster}
-	if v, ok := r.deliverChecks.Load(vr.Name); ok {
-		if last := v.(deliverCheck); last.sameQuestion(asked) && time.Since(last.at) < deliverCheckTTL {
-			return last.why, 0
-		}
+	asked := answer{generation: vr.Generation, who: who, about: cluster}
+	if last, ok := r.deliverChecks.Load(vr.Name); ok && last.(answer).answers(asked) {
+		return last.(answer).why, 0
 	}
 	ok, why, err := policy.MayDeliver(ctx, r.Hub, who, cluster)
 	switch {
@@ -175,16 +173,20 @@ func (r *Reconciler) deliverRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 // taken away holds within it.
 const deliverCheckTTL = time.Minute
 
-// deliverCheck is the last answer to whether a VidraResource's requester may deliver to
-// its cluster.
-type deliverCheck struct {
+// answer is the last answer to a question about whoever last changed a VidraResource's
+// spec (may they deliver to a cluster, deliver a stored digest): why not ("" when they
+// may), and when it was given.
+type answer struct {
 	generation int64
 	who        policy.Requester
-	cluster    string
-	why        string
-	at         time.Time
+	// about is what was asked about: the cluster, or the digest.
+	about string
+	why   string
+	at    time.Time
 }
 
-func (c deliverCheck) sameQuestion(o deliverCheck) bool {
-	return c.generation == o.generation && c.who.User == o.who.User && slices.Equal(c.who.Groups, o.who.Groups) && c.cluster == o.cluster
+// answers says whether a is the answer to asked, and recent enough to reuse.
+func (a answer) answers(asked answer) bool {
+	return a.generation == asked.generation && a.about == asked.about && a.who.User == asked.who.User &&
+		slices.Equal(a.who.Groups, asked.who.Groups) && time.Since(a.at) < deliverCheckTTL
 }

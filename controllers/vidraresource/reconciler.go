@@ -87,9 +87,11 @@ type Reconciler struct {
 	// ServiceAccount of their own; empty: such bundles are refused. The operator's own
 	// identity never applies a bundle.
 	LocalServiceAccount types.NamespacedName
-	// deliverChecks holds, per VidraResource, the last deliverCheck.
+	// deliverChecks holds, per VidraResource, the last answer to whether its requester
+	// may deliver to its cluster.
 	deliverChecks sync.Map
-	// contentChecks holds, per VidraResource and field, the last contentCheck.
+	// contentChecks holds, per contentCheckKey, the last answer to whether the
+	// requester may deliver the stored content the field names.
 	contentChecks sync.Map
 	// revisions holds, per VidraResource, the revision this process last recorded.
 	revisions sync.Map

@@ -156,13 +156,14 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 	if tpl := d.sync.Template; tpl != nil {
 		applyTemplate(&updated.Spec, tpl)
 	}
-	if !apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec) {
+	specChanged := !apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec)
+	if specChanged {
 		// The operator writes the spec now: whoever changed it before asked for nothing
 		// it holds, and is not asked about it (the content it names is the sync's).
 		delete(updated.Annotations, vidrav1alpha1.RequestedByAnnotation)
 		delete(updated.Annotations, vidrav1alpha1.RequestedByGroupsAnnotation)
 	}
-	if apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) && apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec) {
+	if !specChanged && apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) {
 		return nil
 	}
 	wctx, end := traced("update")

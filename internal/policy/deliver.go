@@ -52,15 +52,20 @@ func ReviewDeliver(ctx context.Context, c client.Client, who *Requester, cluster
 		Verb:     vidrav1alpha1.DeliverVerb,
 	}
 	if who == nil {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attributes}}
-		err := c.Create(ctx, review)
-		return review.Status, err
+		self := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attributes}}
+		err := c.Create(ctx, self)
+		return self.Status, err
 	}
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+	return review(ctx, c, *who, attributes)
+}
+
+// review asks the API server whether who may act as attributes say.
+func review(ctx context.Context, c client.Client, who Requester, attributes *authorizationv1.ResourceAttributes) (authorizationv1.SubjectAccessReviewStatus, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: who.User, Groups: who.Groups, ResourceAttributes: attributes,
 	}}
-	err := c.Create(ctx, review)
-	return review.Status, err
+	err := c.Create(ctx, sar)
+	return sar.Status, err
 }
 
 // MayDeliver asks the API server whether the requester may deliver to the cluster, and
@@ -83,12 +88,9 @@ func MayDeliver(ctx context.Context, c client.Client, who Requester, cluster str
 // MayGet asks the API server whether the requester may get the core object of resource
 // (configmaps, secrets) named name in namespace.
 func MayGet(ctx context.Context, c client.Client, who Requester, resource, namespace, name string) (bool, error) {
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: who.User, Groups: who.Groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Resource: resource, Namespace: namespace, Name: name, Verb: "get"},
-	}}
-	if err := c.Create(ctx, review); err != nil {
+	status, err := review(ctx, c, who, &authorizationv1.ResourceAttributes{Resource: resource, Namespace: namespace, Name: name, Verb: "get"})
+	if err != nil {
 		return false, fmt.Errorf("review whether %s may get %s %s/%s: %w", who.User, resource, namespace, name, err)
 	}
-	return review.Status.Allowed, nil
+	return status.Allowed, nil
 }

@@ -152,3 +152,9 @@ naming a member by server URL, whose cluster the operator records in status.clus
     impersonate on that serviceaccount'
   reason: Forbidden
 {{- end -}}
+
+{{/* The requester's groups as the requester policies record them: one string, % and ,
+escaped (as %25 and %2C) so that a comma in a group cannot make two. */}}
+{{- define "vidra.requesterGroups" -}}
+has(request.userInfo.groups) ? request.userInfo.groups.map(g, g.replace("%", "%25").replace(",", "%2C")).join(",") : ""
+{{- end -}}
