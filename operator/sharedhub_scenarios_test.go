@@ -229,6 +229,14 @@ func TestSharedHub(t *testing.T) {
 		h.statusIsTheOperators(t)
 	})
 
+	t.Run("a finalizer is a change like a label", func(t *testing.T) {
+		h.finalizersAreChanges(t)
+	})
+
+	t.Run("a deleted sync goes, whether its VidraResources are orphaned or deleted first", func(t *testing.T) {
+		h.aDeletedSyncGoesWhateverTheCascade(t)
+	})
+
 	t.Run("a sync uses only the Secrets its author may use, and sends them only where they may go", func(t *testing.T) {
 		h.credentialsAreTheirOwners(t)
 	})

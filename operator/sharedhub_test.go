@@ -63,8 +63,9 @@ func startSharedHub(t *testing.T) *sharedHub {
 		t.Skip("HELM is not set: run `make test`, or set HELM to a helm binary (make helm builds bin/tools/helm-v3.19.0)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	// The controller manager aggregates the chart's roles into view, edit and admin.
-	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: 2, HubControllers: []string{testfleet.ClusterRoleAggregation}})
+	// The controller manager aggregates the chart's roles into view, edit and admin, and
+	// its garbage collector acts as its own ServiceAccount, which holds no deliver.
+	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: 2, HubControllers: []string{testfleet.ClusterRoleAggregation, testfleet.GarbageCollector}})
 	if err != nil {
 		t.Fatal(err)
 	}

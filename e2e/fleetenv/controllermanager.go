@@ -37,6 +37,7 @@ func StartControllerManager(cluster *testfleet.Cluster, dir string, controllers 
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
 		"--controllers="+strings.Join(controllers, ","),
+		"--use-service-account-credentials=true", // as kubeadm runs it
 		"--leader-elect=false",
 		// No endpoint: nothing here probes it, and no port can clash.
 		"--secure-port=0",

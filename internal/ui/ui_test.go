@@ -127,6 +127,9 @@ func browser(t *testing.T) context.Context {
 		chromedp.WindowSize(1400, 900),
 		// Containers often have a small /dev/shm, which crashes Chromium's renderer.
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// A first start with a fresh profile, beside the other packages' control planes on
+		// two cores, can take longer than chromedp's 20 s.
+		chromedp.WSURLReadTimeout(2 * time.Minute),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)

@@ -208,6 +208,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, assets string, con
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
 		"--controllers="+strings.Join(controllers, ","),
+		// Each controller acts as its own ServiceAccount (kube-system/generic-garbage-collector,
+		// ...), as kubeadm runs them: admission sees who a real cluster's controllers are.
+		"--use-service-account-credentials=true",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=5",
