@@ -112,6 +112,7 @@ func findObject(t *testing.T, objs []*unstructured.Unstructured, kind string) *u
 type grant struct {
 	kind, namespace, name string
 	apiGroups, resources  []string
+	resourceNames         []string
 	verbs                 []string
 }
 
@@ -137,7 +138,7 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) []grant {
 				return s
 			}
 			out = append(out, grant{kind: o.GetKind(), namespace: o.GetNamespace(), name: o.GetName(),
-				apiGroups: strs("apiGroups"), resources: strs("resources"), verbs: strs("verbs")})
+				apiGroups: strs("apiGroups"), resources: strs("resources"), resourceNames: strs("resourceNames"), verbs: strs("verbs")})
 		}
 	}
 	return out
@@ -774,12 +775,17 @@ func chartRendersTenancy(ctx context.Context, t *testing.T, _ *envconf.Config) c
 			}
 		}
 	}
-	var impersonates bool
+	// The operator may act as the local ServiceAccount, as local delivery needs, and as no
+	// other account.
+	var impersonates []string
 	for _, g := range grants(t, objs) {
-		impersonates = impersonates || (g.name == chartRelease && slices.Contains(g.resources, "serviceaccounts") && slices.Equal(g.verbs, []string{"impersonate"}))
+		if slices.Contains(g.verbs, "impersonate") || slices.Contains(g.verbs, "*") {
+			impersonates = append(impersonates, g.String()+" names "+strings.Join(g.resourceNames, ","))
+		}
 	}
-	if !impersonates {
-		t.Error("the operator's ClusterRole does not let it impersonate ServiceAccounts, as local delivery needs")
+	want := fmt.Sprintf("Role %s/%s-impersonate: groups [\"\"] resources [\"serviceaccounts\"] verbs [\"impersonate\"] names %s", chartNamespace, chartRelease, chartLocalServiceAccount)
+	if !slices.Equal(impersonates, []string{want}) {
+		t.Errorf("what the chart lets anyone impersonate: %q, want only %q", impersonates, want)
 	}
 	withMAP, err := helmCommand(ctx, t, "template", chartRelease, chartDir(t), "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
 	if err != nil || !strings.Contains(withMAP, "name: "+chartRelease+"-deliver-requester") {

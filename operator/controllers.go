@@ -16,6 +16,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
@@ -66,6 +67,10 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 	if err != nil {
 		return fmt.Errorf("local service account: %w", err)
 	}
+	required, err := admissionguard.Parse(opts.RequiredAdmissionPolicies)
+	if err != nil {
+		return fmt.Errorf("required admission policies: %w", err)
+	}
 	o.Watches = vidraresource.NewDriftWatches(opts.Logger.WithName("drift"), o.HubID)
 	r := &vidraresource.Reconciler{
 		Content:             o.Content,
@@ -86,6 +91,12 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 	}
 	if o.Provider != nil {
 		r.Resolver.Fleet, r.Policies = o.Provider, o.Provider
+	}
+	if len(required) > 0 && opts.agent == nil {
+		r.Guards = &admissionguard.Checker{Reader: local.GetClient(), Required: required}
+		if err := local.Add(guardsReport{guards: r.Guards, log: opts.Logger.WithName("admission-policies")}); err != nil {
+			return fmt.Errorf("report admission policies: %w", err)
+		}
 	}
 	r.Selector = ownSelector(opts.agent)
 	if opts.agent != nil {

@@ -81,11 +81,16 @@ type Options struct {
 	// LocalServiceAccount (NAMESPACE/NAME) is who bundles for the hub are applied as when
 	// they name no ServiceAccount; empty: such bundles are refused. The operator's own
 	// identity never applies a bundle.
-	LocalServiceAccount     string
-	ResyncInterval          time.Duration
-	MaxConcurrentReconciles int
-	RequestTimeout          time.Duration
-	ReconcileOnEvents       bool
+	LocalServiceAccount string
+	// RequiredAdmissionPolicies (validating/NAME,mutating/NAME) are the hub's admission
+	// policies that record and check who asks for a delivery; while one of them or its
+	// binding is missing, bundles that rely on them are refused. Empty: none are required
+	// (standalone without the chart).
+	RequiredAdmissionPolicies string
+	ResyncInterval            time.Duration
+	MaxConcurrentReconciles   int
+	RequestTimeout            time.Duration
+	ReconcileOnEvents         bool
 
 	// The content store: large bundles kept on the hub.
 	ContentNamespace   string

@@ -225,6 +225,14 @@ func TestSharedHub(t *testing.T) {
 		h.stampsHoldWithoutTheRequesterPolicy(t)
 	})
 
+	t.Run("a bundle that relies on the admission policies waits while one is missing", func(t *testing.T) {
+		h.bundlesWaitForThePolicies(t)
+	})
+
+	t.Run("the operator acts on the hub only as the accounts the chart lists", func(t *testing.T) {
+		h.theOperatorActsOnlyAsListedAccounts(t)
+	})
+
 	t.Run("no one but the operator writes a status", func(t *testing.T) {
 		h.statusIsTheOperators(t)
 	})

@@ -30,6 +30,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
+	"github.com/vidra-operator/vidra/operator"
 )
 
 // sharedHub is a hub shared by teams: the chart's RBAC and admission policies installed,
@@ -70,8 +71,11 @@ func startSharedHub(t *testing.T) *sharedHub {
 		t.Fatal(err)
 	}
 	h := &sharedHub{fleet: fleet, admin: fleet.Hub.Client}
-	installChart(ctx, t, helm, h.admin)
-	op, err := testoperator.Start(ctx, fleet, testoperator.Options{HubConfig: chartToken(ctx, t, fleet.Hub.Config)})
+	args := installChart(ctx, t, helm, h.admin)
+	// The operator trusts who-asked stamps only while the chart's policies are in force.
+	required := chartFlag(t, args, "required-admission-policies")
+	op, err := testoperator.Start(ctx, fleet, testoperator.Options{HubConfig: chartToken(ctx, t, fleet.Hub.Config),
+		Configure: func(o *operator.Options) { o.RequiredAdmissionPolicies = required }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +101,9 @@ func startSharedHub(t *testing.T) *sharedHub {
 }
 
 // installChart applies what the chart renders on the hub but its Deployment and Service:
-// the operator runs in the test process instead.
-func installChart(ctx context.Context, t *testing.T, helm string, admin client.Client) {
+// the operator runs in the test process instead. It returns the flags the Deployment
+// gives the operator.
+func installChart(ctx context.Context, t *testing.T, helm string, admin client.Client) []string {
 	t.Helper()
 	root, err := testfleet.ModuleRoot()
 	if err != nil {
@@ -119,12 +124,19 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 		t.Fatal(err)
 	}
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	var args []string
 	for {
 		o := &unstructured.Unstructured{}
 		if err := decoder.Decode(&o.Object); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatal(err)
+		}
+		if o.GetKind() == "Deployment" {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if len(containers) > 0 {
+				args, _, _ = unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			}
 		}
 		if len(o.Object) == 0 || o.GetKind() == "Deployment" || o.GetKind() == "Service" {
 			continue
@@ -133,6 +145,19 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
+	return args
+}
+
+// chartFlag is the value the chart's Deployment gives the operator's flag name.
+func chartFlag(t *testing.T, args []string, name string) string {
+	t.Helper()
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("the chart's Deployment sets no --%s (args %q)", name, args)
+	return ""
 }
 
 // chartToken is a hub config holding a token of the chart's ServiceAccount, and nothing

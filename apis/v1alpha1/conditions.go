@@ -77,6 +77,10 @@ const (
 	// ReasonPolicyDenied: the bundle breaks its cluster's delivery policy; nothing of it
 	// is applied or pruned.
 	ReasonPolicyDenied = "PolicyDenied"
+	// ReasonAdmissionPoliciesMissing: the hub's admission policies that record and check
+	// who asked are not all in force, and the bundle needs them (it names its cluster by
+	// server URL, or does not say who asked); nothing of it is applied or pruned.
+	ReasonAdmissionPoliciesMissing = "AdmissionPoliciesMissing"
 	// ReasonDryRun: spec.dryRun previews the bundle in status.preview and applies nothing.
 	ReasonDryRun = "DryRun"
 	// ReasonRolledBack: a rollback pinned the VidraResource's content (condition Pinned);

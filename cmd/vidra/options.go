@@ -9,6 +9,7 @@ import (
 
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/operator"
 )
 
@@ -100,6 +101,9 @@ func validate(o *operator.Options) error {
 	}
 	if _, err := operator.ParseServiceAccount(o.LocalServiceAccount); err != nil {
 		return fmt.Errorf("--local-service-account: %w", err)
+	}
+	if _, err := admissionguard.Parse(o.RequiredAdmissionPolicies); err != nil {
+		return fmt.Errorf("--required-admission-policies: %w", err)
 	}
 	if o.Sharding {
 		if o.ClusterProvider == operator.ProviderNone {
@@ -196,6 +200,8 @@ func bindDeliveryFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Refuse destinations that name the cluster the operator runs in.")
 	fs.StringVar(&o.LocalServiceAccount, "local-service-account", o.LocalServiceAccount,
 		"NAMESPACE/NAME of the ServiceAccount that bundles for the cluster the operator runs in are applied as, when they name none (spec.serviceAccountName). Empty: such bundles are refused. The operator's own identity never applies a bundle.")
+	fs.StringVar(&o.RequiredAdmissionPolicies, "required-admission-policies", o.RequiredAdmissionPolicies,
+		"The hub's admission policies that record and check who asks for a delivery, as validating/NAME,mutating/NAME (the chart sets them). While one of them or its binding is missing, bundles that name their cluster by server URL, or do not say who asked, are refused. Empty: none are required.")
 	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval,
 		"Reapply every VidraResource at least this often, whatever the watches report.")
 	fs.BoolVar(&o.ReconcileOnEvents, "reconcile-on-events", o.ReconcileOnEvents,

@@ -55,8 +55,12 @@ func (r *Reconciler) stallRefused(d *delivery, denied refusal) *outcome {
 	if denied.why == "" {
 		return nil
 	}
-	markStalled(d.vr, vidrav1alpha1.ReasonPolicyDenied, denied.why)
-	r.event(d.vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonPolicyDenied, denied.why)
+	reason := denied.reason
+	if reason == "" {
+		reason = vidrav1alpha1.ReasonPolicyDenied
+	}
+	markStalled(d.vr, reason, denied.why)
+	r.event(d.vr, corev1.EventTypeWarning, reason, denied.why)
 	return stop(ctrl.Result{RequeueAfter: denied.retry}, nil)
 }
 
@@ -65,19 +69,25 @@ func (r *Reconciler) stallRefused(d *delivery, denied refusal) *outcome {
 type refusal struct {
 	why   string
 	retry time.Duration
+	// reason is the condition's reason; empty: PolicyDenied.
+	reason string
 }
 
 // unmappedRetry is how soon a bundle refused for a kind its cluster does not serve yet
 // is looked at again.
 const unmappedRetry = 10 * time.Second
 
-// whyRefused checks, in order: that whoever last changed the VidraResource may deliver to
+// whyRefused checks, in order: that the admission policies it relies on are in force,
+// that whoever last changed the VidraResource may deliver to
 // the cluster its server URL names (admission decides every other destination), that
 // nothing of the bundle touches what the hub keeps for itself, and the cluster's delivery
 // policy. Objects are placed as the apply would place them (namespaces defaulted,
 // cluster-scoped ones without); where a kind is not served yet, so that its scope is not
 // known, a check that restricts anything refuses the bundle (fail closed).
 func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) refusal {
+	if why := r.guardRefusal(ctx, vr, dest); why != "" {
+		return refusal{why: why, retry: guardsRetry, reason: vidrav1alpha1.ReasonAdmissionPoliciesMissing}
+	}
 	if why, retry := r.deliverRefusal(ctx, vr, dest); why != "" {
 		return refusal{why: why, retry: retry}
 	}

@@ -24,6 +24,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
@@ -87,6 +88,9 @@ type Reconciler struct {
 	// ServiceAccount of their own; empty: such bundles are refused. The operator's own
 	// identity never applies a bundle.
 	LocalServiceAccount types.NamespacedName
+	// Guards, when set, say whether the hub's admission policies that record and check
+	// who asked are in force; nil: the operator runs without them (standalone, tests).
+	Guards *admissionguard.Checker
 	// deliverChecks holds, per VidraResource, the last answer to whether its requester
 	// may deliver to its cluster.
 	deliverChecks sync.Map

@@ -32,7 +32,7 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 	selected := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return r.Selector == nil || r.Selector.Matches(labels.Set(obj.GetLabels()))
 	})
-	err := ctrl.NewControllerManagedBy(local).
+	b := ctrl.NewControllerManagedBy(local).
 		Named("vidraresource").
 		For(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(specOrDeletion, selected)).
 		WatchesRawSource(source.Channel(r.Watches.events, &handler.TypedEnqueueRequestForObject[*vidrav1alpha1.VidraResource]{})).
@@ -49,12 +49,18 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 				oldB, _ := e.ObjectOld.(*vidrav1alpha1.VidraBundle)
 				newB, _ := e.ObjectNew.(*vidrav1alpha1.VidraBundle)
 				return oldB == nil || newB == nil || !equality.Semantic.DeepEqual(oldB.Status, newB.Status)
-			}})).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: maxConcurrentReconciles,
-			// Sharded, every replica runs it; Reconcile skips clusters owned elsewhere.
-			NeedLeaderElection: ptr.To(r.Shard == nil),
-		}).
+			}}))
+	if r.Guards != nil {
+		// A policy or binding deleted, restored or changed refuses or releases at once.
+		for _, o := range r.Guards.Objects() {
+			b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(r.resourcesRelyingOnGuards))
+		}
+	}
+	err := b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: maxConcurrentReconciles,
+		// Sharded, every replica runs it; Reconcile skips clusters owned elsewhere.
+		NeedLeaderElection: ptr.To(r.Shard == nil),
+	}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("set up VidraResource controller: %w", err)

@@ -158,3 +158,14 @@ escaped (as %25 and %2C) so that a comma in a group cannot make two. */}}
 {{- define "vidra.requesterGroups" -}}
 has(request.userInfo.groups) ? request.userInfo.groups.map(g, g.replace("%", "%25").replace(",", "%2C")).join(",") : ""
 {{- end -}}
+
+{{/* The admission policies that record and check who asks for a delivery, as
+--required-admission-policies lists them: the operator refuses the bundles that rely on
+them while one is missing. */}}
+{{- define "vidra.requiredAdmissionPolicies" -}}
+{{- $fullname := include "vidra.fullname" . -}}
+validating/{{ $fullname }}-deliver,validating/{{ $fullname }}-status
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}
+,mutating/{{ $fullname }}-deliver-requester
+{{- end -}}
+{{- end -}}

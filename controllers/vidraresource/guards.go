@@ -1,0 +1,99 @@
+package vidraresource
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/policy"
+)
+
+// guardsRetry is how soon a bundle refused for want of the admission policies is looked
+// at again without a change of them (a change requeues it at once).
+const guardsRetry = time.Minute
+
+// guardRefusal says why the VidraResource may not be delivered for want of the hub's
+// admission policies (empty when it may). Two kinds of bundle rely on them: one naming its
+// cluster by server URL (the operator checks its requester's right, from the stamp the
+// policies write and guard) and one that does not say who asked and that no sync made
+// (admission checked it, if it was in force). While a policy is missing, neither is
+// delivered; once all are in force, one naming a server URL must say who asked.
+func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) string {
+	if r.Guards == nil {
+		return ""
+	}
+	byServer := needsRequesterCheck(vr, dest)
+	_, stamped := policy.RequesterOf(vr.Annotations)
+	madeBySync := syncControlling(vr) != ""
+	if !byServer && (stamped || madeBySync) {
+		return ""
+	}
+	missing, err := r.Guards.Missing(ctx)
+	if err != nil {
+		return "whether the hub's admission policies are in force cannot be checked yet, so nothing is delivered: " + err.Error()
+	}
+	if len(missing) > 0 {
+		what := "does not say who asked for it"
+		if byServer {
+			what = "names its cluster by server URL"
+		}
+		return fmt.Sprintf("the hub's admission policies that record and check who asks for a delivery are not all in force (%s), "+
+			"and this VidraResource %s: it is not delivered until they are (reinstall the chart, or ask an admin)", strings.Join(missing, "; "), what)
+	}
+	if byServer && !stamped && !madeBySync {
+		return "this VidraResource names its cluster by server URL and does not say who asked for it (it was written while the " +
+			"requester policy was not in force), so whether its author may deliver there cannot be checked: apply its spec again to have it recorded"
+	}
+	return ""
+}
+
+// needsRequesterCheck says whether the operator alone can check who may deliver the
+// VidraResource: its destination is a server URL other than the hub's.
+func needsRequesterCheck(vr *vidrav1alpha1.VidraResource, dest *target) bool {
+	return vr.Spec.Destination.Server != "" && vr.Spec.Destination.Cluster == "" && (dest == nil || dest.name != destination.LocalCluster)
+}
+
+// syncControlling is the kind of the sync that controls the VidraResource ("" when none
+// does): the operator made it, and admission checked the sync.
+func syncControlling(vr *vidrav1alpha1.VidraResource) string {
+	owner := metav1.GetControllerOf(vr)
+	if owner == nil {
+		return ""
+	}
+	gv, err := schema.ParseGroupVersion(owner.APIVersion)
+	if err != nil || gv.Group != vidrav1alpha1.GroupVersion.Group {
+		return ""
+	}
+	for _, k := range vidrav1alpha1.SyncKinds() {
+		if k.Kind == owner.Kind {
+			return k.Kind
+		}
+	}
+	return ""
+}
+
+// resourcesRelyingOnGuards requeues the VidraResources an admission policy's change may
+// refuse or release.
+func (r *Reconciler) resourcesRelyingOnGuards(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list vidrav1alpha1.VidraResourceList
+	if err := r.Hub.List(ctx, &list); err != nil {
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		vr := &list.Items[i]
+		_, stamped := policy.RequesterOf(vr.Annotations)
+		if needsRequesterCheck(vr, nil) || (!stamped && syncControlling(vr) == "") {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vr)})
+		}
+	}
+	return requests
+}

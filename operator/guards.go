@@ -1,0 +1,54 @@
+package operator
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/vidra-operator/vidra/internal/admissionguard"
+)
+
+// guardsCheckInterval is how often the admission policies are looked at for the log; the
+// VidraResources relying on them follow their changes through watches.
+const guardsCheckInterval = 30 * time.Second
+
+// guardsReport says in the log, at start and whenever it changes, which of the admission
+// policies that record and check who asked are not in force, so an admin learns of a
+// deleted binding without waiting for a refused bundle.
+type guardsReport struct {
+	guards *admissionguard.Checker
+	log    logr.Logger
+}
+
+// NeedLeaderElection: every replica reports what it sees.
+func (g guardsReport) NeedLeaderElection() bool { return false }
+
+// Start reports until ctx ends.
+func (g guardsReport) Start(ctx context.Context) error {
+	var last []string
+	first := true
+	ticker := time.NewTicker(guardsCheckInterval)
+	defer ticker.Stop()
+	for {
+		missing, err := g.guards.Missing(ctx)
+		switch {
+		case err != nil:
+			g.log.Error(err, "cannot tell whether the admission policies are in force")
+		case len(missing) > 0 && (first || !slices.Equal(missing, last)):
+			g.log.Error(nil, "admission policies not in force: VidraResources that name their cluster by server URL, or do not say who asked, are refused until they are",
+				"missing", missing)
+		case len(missing) == 0 && (first || len(last) > 0):
+			g.log.Info("admission policies in force", "policies", len(g.guards.Required))
+		}
+		if err == nil {
+			last, first = missing, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package operator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+)
+
+// bundlesWaitForThePolicies is tried as a tenant on a hub whose requester policy binding
+// is gone. Before, a VidraResource naming a member by server URL was admitted without a
+// stamp, and the operator, finding no requester, delivered it unchecked: to a cluster the
+// tenant may not deliver to. Now the operator sees the binding missing and refuses such a
+// bundle, saying which policy is missing; once the binding is back, a bundle written
+// meanwhile is still refused until its spec is applied again and so stamped.
+func (h *sharedHub) bundlesWaitForThePolicies(t *testing.T) {
+	ctx := context.Background()
+	m1 := h.fleet.Members[1]
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	if err := h.admin.Get(ctx, client.ObjectKey{Name: chartRelease + "-deliver-requester"}, binding); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		binding.ResourceVersion, binding.UID = "", ""
+		if err := h.admin.Create(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		testfleet.Eventually(t, objectsTimeout, "the requester policy back in force", func() (bool, error) {
+			vr := bundle("probe-guards", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}, configMap("p", "v"))
+			err := h.tenant.Create(ctx, vr, client.DryRunAll)
+			return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == tenantUser, err
+		})
+	}
+	t.Cleanup(restore)
+	testfleet.Eventually(t, objectsTimeout, "the requester policy out of force", func() (bool, error) {
+		vr := bundle("probe-guards", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}, configMap("p", "v"))
+		err := h.tenant.Create(ctx, vr, client.DryRunAll)
+		return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == "", err
+	})
+
+	// The tenant may deliver to member 0 only; member 1 named by its server URL.
+	vr := bundle("tenant-unstamped", vidrav1alpha1.Destination{Server: m1.Server(), Namespace: "team-a-unstamped"}, configMap("u", "v"))
+	if err := h.tenant.Create(ctx, vr); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, vr)
+	got := h.waitFor(t, vr.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonAdmissionPoliciesMissing)
+	msg := meta.FindStatusCondition(got.Status.Conditions, vidrav1alpha1.ConditionStalled).Message
+	for _, want := range []string{"MutatingAdmissionPolicy " + chartRelease + "-deliver-requester has no binding", "names its cluster by server URL"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Stalled: %q, want it to say %q", msg, want)
+		}
+	}
+	if len(got.Status.ManagedResources) > 0 {
+		t.Errorf("refused, yet it manages %v", got.Status.ManagedResources)
+	}
+
+	restore()
+	got = h.waitFor(t, vr.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonAdmissionPoliciesMissing)
+	if msg := meta.FindStatusCondition(got.Status.Conditions, vidrav1alpha1.ConditionStalled).Message; !strings.Contains(msg, "does not say who asked for it") {
+		t.Errorf("Stalled with the policies back: %q, want it to say the bundle does not say who asked", msg)
+	}
+	// The operator has matched the URL to member 1 (status.cluster): the tenant may no
+	// longer change it at all; an admin who applies it again has it stamped, and delivered.
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Manifest = configMap("u", "v2")
+	refused(t, h.tenant.Patch(ctx, got.DeepCopy(), patch), tenantUser+" may not deliver to cluster "+m1.Name)
+	if err := h.admin.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, vr.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
+}
