@@ -233,6 +233,10 @@ func TestSharedHub(t *testing.T) {
 		h.theOperatorActsOnlyAsListedAccounts(t)
 	})
 
+	t.Run("a stamp records all of who asked, and the operator asks about all of it", func(t *testing.T) {
+		h.stampsCarryAllOfWhoAsked(t)
+	})
+
 	t.Run("no one but the operator writes a status", func(t *testing.T) {
 		h.statusIsTheOperators(t)
 	})

@@ -2,9 +2,12 @@ package operator_test
 
 import (
 	"context"
+	"maps"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,9 +55,17 @@ func (h *sharedHub) stampsHoldWithoutTheRequesterPolicy(t *testing.T) {
 		})
 	})
 
-	const why = "may name only itself and its own groups there"
+	const why = "may name only itself, its own groups, UID and attributes there"
 	refused(t, h.tenant.Create(ctx, stamp("system:admin", "system:masters"), client.DryRunAll), why)
 	refused(t, h.tenant.Create(ctx, stamp(tenantUser, "system:masters"), client.DryRunAll), why)
+	for _, forged := range []map[string]string{
+		{vidrav1alpha1.RequestedByUIDAnnotation: "another-uid"},
+		{vidrav1alpha1.RequestedByExtraAnnotation: "example.com/scope=everything"},
+	} {
+		vr := stamp(tenantUser, "system:authenticated")
+		maps.Copy(vr.Annotations, forged)
+		refused(t, h.tenant.Create(ctx, vr, client.DryRunAll), why)
+	}
 	if err := h.tenant.Create(ctx, stamp(tenantUser, "system:authenticated"), client.DryRunAll); err != nil {
 		t.Errorf("the tenant's own stamp was refused: %v", err)
 	}
@@ -97,4 +108,50 @@ func (h *sharedHub) statusIsTheOperators(t *testing.T) {
 	before := vr.DeepCopy()
 	vr.Status.Cluster = h.fleet.Members[1].Name
 	refused(t, h.tenant.Status().Patch(ctx, vr, client.MergeFrom(before)), tenantUser+" may not write the status of vidraresources tenant-status", "the Vidra operator alone")
+}
+
+// stampsCarryAllOfWhoAsked is tried as a pipeline's ServiceAccount, whose token gives it
+// a UID and extra attributes (the token's credential ID). Before, the stamps recorded only
+// its name and groups, and the operator's SubjectAccessReviews judged someone without
+// them, which an authorizer reading them (a webhook, a node-bound token's checks) would
+// not have judged the same; now the requester policy records the UID and the attributes,
+// the deliver policy refuses forged ones, and the operator asks about all of it.
+func (h *sharedHub) stampsCarryAllOfWhoAsked(t *testing.T) {
+	ctx := context.Background()
+	m0 := h.fleet.Members[0]
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ci"}}
+	if err := h.admin.Create(ctx, account); err != nil {
+		t.Fatal(err)
+	}
+	h.person(t, "ci", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: account.Namespace, Name: account.Name}, []string{m0.Name})
+	ci, err := client.New(serviceAccountToken(ctx, t, h.fleet.Hub.Config, account.Namespace, account.Name), client.Options{Scheme: h.admin.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	vr := bundle("ci-by-server", vidrav1alpha1.Destination{Server: m0.Server(), Namespace: "team-ci"}, configMap("ci", "v"))
+	if err := ci.Create(ctx, vr); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, vr)
+	if got := vr.Annotations[vidrav1alpha1.RequestedByUIDAnnotation]; got != string(account.UID) {
+		t.Errorf("requested-by-uid = %q, want the ServiceAccount's UID %s", got, account.UID)
+	}
+	if got := vr.Annotations[vidrav1alpha1.RequestedByExtraAnnotation]; !strings.HasPrefix(got, "authentication.kubernetes.io/credential-id=JTI%3D") {
+		t.Errorf("requested-by-extra = %q, want the token's credential ID", got)
+	}
+	// The operator asks whether that requester, UID and attributes included, may deliver
+	// to the cluster the URL names: it may.
+	h.waitFor(t, vr.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
+
+	// Attributes written by hand are overwritten by the requester policy (refused without
+	// it: stampsHoldWithoutTheRequesterPolicy), and kept from any other update.
+	forged := bundle("ci-forged", vidrav1alpha1.Destination{Cluster: m0.Name, Namespace: "team-ci"}, configMap("ci", "v"))
+	forged.Annotations = map[string]string{vidrav1alpha1.RequestedByExtraAnnotation: "example.com/scope=everything"}
+	if err := ci.Create(ctx, forged, client.DryRunAll); err != nil || forged.Annotations[vidrav1alpha1.RequestedByExtraAnnotation] != vr.Annotations[vidrav1alpha1.RequestedByExtraAnnotation] {
+		t.Errorf("forged attributes: %v, stamped %q", err, forged.Annotations[vidrav1alpha1.RequestedByExtraAnnotation])
+	}
+	patch := client.MergeFrom(vr.DeepCopy())
+	vr.Annotations[vidrav1alpha1.RequestedByUIDAnnotation] = "another-uid"
+	refused(t, ci.Patch(ctx, vr, patch), "written by the API server when the spec changes")
 }

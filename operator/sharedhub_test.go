@@ -164,11 +164,18 @@ func chartFlag(t *testing.T, args []string, name string) string {
 // of the admin's.
 func chartToken(ctx context.Context, t *testing.T, admin *rest.Config) *rest.Config {
 	t.Helper()
+	return serviceAccountToken(ctx, t, admin, testoperator.Namespace, chartOperator)
+}
+
+// serviceAccountToken is a config holding a token of the ServiceAccount, and nothing of
+// the admin's.
+func serviceAccountToken(ctx context.Context, t *testing.T, admin *rest.Config, namespace, name string) *rest.Config {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(testoperator.Namespace).CreateToken(ctx, chartOperator, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

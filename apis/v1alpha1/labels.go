@@ -110,7 +110,18 @@ const (
 	RequestedByAnnotation = "vidra.infrahub.operators.com/requested-by"
 	// RequestedByGroupsAnnotation is the user's groups, comma-separated.
 	RequestedByGroupsAnnotation = "vidra.infrahub.operators.com/requested-by-groups"
+	// RequestedByUIDAnnotation is the user's UID (a ServiceAccount's, say), when it has one.
+	RequestedByUIDAnnotation = "vidra.infrahub.operators.com/requested-by-uid"
+	// RequestedByExtraAnnotation is the user's extra attributes (a token's credential ID,
+	// the node a token is bound to), as key=value,value entries joined by ";" in key order.
+	RequestedByExtraAnnotation = "vidra.infrahub.operators.com/requested-by-extra"
 )
+
+// RequesterAnnotations are the annotations that record who asked: written by the API
+// server alone, never by a template or a person.
+func RequesterAnnotations() []string {
+	return []string{RequestedByAnnotation, RequestedByGroupsAnnotation, RequestedByUIDAnnotation, RequestedByExtraAnnotation}
+}
 
 // AllowedURLsAnnotation on a Secret in the operator's namespace lists the URL prefixes
 // (comma- or space-separated) its credentials or CA may be sent to; a sync names it only

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -197,6 +196,6 @@ type answer struct {
 
 // answers says whether a is the answer to asked, and recent enough to reuse.
 func (a answer) answers(asked answer) bool {
-	return a.generation == asked.generation && a.about == asked.about && a.who.User == asked.who.User &&
-		slices.Equal(a.who.Groups, asked.who.Groups) && time.Since(a.at) < deliverCheckTTL
+	return a.generation == asked.generation && a.about == asked.about && a.who.Key() == asked.who.Key() &&
+		time.Since(a.at) < deliverCheckTTL
 }

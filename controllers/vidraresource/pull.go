@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -165,7 +166,7 @@ func bundleOf(ns string, vr *vidrav1alpha1.VidraResource) *vidrav1alpha1.VidraBu
 	spec.Destination.Cluster, spec.Destination.Server = "", ""
 	annotations := map[string]string{vidrav1alpha1.HubGenerationAnnotation: strconv.FormatInt(vr.Generation, 10)}
 	for k, v := range vr.Annotations {
-		if strings.HasPrefix(k, "vidra.infrahub.operators.com/") && k != vidrav1alpha1.RequestedByAnnotation && k != vidrav1alpha1.RequestedByGroupsAnnotation {
+		if strings.HasPrefix(k, "vidra.infrahub.operators.com/") && !slices.Contains(vidrav1alpha1.RequesterAnnotations(), k) {
 			annotations[k] = v
 		}
 	}

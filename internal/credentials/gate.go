@@ -183,13 +183,13 @@ func (g *Gate) authorize(ctx context.Context, use Use) error {
 const answerTTL = time.Minute
 
 type reviewKey struct {
-	user, groups, secret string
+	who, secret string
 }
 
 // review asks the API server whether who may use the Secret; an answer that allows is
 // reused for a minute.
 func (g *Gate) review(ctx context.Context, who policy.Requester, ref vidrav1alpha1.SecretReference) (bool, string, error) {
-	key := reviewKey{user: who.User, groups: strings.Join(who.Groups, "\x00"), secret: ref.Name}
+	key := reviewKey{who: who.Key(), secret: ref.Name}
 	now := time.Now()
 	g.mu.Lock()
 	at, ok := g.allowed[key]
@@ -197,12 +197,10 @@ func (g *Gate) review(ctx context.Context, who policy.Requester, ref vidrav1alph
 	if ok && now.Sub(at) < answerTTL {
 		return true, "", nil
 	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: who.User, Groups: who.Groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: ref.Namespace, Resource: "secrets", Name: ref.Name, Verb: vidrav1alpha1.UseVerb,
-		},
-	}}
+	sar := &authorizationv1.SubjectAccessReview{Spec: who.ReviewSpec()}
+	sar.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+		Namespace: ref.Namespace, Resource: "secrets", Name: ref.Name, Verb: vidrav1alpha1.UseVerb,
+	}
 	if err := g.reviewer.Create(ctx, sar); err != nil {
 		return false, "", err
 	}

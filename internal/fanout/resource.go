@@ -63,8 +63,9 @@ func withoutSyncLabels(labels map[string]string) map[string]string {
 // admission policy does not stamp).
 func withoutRequester(annotations map[string]string) map[string]string {
 	out := maps.Clone(annotations)
-	delete(out, vidrav1alpha1.RequestedByAnnotation)
-	delete(out, vidrav1alpha1.RequestedByGroupsAnnotation)
+	for _, k := range vidrav1alpha1.RequesterAnnotations() {
+		delete(out, k)
+	}
 	return out
 }
 
@@ -160,8 +161,9 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 	if specChanged {
 		// The operator writes the spec now: whoever changed it before asked for nothing
 		// it holds, and is not asked about it (the content it names is the sync's).
-		delete(updated.Annotations, vidrav1alpha1.RequestedByAnnotation)
-		delete(updated.Annotations, vidrav1alpha1.RequestedByGroupsAnnotation)
+		for _, k := range vidrav1alpha1.RequesterAnnotations() {
+			delete(updated.Annotations, k)
+		}
 	}
 	if !specChanged && apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) {
 		return nil

@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -11,10 +13,14 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
 
-// Requester is who last wrote a VidraResource's spec.
+// Requester is who last wrote a VidraResource's spec: all the API server told admission
+// of them, so that an authorizer that reads a UID or extra attributes (a webhook, a
+// token bound to a node) judges them as it judged the request.
 type Requester struct {
 	User   string
 	Groups []string
+	UID    string
+	Extra  map[string][]string
 }
 
 // RequesterOf reads the requester the admission policy recorded; false when none is.
@@ -23,18 +29,40 @@ func RequesterOf(annotations map[string]string) (Requester, bool) {
 	if user == "" {
 		return Requester{}, false
 	}
-	var groups []string
+	who := Requester{User: user, UID: annotations[vidrav1alpha1.RequestedByUIDAnnotation]}
 	for _, g := range strings.Split(annotations[vidrav1alpha1.RequestedByGroupsAnnotation], ",") {
 		if g != "" {
-			groups = append(groups, groupUnescaper.Replace(g))
+			who.Groups = append(who.Groups, unescaper.Replace(g))
 		}
 	}
-	return Requester{User: user, Groups: groups}, true
+	for _, entry := range strings.Split(annotations[vidrav1alpha1.RequestedByExtraAnnotation], ";") {
+		key, values, ok := strings.Cut(entry, "=")
+		if !ok || key == "" {
+			continue
+		}
+		if who.Extra == nil {
+			who.Extra = map[string][]string{}
+		}
+		k := unescaper.Replace(key)
+		for _, v := range strings.Split(values, ",") {
+			who.Extra[k] = append(who.Extra[k], unescaper.Replace(v))
+		}
+	}
+	return who, true
 }
 
-// groupUnescaper undoes the admission policy's escaping of group names (% and , as %25
-// and %2C), so a comma in a name never makes two groups.
-var groupUnescaper = strings.NewReplacer("%2C", ",", "%25", "%")
+// Key is a string that only the same requester has, to key remembered answers by.
+func (a Requester) Key() string {
+	parts := []string{a.User, a.UID, strings.Join(a.Groups, "\x01")}
+	for _, k := range slices.Sorted(maps.Keys(a.Extra)) {
+		parts = append(parts, k+"\x01"+strings.Join(a.Extra[k], "\x01"))
+	}
+	return strings.Join(parts, "\x00")
+}
+
+// unescaper undoes the admission policy's escaping of group names and extra attributes
+// (%, ",", ";" and "=" as %25, %2C, %3B and %3D), so that no separator in a name splits it.
+var unescaper = strings.NewReplacer("%2C", ",", "%3B", ";", "%3D", "=", "%25", "%")
 
 // DeliverRight spells the RBAC right that lets a person deliver to the cluster.
 func DeliverRight(cluster string) string {
@@ -61,11 +89,22 @@ func ReviewDeliver(ctx context.Context, c client.Client, who *Requester, cluster
 
 // review asks the API server whether who may act as attributes say.
 func review(ctx context.Context, c client.Client, who Requester, attributes *authorizationv1.ResourceAttributes) (authorizationv1.SubjectAccessReviewStatus, error) {
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: who.User, Groups: who.Groups, ResourceAttributes: attributes,
-	}}
+	sar := &authorizationv1.SubjectAccessReview{Spec: who.ReviewSpec()}
+	sar.Spec.ResourceAttributes = attributes
 	err := c.Create(ctx, sar)
 	return sar.Status, err
+}
+
+// ReviewSpec is a SubjectAccessReview's spec about who, without the attributes asked about.
+func (who Requester) ReviewSpec() authorizationv1.SubjectAccessReviewSpec {
+	spec := authorizationv1.SubjectAccessReviewSpec{User: who.User, Groups: who.Groups, UID: who.UID}
+	if len(who.Extra) > 0 {
+		spec.Extra = make(map[string]authorizationv1.ExtraValue, len(who.Extra))
+		for k, v := range who.Extra {
+			spec.Extra[k] = authorizationv1.ExtraValue(v)
+		}
+	}
+	return spec
 }
 
 // MayDeliver asks the API server whether the requester may deliver to the cluster, and

@@ -159,6 +159,18 @@ escaped (as %25 and %2C) so that a comma in a group cannot make two. */}}
 has(request.userInfo.groups) ? request.userInfo.groups.map(g, g.replace("%", "%25").replace(",", "%2C")).join(",") : ""
 {{- end -}}
 
+{{/* The requester's UID as the requester policies record it ("" when it has none). */}}
+{{- define "vidra.requesterUID" -}}
+has(request.userInfo.uid) ? request.userInfo.uid : ""
+{{- end -}}
+
+{{/* The requester's extra attributes as the requester policies record them: one string,
+key=value,value entries joined by ";" in key order, each part escaped (%, ",", ";" and
+"=" as %25, %2C, %3B and %3D) so that no separator in a name splits it. */}}
+{{- define "vidra.requesterExtra" -}}
+has(request.userInfo.extra) ? request.userInfo.extra.map(k, k.replace("%", "%25").replace(",", "%2C").replace(";", "%3B").replace("=", "%3D") + "=" + request.userInfo.extra[k].map(v, v.replace("%", "%25").replace(",", "%2C").replace(";", "%3B").replace("=", "%3D")).join(",")).sort().join(";") : ""
+{{- end -}}
+
 {{/* The admission policies that record and check who asks for a delivery, as
 --required-admission-policies lists them: the operator refuses the bundles that rely on
 them while one is missing. */}}
