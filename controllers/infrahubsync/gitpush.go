@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -34,6 +35,12 @@ func (w *Receiver) serveGitPush(rw http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		rw.Header().Set("Allow", http.MethodPost)
 		w.answer(rw, http.StatusMethodNotAllowed, "refused", "POST only")
+		return
+	}
+	// An unsigned notification is refused before a byte of its body is read.
+	if err := checkPushHeaders(req.Header, w.now()); err != nil {
+		log.Info("push refused", "reason", err.Error())
+		w.answer(rw, http.StatusUnauthorized, "refused", err.Error())
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxPushBody))
@@ -112,6 +119,20 @@ func (w *Receiver) readPush(key []byte, header http.Header, body []byte) (gitpus
 		return gitpush.Push{}, "", fmt.Errorf("%w: %w", errPushBody, err)
 	}
 	return push, "push/" + header.Get(infrahub.HeaderWebhookID), nil
+}
+
+// checkPushHeaders checks the signature headers of either form before the body is read.
+func checkPushHeaders(header http.Header, now time.Time) error {
+	if gitpush.IsGitHub(header) {
+		if err := gitpush.CheckGitHubHeaders(header); err != nil {
+			return fmt.Errorf("GitHub signature: %w", err)
+		}
+		return nil
+	}
+	if err := infrahub.CheckWebhookHeaders(header, now, webhookTolerance); err != nil {
+		return fmt.Errorf("signature: %w", err)
+	}
+	return nil
 }
 
 // triggerGitSyncs requests a sync of every GitSync the push concerns.

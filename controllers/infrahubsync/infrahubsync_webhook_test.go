@@ -314,7 +314,8 @@ func TestAMissingWebhookSecretIsReadOncePerRefresh(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Go(func() {
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(`{"id":"x-%d"}`, i)))
+			// Signed as a delivery looks (a signature is checked only once the key is read).
+			req := signed(t, url, []byte("some key"), fmt.Sprintf("msg_x%d", i), now(), fmt.Appendf(nil, `{"id":"x-%d"}`, i))
 			if code := status(t, req); code != http.StatusServiceUnavailable {
 				t.Errorf("a delivery while the key's Secret is missing: HTTP %d, want 503", code)
 			}

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/netutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +48,22 @@ const (
 	// keyTTL is how long the shared key is used before it is read again, so a rotated
 	// key takes effect without a restart.
 	keyTTL = 10 * time.Second
+	// Bounds of what anyone who reaches the port may hold before a signature is checked:
+	// headers, connections, and the time a request may take to arrive.
+	maxWebhookHeaderBytes = 16 << 10
+	maxWebhookConnections = 64
+	webhookReadTimeout    = 10 * time.Second
 )
+
+// newServer is the receiver's HTTP server, its bounds set.
+func (w *Receiver) newServer() *http.Server {
+	return &http.Server{
+		Addr: w.Addr, Handler: w.Handler(),
+		MaxHeaderBytes:    maxWebhookHeaderBytes,
+		ReadHeaderTimeout: webhookReadTimeout, ReadTimeout: webhookReadTimeout,
+		WriteTimeout: webhookReadTimeout, IdleTimeout: 3 * webhookReadTimeout,
+	}
+}
 
 // Receiver serves Infrahub's webhooks. A delivery with a valid signature and an artifact
 // event asks every InfrahubSync it may concern for a sync, by setting the requested-at
@@ -96,11 +112,14 @@ func (w *Receiver) Handler() http.Handler {
 
 // Start serves until ctx ends.
 func (w *Receiver) Start(ctx context.Context) error {
-	srv := &http.Server{Addr: w.Addr, Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	srv := w.newServer()
 	ln, err := net.Listen("tcp", w.Addr)
 	if err != nil {
 		return fmt.Errorf("webhook receiver: listen on %s: %w", w.Addr, err)
 	}
+	// Connections past the bound wait in the kernel's queue: a flood holds no more memory
+	// or goroutines than the bound allows, and signed deliveries get through as slots free.
+	ln = netutil.LimitListener(ln, maxWebhookConnections)
 	w.Log.Info("serving webhooks", "address", ln.Addr().String(), "paths", []string{WebhookPath, GitPushPath})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -131,6 +150,12 @@ func (w *Receiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		rw.Header().Set("Allow", http.MethodPost)
 		w.answer(rw, http.StatusMethodNotAllowed, "refused", "POST only")
+		return
+	}
+	// An unsigned or stale delivery is refused before a byte of its body is read.
+	if err := infrahub.CheckWebhookHeaders(req.Header, w.now(), webhookTolerance); err != nil {
+		log.Info("webhook refused: signature", "reason", err.Error())
+		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxWebhookBody))

@@ -44,16 +44,31 @@ func IsGitHub(header http.Header) bool {
 	return header.Get(HeaderGitHubEvent) != ""
 }
 
+// CheckGitHubHeaders checks what can be checked of GitHub's delivery before its body is
+// read: a signature header of the right form.
+func CheckGitHubHeaders(header http.Header) error {
+	_, err := gitHubSignature(header)
+	return err
+}
+
+func gitHubSignature(header http.Header) ([]byte, error) {
+	sig, ok := strings.CutPrefix(header.Get(HeaderGitHubSignature), "sha256=")
+	if !ok {
+		return nil, errors.New("no " + HeaderGitHubSignature + " header of the form sha256=<hex>")
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return nil, fmt.Errorf("%s is not a hex SHA-256", HeaderGitHubSignature)
+	}
+	return got, nil
+}
+
 // VerifyGitHub checks GitHub's signature of body: HMAC-SHA256 under key, hex, after
 // "sha256=".
 func VerifyGitHub(key []byte, header http.Header, body []byte) error {
-	sig, ok := strings.CutPrefix(header.Get(HeaderGitHubSignature), "sha256=")
-	if !ok {
-		return errors.New("no " + HeaderGitHubSignature + " header of the form sha256=<hex>")
-	}
-	got, err := hex.DecodeString(sig)
+	got, err := gitHubSignature(header)
 	if err != nil {
-		return fmt.Errorf("%s is not hex", HeaderGitHubSignature)
+		return err
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write(body)

@@ -88,11 +88,10 @@ func webhookMAC(key []byte, id, timestamp string, body []byte) []byte {
 	return mac.Sum(nil)
 }
 
-// VerifyWebhook checks a delivery's signature and that its timestamp is within tolerance
-// of now, either way. The signature header may list several space-separated signatures
-// (during a key rotation); one matching v1 signature is enough. Comparison is in
-// constant time.
-func VerifyWebhook(key []byte, header http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+// CheckWebhookHeaders checks what can be checked of a delivery before its body is read:
+// the signature headers are there and its timestamp is within tolerance of now. A
+// receiver refuses what fails it without reading a byte of the body.
+func CheckWebhookHeaders(header http.Header, now time.Time, tolerance time.Duration) error {
 	id, ts, sigs := header.Get(HeaderWebhookID), header.Get(HeaderWebhookTimestamp), header.Get(HeaderWebhookSignature)
 	if id == "" || ts == "" || sigs == "" {
 		return ErrMissingSignature
@@ -104,6 +103,18 @@ func VerifyWebhook(key []byte, header http.Header, body []byte, now time.Time, t
 	if d := now.Sub(time.Unix(seconds, 0)); d > tolerance || d < -tolerance {
 		return fmt.Errorf("%w: %s from now, tolerance %s", ErrStaleTimestamp, d.Round(time.Second), tolerance)
 	}
+	return nil
+}
+
+// VerifyWebhook checks a delivery's signature and that its timestamp is within tolerance
+// of now, either way. The signature header may list several space-separated signatures
+// (during a key rotation); one matching v1 signature is enough. Comparison is in
+// constant time.
+func VerifyWebhook(key []byte, header http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	if err := CheckWebhookHeaders(header, now, tolerance); err != nil {
+		return err
+	}
+	id, ts, sigs := header.Get(HeaderWebhookID), header.Get(HeaderWebhookTimestamp), header.Get(HeaderWebhookSignature)
 	want := webhookMAC(key, id, ts, body)
 	for _, sig := range strings.Fields(sigs) {
 		version, value, ok := strings.Cut(sig, ",")
