@@ -44,7 +44,8 @@ func (h *sharedHub) finalizersAreChanges(t *testing.T) {
 
 	refused(t, addFinalizer(ctx, h.tenant, theirs), tenantUser+" may not deliver to cluster "+m1)
 	refused(t, addFinalizer(ctx, h.tenant, fanout), tenantUser+" may not deliver to every cluster")
-	refused(t, addFinalizer(ctx, h.tenant, unmatched), tenantUser+" may not change VidraResource team-b-unmatched", "server URL the operator has not matched yet")
+	refused(t, addFinalizer(ctx, h.tenant, unmatched), tenantUser+" may not change or delete VidraResource team-b-unmatched", "server URL the operator has not matched yet")
+	refused(t, h.tenant.Delete(ctx, unmatched), tenantUser+" may not change or delete VidraResource team-b-unmatched")
 	if err := addFinalizer(ctx, h.tenant, mine); err != nil {
 		t.Fatalf("a finalizer on the tenant's own VidraResource was refused: %v", err)
 	}

@@ -52,6 +52,7 @@ const (
 	// headers, connections, and the time a request may take to arrive.
 	maxWebhookHeaderBytes = 16 << 10
 	maxWebhookConnections = 64
+	webhookHeaderTimeout  = 5 * time.Second
 	webhookReadTimeout    = 10 * time.Second
 )
 
@@ -60,8 +61,9 @@ func (w *Receiver) newServer() *http.Server {
 	return &http.Server{
 		Addr: w.Addr, Handler: w.Handler(),
 		MaxHeaderBytes:    maxWebhookHeaderBytes,
-		ReadHeaderTimeout: webhookReadTimeout, ReadTimeout: webhookReadTimeout,
-		WriteTimeout: webhookReadTimeout, IdleTimeout: 3 * webhookReadTimeout,
+		ReadHeaderTimeout: webhookHeaderTimeout, ReadTimeout: webhookReadTimeout,
+		// The answer waits for the syncs to be annotated, which a large fleet makes slow.
+		WriteTimeout: 3 * webhookReadTimeout, IdleTimeout: webhookHeaderTimeout,
 	}
 }
 

@@ -21,11 +21,13 @@ import (
 const guardsRetry = time.Minute
 
 // guardRefusal says why the VidraResource may not be delivered for want of the hub's
-// admission policies (empty when it may). Two kinds of bundle rely on them: one naming its
-// cluster by server URL (the operator checks its requester's right, from the stamp the
-// policies write and guard) and one that does not say who asked and that no sync made
-// (admission checked it, if it was in force). While a policy is missing, neither is
-// delivered; once all are in force, one naming a server URL must say who asked.
+// admission policies (empty when it may). Every VidraResource a person wrote relies on
+// them: its destination was checked at admission, and its stamp (which says who asked,
+// whose rights the operator checks for a server URL and stored content) is guarded by
+// them, and without them anyone may rewrite it by an update that keeps the spec. While a
+// policy is missing, only those a sync made (admission checked the sync) are delivered,
+// and those only when they name their cluster by name; once all are in force, one naming
+// a server URL must say who asked.
 func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) string {
 	if r.Guards == nil {
 		return ""
@@ -33,7 +35,7 @@ func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraRe
 	byServer := needsRequesterCheck(vr, dest)
 	_, stamped := policy.RequesterOf(vr.Annotations)
 	madeBySync := syncControlling(vr) != ""
-	if !byServer && (stamped || madeBySync) {
+	if madeBySync && !byServer {
 		return ""
 	}
 	missing, err := r.Guards.Missing(ctx)
@@ -41,7 +43,7 @@ func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraRe
 		return "whether the hub's admission policies are in force cannot be checked yet, so nothing is delivered: " + err.Error()
 	}
 	if len(missing) > 0 {
-		what := "does not say who asked for it"
+		what := "was written by a person, whose right and stamp they check"
 		if byServer {
 			what = "names its cluster by server URL"
 		}
@@ -90,8 +92,7 @@ func (r *Reconciler) resourcesRelyingOnGuards(ctx context.Context, _ client.Obje
 	var requests []reconcile.Request
 	for i := range list.Items {
 		vr := &list.Items[i]
-		_, stamped := policy.RequesterOf(vr.Annotations)
-		if needsRequesterCheck(vr, nil) || (!stamped && syncControlling(vr) == "") {
+		if needsRequesterCheck(vr, nil) || syncControlling(vr) == "" {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vr)})
 		}
 	}

@@ -168,7 +168,14 @@ has(request.userInfo.uid) ? request.userInfo.uid : ""
 key=value,value entries joined by ";" in key order, each part escaped (%, ",", ";" and
 "=" as %25, %2C, %3B and %3D) so that no separator in a name splits it. */}}
 {{- define "vidra.requesterExtra" -}}
-has(request.userInfo.extra) ? request.userInfo.extra.map(k, k.replace("%", "%25").replace(",", "%2C").replace(";", "%3B").replace("=", "%3D") + "=" + request.userInfo.extra[k].map(v, v.replace("%", "%25").replace(",", "%2C").replace(";", "%3B").replace("=", "%3D")).join(",")).sort().join(";") : ""
+({{ include "vidra.requesterExtraEntries" . }}).sort().join(";")
+{{- end -}}
+
+{{/* The requester's extra attributes as a list of escaped key=value,value entries, in no
+order: the validating policy compares them as a set, since sort() needs Kubernetes 1.34
+and the validating policies are installed on older API servers too. */}}
+{{- define "vidra.requesterExtraEntries" -}}
+has(request.userInfo.extra) ? request.userInfo.extra.map(k, k.replace("%", "%25").replace(",", "%2C").replace(";", "%3B").replace("=", "%3D") + "=" + request.userInfo.extra[k].map(v, v.replace("%", "%25").replace(",", "%2C").replace(";", "%3B").replace("=", "%3D")).join(",")) : []
 {{- end -}}
 
 {{/* The admission policies that record and check who asks for a delivery, as
