@@ -5,12 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // bundlesWaitForThePolicies is tried as a tenant on a hub whose requester policy binding
@@ -22,35 +20,7 @@ import (
 func (h *sharedHub) bundlesWaitForThePolicies(t *testing.T) {
 	ctx := context.Background()
 	m1 := h.fleet.Members[1]
-	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	if err := h.admin.Get(ctx, client.ObjectKey{Name: chartRelease + "-deliver-requester"}, binding); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.admin.Delete(ctx, binding); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	restore := func() {
-		if restored {
-			return
-		}
-		restored = true
-		binding.ResourceVersion, binding.UID = "", ""
-		if err := h.admin.Create(ctx, binding); err != nil {
-			t.Fatal(err)
-		}
-		testfleet.Eventually(t, objectsTimeout, "the requester policy back in force", func() (bool, error) {
-			vr := bundle("probe-guards", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}, configMap("p", "v"))
-			err := h.tenant.Create(ctx, vr, client.DryRunAll)
-			return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == tenantUser, err
-		})
-	}
-	t.Cleanup(restore)
-	testfleet.Eventually(t, objectsTimeout, "the requester policy out of force", func() (bool, error) {
-		vr := bundle("probe-guards", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}, configMap("p", "v"))
-		err := h.tenant.Create(ctx, vr, client.DryRunAll)
-		return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == "", err
-	})
+	restore := h.withoutRequesterPolicy(t)
 
 	// The tenant may deliver to member 0 only; member 1 named by its server URL.
 	vr := bundle("tenant-unstamped", vidrav1alpha1.Destination{Server: m1.Server(), Namespace: "team-a-unstamped"}, configMap("u", "v"))

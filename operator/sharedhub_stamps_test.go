@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -22,38 +23,12 @@ import (
 // rights; now the deliver policy refuses a stamp that names anyone but the requester.
 func (h *sharedHub) stampsHoldWithoutTheRequesterPolicy(t *testing.T) {
 	ctx := context.Background()
-	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	if err := h.admin.Get(ctx, client.ObjectKey{Name: chartRelease + "-deliver-requester"}, binding); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.admin.Delete(ctx, binding); err != nil {
-		t.Fatal(err)
-	}
+	h.withoutRequesterPolicy(t)
 	stamp := func(user, groups string) *vidrav1alpha1.VidraResource {
 		vr := bundle("tenant-stamps", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name, Namespace: "team-a-stamps"}, configMap("s", "v"))
 		vr.Annotations = map[string]string{vidrav1alpha1.RequestedByAnnotation: user, vidrav1alpha1.RequestedByGroupsAnnotation: groups}
 		return vr
 	}
-	// The API server stops stamping once its informer sees the binding gone.
-	testfleet.Eventually(t, objectsTimeout, "the requester policy out of force", func() (bool, error) {
-		vr := stamp(tenantUser, "system:authenticated")
-		vr.Annotations = nil
-		err := h.tenant.Create(ctx, vr, client.DryRunAll)
-		return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == "", err
-	})
-	t.Cleanup(func() {
-		binding.ResourceVersion, binding.UID = "", ""
-		if err := h.admin.Create(ctx, binding); err != nil {
-			t.Error(err)
-			return
-		}
-		testfleet.Eventually(t, objectsTimeout, "the requester policy back in force", func() (bool, error) {
-			vr := stamp("", "")
-			vr.Annotations = nil
-			err := h.tenant.Create(ctx, vr, client.DryRunAll)
-			return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == tenantUser, err
-		})
-	})
 
 	const why = "may name only itself, its own groups, UID and attributes there"
 	refused(t, h.tenant.Create(ctx, stamp("system:admin", "system:masters"), client.DryRunAll), why)
@@ -154,4 +129,41 @@ func (h *sharedHub) stampsCarryAllOfWhoAsked(t *testing.T) {
 	patch := client.MergeFrom(vr.DeepCopy())
 	vr.Annotations[vidrav1alpha1.RequestedByUIDAnnotation] = "another-uid"
 	refused(t, ci.Patch(ctx, vr, patch), "written by the API server when the spec changes")
+}
+
+// withoutRequesterPolicy deletes the requester policy's binding and waits until the API
+// server stops stamping; the returned restore (also run at clean-up, once) puts it back
+// and waits until it stamps again.
+func (h *sharedHub) withoutRequesterPolicy(t *testing.T) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	if err := h.admin.Get(ctx, client.ObjectKey{Name: chartRelease + "-deliver-requester"}, binding); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	stampedAs := func(want string) func() (bool, error) {
+		return func() (bool, error) {
+			vr := bundle("probe-requester-policy", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}, configMap("p", "v"))
+			err := h.tenant.Create(ctx, vr, client.DryRunAll)
+			return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == want, err
+		}
+	}
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			binding.ResourceVersion, binding.UID = "", ""
+			if err := h.admin.Create(ctx, binding); err != nil {
+				t.Error(err)
+				return
+			}
+			testfleet.Eventually(t, objectsTimeout, "the requester policy back in force", stampedAs(tenantUser))
+		})
+	}
+	t.Cleanup(restore)
+	// The API server stops stamping once its informer sees the binding gone.
+	testfleet.Eventually(t, objectsTimeout, "the requester policy out of force", stampedAs(""))
+	return restore
 }
