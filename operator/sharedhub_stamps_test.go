@@ -144,13 +144,6 @@ func (h *sharedHub) withoutRequesterPolicy(t *testing.T) (restore func()) {
 	if err := h.admin.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	stampedAs := func(want string) func() (bool, error) {
-		return func() (bool, error) {
-			vr := bundle("probe-requester-policy", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}, configMap("p", "v"))
-			err := h.tenant.Create(ctx, vr, client.DryRunAll)
-			return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == want, err
-		}
-	}
 	var once sync.Once
 	restore = func() {
 		once.Do(func() {
@@ -159,11 +152,21 @@ func (h *sharedHub) withoutRequesterPolicy(t *testing.T) (restore func()) {
 				t.Error(err)
 				return
 			}
-			testfleet.Eventually(t, objectsTimeout, "the requester policy back in force", stampedAs(tenantUser))
+			testfleet.Eventually(t, objectsTimeout, "the requester policy back in force", h.stampedAs(tenantUser))
 		})
 	}
 	t.Cleanup(restore)
 	// The API server stops stamping once its informer sees the binding gone.
-	testfleet.Eventually(t, objectsTimeout, "the requester policy out of force", stampedAs(""))
+	testfleet.Eventually(t, objectsTimeout, "the requester policy out of force", h.stampedAs(""))
 	return restore
+}
+
+// stampedAs reports whether the API server stamps the tenant's dry-run VidraResource
+// as requested by want ("" while the requester policy is out of force).
+func (h *sharedHub) stampedAs(want string) func() (bool, error) {
+	return func() (bool, error) {
+		vr := bundle("probe-requester-policy", vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}, configMap("p", "v"))
+		err := h.tenant.Create(context.Background(), vr, client.DryRunAll)
+		return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == want, err
+	}
 }

@@ -97,6 +97,8 @@ func startSharedHub(t *testing.T) *sharedHub {
 		err := h.writer.Create(ctx, bundle("probe", vidrav1alpha1.Destination{Cluster: fleet.Members[0].Name}, configMap("probe", "x")), client.DryRunAll)
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
 	})
+	// The validating and the mutating policies come into force apart: wait for both.
+	testfleet.Eventually(t, objectsTimeout, "the requester policy in force", h.stampedAs(tenantUser))
 	return h
 }
 
