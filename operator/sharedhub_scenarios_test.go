@@ -249,6 +249,14 @@ func TestSharedHub(t *testing.T) {
 		h.aDeletedSyncGoesWhateverTheCascade(t)
 	})
 
+	t.Run("a bundle that cannot go where it names reads nothing of its content", func(t *testing.T) {
+		h.rightBeforeContent(t)
+	})
+
+	t.Run("a sync's VidraResource names are its own: none is given to it, and one taken is reported", func(t *testing.T) {
+		h.namesAreTheSyncsOwn(t)
+	})
+
 	t.Run("a sync uses only the Secrets its author may use, and sends them only where they may go", func(t *testing.T) {
 		h.credentialsAreTheirOwners(t)
 	})

@@ -153,6 +153,9 @@ const (
 	EventWaveCompleted = "WaveCompleted"
 	// EventRolloutCompleted: the revision reached every cluster, healthy.
 	EventRolloutCompleted = "RolloutCompleted"
+	// EventNameTaken, on a VidraResource the sync did not make: it holds the name the
+	// sync gives one of its bundles, which is not delivered there while it does.
+	EventNameTaken = "NameTaken"
 )
 
 // The VM rollout's reasons on a VidraResource (condition VMRollout).

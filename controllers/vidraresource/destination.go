@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,9 +101,20 @@ var errNoLocalServiceAccount = errors.New("a bundle for the hub is applied as a 
 // requestTimeout is the default bound of one request to a destination.
 const requestTimeout = 30 * time.Second
 
-// destinationRetry is how soon a VidraResource whose destination is not engaged looks
-// again.
-const destinationRetry = 10 * time.Second
+// A VidraResource whose destination is not engaged looks again after destinationRetry at
+// first, then backs off to maxDestinationRetry: one naming a cluster that never comes
+// costs little. A cluster enrolled or engaged meanwhile requeues it at once
+// (resourcesOfCluster).
+const (
+	destinationRetry    = 10 * time.Second
+	maxDestinationRetry = 5 * time.Minute
+)
+
+// destinationBackoff is how soon to look again at a VidraResource whose destination has
+// been missing for waited: half of that, within bounds.
+func destinationBackoff(waited time.Duration) time.Duration {
+	return min(max(waited/2, destinationRetry), maxDestinationRetry)
+}
 
 // findDestination finds the cluster the bundle goes to, and names it in the status.
 func (r *Reconciler) findDestination(ctx context.Context, d *delivery) *outcome {
@@ -115,8 +127,12 @@ func (r *Reconciler) findDestination(ctx context.Context, d *delivery) *outcome 
 		markStalled(d.vr, vidrav1alpha1.ReasonPolicyDenied, err.Error())
 		return stop(ctrl.Result{}, nil)
 	case err != nil:
+		var waited time.Duration
+		if c := meta.FindStatusCondition(d.vr.Status.Conditions, vidrav1alpha1.ConditionReady); c != nil && c.Reason == vidrav1alpha1.ReasonClusterNotFound {
+			waited = time.Since(c.LastTransitionTime.Time)
+		}
 		markNotReady(d.vr, vidrav1alpha1.ReasonClusterNotFound, err.Error())
-		return stop(ctrl.Result{RequeueAfter: destinationRetry}, nil)
+		return stop(ctrl.Result{RequeueAfter: destinationBackoff(waited)}, nil)
 	}
 	d.dest = dest
 	return nil

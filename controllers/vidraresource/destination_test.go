@@ -2,6 +2,7 @@ package vidraresource
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -41,5 +42,21 @@ func TestApplyAs(t *testing.T) {
 				t.Errorf("applyAs = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A bundle whose cluster is missing looks again soon at first, then less and less often,
+// never less than every five minutes.
+func TestDestinationBackoff(t *testing.T) {
+	for waited, want := range map[time.Duration]time.Duration{
+		0:                destinationRetry,
+		15 * time.Second: destinationRetry,
+		time.Minute:      30 * time.Second,
+		4 * time.Minute:  2 * time.Minute,
+		time.Hour:        maxDestinationRetry,
+	} {
+		if got := destinationBackoff(waited); got != want {
+			t.Errorf("after %s: %s, want %s", waited, got, want)
+		}
 	}
 }

@@ -35,6 +35,26 @@ func (r *Reconciler) namespacesNarrowed(dest *target) bool {
 	return engaged && err == nil && len(pol.AllowedNamespaces) > 0
 }
 
+// checkRight stalls a bundle whose requester may not deliver where it is meant to, or
+// that relies on admission policies that are missing: checked before the bundle is read,
+// so a VidraResource that may not go anywhere costs no read or decoding of its content.
+func (r *Reconciler) checkRight(ctx context.Context, d *delivery) *outcome {
+	return r.stallRefused(d, r.rightRefusal(ctx, d.vr, d.dest))
+}
+
+// rightRefusal checks what needs no object of the bundle: that the admission policies it
+// relies on are in force, and that whoever last changed the VidraResource may deliver to
+// the cluster its server URL names (admission decides every other destination).
+func (r *Reconciler) rightRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) refusal {
+	if why := r.guardRefusal(ctx, vr, dest); why != "" {
+		return refusal{why: why, retry: guardsRetry, reason: vidrav1alpha1.ReasonAdmissionPoliciesMissing}
+	}
+	if why, retry := r.deliverRefusal(ctx, vr, dest); why != "" {
+		return refusal{why: why, retry: retry}
+	}
+	return refusal{}
+}
+
 // checkPolicy stalls a bundle that may not go where it is meant to, before anything
 // reaches the cluster: it is looked at again when the policy or the spec changes.
 func (r *Reconciler) checkPolicy(ctx context.Context, d *delivery) *outcome {
@@ -76,20 +96,11 @@ type refusal struct {
 // is looked at again.
 const unmappedRetry = 10 * time.Second
 
-// whyRefused checks, in order: that the admission policies it relies on are in force,
-// that whoever last changed the VidraResource may deliver to
-// the cluster its server URL names (admission decides every other destination), that
-// nothing of the bundle touches what the hub keeps for itself, and the cluster's delivery
-// policy. Objects are placed as the apply would place them (namespaces defaulted,
+// whyRefused checks the bundle's objects, once rightRefusal has passed: that nothing of
+// them touches what the hub keeps for itself, and the cluster's delivery policy. Objects are placed as the apply would place them (namespaces defaulted,
 // cluster-scoped ones without); where a kind is not served yet, so that its scope is not
 // known, a check that restricts anything refuses the bundle (fail closed).
 func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) refusal {
-	if why := r.guardRefusal(ctx, vr, dest); why != "" {
-		return refusal{why: why, retry: guardsRetry, reason: vidrav1alpha1.ReasonAdmissionPoliciesMissing}
-	}
-	if why, retry := r.deliverRefusal(ctx, vr, dest); why != "" {
-		return refusal{why: why, retry: retry}
-	}
 	var check func([]policy.Object) *policy.DeniedError
 	if dest.name == destination.LocalCluster {
 		check = func(objs []policy.Object) *policy.DeniedError {

@@ -61,6 +61,18 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 	fail := func(msg string) {
 		vr.Status.Preview = &vidrav1alpha1.PreviewStatus{Revision: pending.Revision, ObservedGeneration: vr.Generation, Message: msg}
 	}
+	// Whatever guards an apply guards a preview, before anything is read: a preview
+	// shows live objects' fields to every reader of the VidraResource. Its destination
+	// and right come first, so a preview that may not go anywhere reads no content.
+	dest, err := r.target(ctx, vr)
+	if err != nil {
+		fail("destination: " + err.Error())
+		return
+	}
+	if denied := r.rightRefusal(ctx, vr, dest); denied.why != "" {
+		fail(denied.why)
+		return
+	}
 	data, err := r.contentOf(ctx, vr, "spec.preview", pending.Manifest, pending.Content)
 	if err != nil {
 		fail(err.Error())
@@ -75,13 +87,6 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 		fail("spec.preview: " + err.Error())
 		return
 	}
-	dest, err := r.target(ctx, vr)
-	if err != nil {
-		fail("destination: " + err.Error())
-		return
-	}
-	// Whatever guards an apply guards a preview, before anything is read: a preview
-	// shows live objects' fields to every reader of the VidraResource.
 	if denied := r.whyRefused(ctx, vr, dest, objects); denied.why != "" {
 		fail(denied.why)
 		return

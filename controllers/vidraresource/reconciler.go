@@ -193,9 +193,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	markReconciling(vr)
 	markPinned(vr)
 	for _, step := range []func(context.Context, *delivery) *outcome{
-		r.readBundle,      // the bundle, decoded whole before anything is applied
 		r.findDestination, // the cluster it goes to
-		r.checkPolicy,     // who may deliver there, and what the cluster takes
+		r.checkRight,      // who may deliver there: nothing of the bundle is read before
+		r.readBundle,      // the bundle, decoded whole before anything is applied
+		r.checkPolicy,     // what the cluster takes
 		r.prepareApply,    // the destination namespace and the apply engine
 		r.checkPlacement,  // a destination namespace the apply creates is checked too
 		r.previewOnly,     // a dry run previews the bundle and applies nothing

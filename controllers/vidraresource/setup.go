@@ -79,7 +79,9 @@ func (r *Reconciler) resourcesOfCluster(ctx context.Context, obj client.Object) 
 	}
 	var requests []reconcile.Request
 	for _, vr := range list.Items {
-		if vr.Spec.Destination.Cluster == obj.GetName() || vr.Status.Cluster == obj.GetName() {
+		// One naming a server URL that no cluster answered to yet may name this one.
+		unresolved := vr.Spec.Destination.Server != "" && vr.Status.Cluster == ""
+		if vr.Spec.Destination.Cluster == obj.GetName() || vr.Status.Cluster == obj.GetName() || unresolved {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vr)})
 		}
 	}

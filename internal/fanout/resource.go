@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,7 +129,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 			return fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
 		}
 		if !metav1.IsControlledBy(cur, d.sync.Object) {
-			return fmt.Errorf("VidraResource %s exists and was not made by this %s; it is left alone", vr.Name, d.sync.Object.SyncKind().Kind)
+			return d.nameTaken(vr, cur)
 		}
 	}
 	if vr.Spec.Manifest == "" && vr.Spec.Content == nil {
@@ -177,6 +178,21 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 		return fmt.Errorf("update VidraResource %s: %w", vr.Name, err)
 	}
 	return nil
+}
+
+// nameTaken reports a VidraResource that holds the name the sync gives vr without being
+// the sync's (made before it, by hand or by another team): it is left alone, and said so
+// on it and on the sync, naming who asked for it, so an admin can tell which to rename.
+func (d *Delivery) nameTaken(vr, taken *vidrav1alpha1.VidraResource) error {
+	kind, name := d.sync.Object.SyncKind().Kind, d.sync.Object.GetName()
+	by := ""
+	if who := taken.Annotations[vidrav1alpha1.RequestedByAnnotation]; who != "" {
+		by = " (asked for by " + who + ")"
+	}
+	where := cmp.Or(vr.Spec.Destination.Cluster, vr.Spec.Destination.Server, vidrav1alpha1.LocalClusterName)
+	d.cfg.Events.Record(taken, d.sync.Object, corev1.EventTypeWarning, vidrav1alpha1.EventNameTaken, fmt.Sprintf(
+		"this VidraResource holds the name %s %s gives its bundle for cluster %s, which is not delivered there while it does: rename or delete it", kind, name, where))
+	return fmt.Errorf("VidraResource %s exists and was not made by this %s%s; it is left alone, and this bundle is not delivered to %s until it is renamed or deleted", vr.Name, kind, by, where)
 }
 
 func mergeInto(dst, src map[string]string) map[string]string {
