@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&s.PullChanges, "pull-changes", 20, "Changes to a pull cluster's VidraResource timed from the hub's change to the hub's Ready.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,leaks,pull); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,leaks,pull); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -132,6 +132,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"bundle", "one large bundle on one member (and its limit)", b.measureBundle},
 		{"drift", "drift", b.measureDrift},
 		{"isolation", "isolation", b.measureIsolation},
+		{"noisy", "one team's bundle beside another team's misbehaviour", b.measureNoisy},
 		{"leaks", "leak check", b.measureLeaks},
 		{"pull", "pull mode: idle agents' hub requests, change to Ready", b.measurePull},
 	} {
@@ -217,10 +218,12 @@ type results struct {
 	// idle timers have let the disengaged clusters' transports go.
 	HeapAfterCyclesIdleMiB float64 `json:"heapAfterCyclesIdleMiB"`
 	// Pull is the pull phase's, when it ran.
-	Pull                    *pullResult `json:"pull,omitempty"`
-	Targets                 []check     `json:"targets"`
-	MeasuredAt              string      `json:"measuredAt"`
-	IsolationObjectsPerSide int         `json:"isolationObjectsPerRound"`
+	Pull *pullResult `json:"pull,omitempty"`
+	// Noisy is the noisy phase's, when it ran.
+	Noisy                   *noisyResult `json:"noisy,omitempty"`
+	Targets                 []check      `json:"targets"`
+	MeasuredAt              string       `json:"measuredAt"`
+	IsolationObjectsPerSide int          `json:"isolationObjectsPerRound"`
 }
 
 // check is one target and whether this run met it.
@@ -254,6 +257,12 @@ func (r *results) judge() {
 		// the other clusters, timers firing), seen as -4..+1 over runs.
 		{"goroutine growth after cycles", r.GoroutinesAfterCycles - r.GoroutinesBeforeCycles, "<= 2", r.GoroutinesAfterCycles-r.GoroutinesBeforeCycles <= 2},
 	}...)
+	if n := r.Noisy; n != nil {
+		r.Targets = append(r.Targets,
+			check{"noisy: beside bundles naming clusters that never come / quiet", n.UnknownServerMs / n.QuietMs, "<= 2", n.UnknownServerMs <= 2*n.QuietMs},
+			check{"noisy: beside a member whose webhook holds every write / quiet", n.SlowWebhookMs / n.QuietMs, "<= 2", n.SlowWebhookMs <= 2*n.QuietMs},
+			check{"noisy: an InfrahubSync beside syncs of a trickling Infrahub / quiet", n.SyncTricklingMs / n.SyncQuietMs, "<= 2", n.SyncTricklingMs <= 2*n.SyncQuietMs})
+	}
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
 		// --agent-heartbeat: at the default 30s, 4 requests a minute, and nothing else.
@@ -294,6 +303,9 @@ func (r *results) print(w io.Writer) {
 	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap (%.2f MiB heap per watched kind and cluster, %d objects per cluster)\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB, r.HeapPerWatchedKindMiB, r.ObjectsPerCluster)
 	fmt.Fprintf(tw, "per idle engaged cluster\t%.2f MiB RSS, %.2f MiB heap, %.0f goroutines\n", r.RSSPerClusterMiB, r.HeapPerClusterMiB, r.GoroutinesPerCluster)
 	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB (%.1f MiB once idle)\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB, r.HeapAfterCyclesIdleMiB)
+	if n := r.Noisy; n != nil {
+		fmt.Fprintf(tw, "one team's bundle (%d objects) while another misbehaves\t%s\n", s.Objects, n.print())
+	}
 	if p := r.Pull; p != nil {
 		fmt.Fprintf(tw, "pull (%d clusters x %d VidraResources x %d objects)\t%s\n", p.Clusters, p.BundlesPerCluster, s.Objects, p.Setup)
 		fmt.Fprintf(tw, "  idle agent's hub requests\t%.2f per member per minute at the default 30s heartbeat (%s); %.2f at %s, as counted over %s (%s)\n",

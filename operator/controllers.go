@@ -91,6 +91,7 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 	}
 	if o.Provider != nil {
 		r.Resolver.Fleet, r.Policies = o.Provider, o.Provider
+		r.PerClusterReconciles = opts.MaxConcurrentReconcilesPerCluster
 	}
 	if len(required) > 0 && opts.agent == nil {
 		r.Guards = &admissionguard.Checker{Reader: local.GetClient(), Required: required}
@@ -168,9 +169,11 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 		Namespace:   opts.InfrahubSecretNamespace,
 		HTTPTimeout: opts.InfrahubTimeout,
 		Limits:      infrahubLimits(opts),
-		Content:     o.Content,
-		Recorder:    local.GetEventRecorder(eventSource),
-		Metrics:     metrics,
+		// One trickling Infrahub holds no more than its share of the workers.
+		PerSourceSyncs: opts.MaxConcurrentSyncsPerSource,
+		Content:        o.Content,
+		Recorder:       local.GetEventRecorder(eventSource),
+		Metrics:        metrics,
 	}
 	if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
 		return err

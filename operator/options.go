@@ -89,8 +89,12 @@ type Options struct {
 	RequiredAdmissionPolicies string
 	ResyncInterval            time.Duration
 	MaxConcurrentReconciles   int
-	RequestTimeout            time.Duration
-	ReconcileOnEvents         bool
+	// MaxConcurrentReconcilesPerCluster bounds the workers one destination cluster holds
+	// at once, so a slow cluster cannot hold them all (0: no bound). Without a fleet
+	// (standalone, agent) there is one cluster, and no bound.
+	MaxConcurrentReconcilesPerCluster int
+	RequestTimeout                    time.Duration
+	ReconcileOnEvents                 bool
 
 	// The content store: large bundles kept on the hub.
 	ContentNamespace   string
@@ -101,8 +105,11 @@ type Options struct {
 	InfrahubSecretNamespace string
 	InfrahubTimeout         time.Duration
 	MaxConcurrentSyncs      int
-	WebhookBindAddress      string
-	WebhookSecret           string
+	// MaxConcurrentSyncsPerSource bounds the InfrahubSyncs of one Infrahub that run at
+	// once, so a slow or trickling one leaves the rest to the others (0: no bound).
+	MaxConcurrentSyncsPerSource int
+	WebhookBindAddress          string
+	WebhookSecret               string
 	// Bounds of reading Infrahub, set by the operator's administrator and not by the
 	// syncs, so that no Infrahub can exhaust the memory every sync of the hub shares:
 	// the artifacts one sync lists, the bytes it downloads, the time its listing and
@@ -174,13 +181,17 @@ func DefaultOptions() Options {
 		TokenRenewalPoint:       2.0 / 3,
 		ResyncInterval:          10 * time.Minute,
 		MaxConcurrentReconciles: 10,
-		RequestTimeout:          30 * time.Second,
-		ContentNamespace:        DefaultNamespace,
-		ContentGracePeriod:      10 * time.Minute,
-		InfrahubSecretNamespace: DefaultNamespace,
-		InfrahubTimeout:         30 * time.Second,
-		MaxConcurrentSyncs:      4,
-		WebhookBindAddress:      ":8090",
+		// Half: a cluster whose webhooks sleep leaves the other half to the rest.
+		MaxConcurrentReconcilesPerCluster: 5,
+		RequestTimeout:                    30 * time.Second,
+		ContentNamespace:                  DefaultNamespace,
+		ContentGracePeriod:                10 * time.Minute,
+		InfrahubSecretNamespace:           DefaultNamespace,
+		InfrahubTimeout:                   30 * time.Second,
+		MaxConcurrentSyncs:                4,
+		// Half, as for clusters: a trickling Infrahub leaves two workers to the others.
+		MaxConcurrentSyncsPerSource: 2,
+		WebhookBindAddress:          ":8090",
 		// Far above any sync the tests and the docs describe (a few artifacts, the largest
 		// 5 MiB; the client pages through 450), far below what would take the operator
 		// down: a listing of 10,000 artifacts decodes in a few MiB, and 512 MiB is eight

@@ -208,6 +208,8 @@ func bindDeliveryFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Repair drift on every VidraResource as the destination reports it, as if each had destination.reconcileOnEvents: true. Off: only those that ask for it; the others wait for --resync-interval.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
 		"VidraResources reconciled at once.")
+	fs.IntVar(&o.MaxConcurrentReconcilesPerCluster, "max-concurrent-reconciles-per-cluster", o.MaxConcurrentReconcilesPerCluster,
+		"Most of those workers one destination cluster holds at once, so a cluster whose API server or admission webhooks answer slowly leaves the rest to the others (0: no bound). Standalone and agent modes deliver to one cluster, unbounded.")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout,
 		"Timeout of every request to a destination cluster, so one hung cluster holds no worker for long.")
 	fs.StringVar(&o.ContentNamespace, "content-namespace", o.ContentNamespace,
@@ -224,6 +226,8 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Timeout of every request to Infrahub.")
 	fs.IntVar(&o.MaxConcurrentSyncs, "max-concurrent-syncs", o.MaxConcurrentSyncs,
 		"InfrahubSyncs synced at once.")
+	fs.IntVar(&o.MaxConcurrentSyncsPerSource, "max-concurrent-syncs-per-source", o.MaxConcurrentSyncsPerSource,
+		"Most of those InfrahubSyncs of one Infrahub (scheme, host and port) synced at once, so a slow or trickling Infrahub leaves the rest to the others (0: no bound).")
 	fs.IntVar(&o.InfrahubSyncMaxArtifacts, "infrahub-sync-max-artifacts", o.InfrahubSyncMaxArtifacts,
 		"Most artifacts one InfrahubSync may list; a larger listing is not read to its end, and the sync is Stalled (LimitExceeded) with nothing changed.")
 	fs.Var(bytesValue{&o.InfrahubSyncMaxBytes}, "infrahub-sync-max-bytes",

@@ -22,6 +22,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/fairshare"
 	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
@@ -52,6 +53,10 @@ type Reconciler struct {
 	InlineLimit int
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// PerSourceSyncs bounds the syncs of one Infrahub (scheme, host and port) that run at
+	// once, so a slow or trickling one leaves the other workers to the rest (0: no bound).
+	PerSourceSyncs int
+	bySource       fairshare.Slots[string]
 
 	sourcesOnce sync.Once
 	srcs        *sources
@@ -115,6 +120,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !ihs.DeletionTimestamp.IsZero() {
 		r.sources().forget(ihs.Name)
 		return ctrl.Result{}, nil
+	}
+
+	// Its Infrahub holds its share of the workers already: looked at again soon, without
+	// holding one meanwhile.
+	if !ihs.Spec.Suspend {
+		release, ok := r.bySource.Take(sourceKey(ihs.Spec.Source.InfrahubAPIURL), r.PerSourceSyncs)
+		if !ok {
+			return ctrl.Result{RequeueAfter: fairshare.Retry(sourceBusyRetry)}, nil
+		}
+		defer release()
 	}
 
 	// One span per reconcile: a child of the webhook that asked for it, else a new trace.

@@ -247,7 +247,7 @@ func isTransient(err error) bool {
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr.Status >= http.StatusInternalServerError || apiErr.Status == http.StatusTooManyRequests
-	case errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded), errors.Is(err, infrahub.ErrStalled):
 		return true
 	case apierrors.IsConflict(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
 		apierrors.IsServiceUnavailable(err):

@@ -22,12 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/fairshare"
 	"github.com/vidra-operator/vidra/internal/history"
 	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/policy"
@@ -99,6 +101,10 @@ type Reconciler struct {
 	contentChecks sync.Map
 	// revisions holds, per VidraResource, the revision this process last recorded.
 	revisions sync.Map
+	// PerClusterReconciles bounds the workers one destination cluster holds at once
+	// (0: no bound).
+	PerClusterReconciles int
+	slots                fairshare.Slots[multicluster.ClusterName]
 	// handovers counts, per destination label, the times this replica lost the cluster
 	// to another (an *atomic.Int64): a memo taken before a loss is never trusted after it.
 	handovers sync.Map
@@ -125,6 +131,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !r.owned(ctx, vr) || (r.Selector != nil && !r.Selector.Matches(labels.Set(vr.Labels))) {
 		return ctrl.Result{}, nil
 	}
+	// Its cluster holds its share of the workers already: looked at again soon, without
+	// holding one meanwhile.
+	release, ok := r.slotFor(vr)
+	if !ok {
+		return ctrl.Result{RequeueAfter: fairshare.Retry(clusterBusyRetry)}, nil
+	}
+	defer release()
 
 	ctx, span := startSpan(ctx, vr)
 	defer func() {

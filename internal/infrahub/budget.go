@@ -47,7 +47,8 @@ func (b *Budget) reserve(ctx context.Context, n int64, what string) (*reservatio
 		return nil, &LimitError{Limit: LimitMemory, Max: b.total, Got: n, What: what}
 	}
 	// Waiting is fair (first come, first served), so a large answer is not starved by
-	// small ones; a sync holds one reservation at a time, so waiting never deadlocks.
+	// small ones; a sync holds one reservation at a time, so waiting for one never
+	// deadlocks (growing one, for an answer of undeclared size, may: see readGrowing).
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return nil, fmt.Errorf("wait for %s of the memory budget for %s: %w", formatBytes(n), what, err)
 	}
@@ -66,6 +67,22 @@ func (b *Budget) held() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.inUse
+}
+
+// grow holds n bytes more, waiting as reserve does.
+func (r *reservation) grow(ctx context.Context, n int64, what string) error {
+	if r == nil || r.b == nil {
+		return nil
+	}
+	if r.n+n > r.b.total {
+		return &LimitError{Limit: LimitMemory, Max: r.b.total, Got: r.n + n, What: what}
+	}
+	if err := r.b.sem.Acquire(ctx, n); err != nil {
+		return fmt.Errorf("wait for %s more of the memory budget for %s: %w", formatBytes(n), what, err)
+	}
+	r.b.add(n)
+	r.n += n
+	return nil
 }
 
 // shrink gives back what is held over n: an answer turned out smaller than reserved.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -189,4 +190,35 @@ func TestADeclaredSizeOverTheSyncsBytesIsRefusedUnread(t *testing.T) {
 	if q.Downloaded() != 0 || q.limits.Budget.held() != 0 {
 		t.Errorf("%d bytes counted, %d of the budget held, for content refused unread", q.Downloaded(), q.limits.Budget.held())
 	}
+}
+
+// An answer of undeclared size holds memory as it arrives: while it trickles it holds a
+// start, not what the whole budget can hold, and it grows to its size once it comes.
+func TestAnAnswerOfUndeclaredSizeHoldsMemoryAsItArrives(t *testing.T) {
+	ctx := context.Background()
+	budget := NewBudget(contentWeight << 20) // 1 MiB of content
+	b := &boundedRead{budget: budget, limit: 1 << 30, weight: contentWeight, what: "artifact a", over: func(int64) error { return ErrTooLarge }}
+	pr, pw := io.Pipe()
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := b.read(ctx, pr, -1)
+		done <- result{data, err}
+	}()
+	if _, err := pw.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if h := budget.held(); h != contentWeight*growStart {
+		t.Errorf("a trickling answer holds %d, want the start's %d, not the whole %d", h, contentWeight*growStart, budget.Total())
+	}
+	rest := strings.Repeat("x", 300<<10-1)
+	go func() { _, _ = io.WriteString(pw, rest); _ = pw.Close() }()
+	got := <-done
+	if got.err != nil || len(got.data) != 300<<10 || budget.held() != contentWeight*(300<<10) {
+		t.Errorf("%d bytes, %v, %d held; want 300 KiB held as such", len(got.data), got.err, budget.held())
+	}
+	b.release()
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Credentials authenticate to Infrahub: an API token, or a username and password. The
@@ -49,6 +50,10 @@ type Options struct {
 	// OnResponse, when set, is told the outcome of every request: the HTTP status code,
 	// or "error" when no answer came.
 	OnResponse func(code string)
+	// StallWindow and MinBytesPerWindow are the floor of an answer's pace: a body that
+	// brings fewer bytes in a window is given up (ErrStalled). Zero: the package's.
+	StallWindow       time.Duration
+	MinBytesPerWindow int64
 }
 
 // Client talks to one Infrahub. It keeps the JWTs of a username/password login between
@@ -153,6 +158,8 @@ func (c *Client) do(ctx context.Context, req request, limit int64) ([]byte, erro
 }
 
 func (c *Client) send(ctx context.Context, req request, limit int64) ([]byte, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	u := *c.base
 	u.RawPath = u.Path + req.path
 	u.Path, _ = url.PathUnescape(u.RawPath)
@@ -184,21 +191,23 @@ func (c *Client) send(ctx context.Context, req request, limit int64) ([]byte, er
 	}
 	defer func() { _ = resp.Body.Close() }()
 	c.observe(strconv.Itoa(resp.StatusCode))
+	body, stop := c.watchProgress(cancel, resp.Body)
+	defer stop()
 	if resp.StatusCode != http.StatusOK {
 		// Only the start of an error answer is read: its envelope is short.
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+		data, _ := io.ReadAll(io.LimitReader(body, maxErrorBytes))
 		return nil, &APIError{Status: resp.StatusCode, Messages: errorMessages(data)}
 	}
 	if req.bounded != nil {
-		data, err := req.bounded.read(ctx, resp.Body, resp.ContentLength)
+		data, err := req.bounded.read(ctx, body, resp.ContentLength)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", req.method, req.pathForHumans(), err)
+			return nil, fmt.Errorf("%s %s: %w", req.method, req.pathForHumans(), stalled(ctx, err))
 		}
 		return data, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read answer: %w", req.method, req.pathForHumans(), err)
+		return nil, fmt.Errorf("%s %s: read answer: %w", req.method, req.pathForHumans(), stalled(ctx, err))
 	}
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("%s %s: %w (more than %d bytes)", req.method, req.pathForHumans(), ErrTooLarge, limit)

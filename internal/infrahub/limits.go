@@ -1,6 +1,7 @@
 package infrahub
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -252,16 +253,12 @@ func (b *boundedRead) read(ctx context.Context, body io.Reader, declared int64) 
 	if declared > b.limit {
 		return nil, b.over(declared)
 	}
-	size := b.limit
-	if declared >= 0 {
-		size = declared
+	if declared < 0 {
+		return b.readGrowing(ctx, body)
 	}
+	size := declared
 	if b.budget != nil && size*b.weight > b.budget.Total() {
-		if declared >= 0 {
-			return nil, b.overMemory(size)
-		}
-		// Of unknown size: read what the budget can hold, and see.
-		size = b.budget.Total() / b.weight
+		return nil, b.overMemory(size)
 	}
 	r, err := b.budget.reserve(ctx, size*b.weight, b.what)
 	if err != nil {
@@ -283,6 +280,52 @@ func (b *boundedRead) read(ctx context.Context, body io.Reader, declared int64) 
 	r.shrink(int64(len(data)) * b.weight)
 	b.held = r
 	return data, nil
+}
+
+// growStart is the memory first held for an answer of undeclared size, in bytes of it.
+const growStart = 64 << 10
+
+// readGrowing reads an answer of undeclared size, holding memory as it arrives: growStart
+// bytes' worth, doubled each time it fills, up to what the budget can hold. An answer that
+// trickles holds only about what it brought, never the whole budget while it waits for
+// bytes. Growing waits while holding; should every holder wait so, the stall guard gives
+// up the answers that bring nothing meanwhile, which frees their memory.
+func (b *boundedRead) readGrowing(ctx context.Context, body io.Reader) ([]byte, error) {
+	most := b.limit
+	if b.budget != nil {
+		most = min(most, b.budget.Total()/b.weight)
+	}
+	held := min(int64(growStart), most)
+	r, err := b.budget.reserve(ctx, held*b.weight, b.what)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for {
+		if _, err := buf.ReadFrom(io.LimitReader(body, held-int64(buf.Len())+1)); err != nil {
+			r.release()
+			return nil, err
+		}
+		n := int64(buf.Len())
+		switch {
+		case n <= held: // the whole answer
+			r.shrink(n * b.weight)
+			b.held = r
+			return buf.Bytes(), nil
+		case n > b.limit:
+			r.release()
+			return nil, b.over(-1)
+		case held >= most:
+			r.release()
+			return nil, b.overMemory(n)
+		}
+		next := min(2*held, most)
+		if err := r.grow(ctx, (next-held)*b.weight, b.what); err != nil {
+			r.release()
+			return nil, err
+		}
+		held = next
+	}
 }
 
 // overMemory is the error of an answer of n bytes (at least) that the whole budget cannot

@@ -96,11 +96,12 @@ type Fault struct {
 	GraphQLErrors []string
 	Delay         time.Duration // sleep before answering; ends early when the request context ends
 	Body          string        // answer 200 with this raw body (e.g. not JSON) instead of serving
+	Trickle       time.Duration // send the answer's body a byte at a time, this far apart, as a trickling server does
 	Times         int           // apply to this many requests then clear itself; 0 = until replaced
 }
 
 func (f Fault) active() bool {
-	return f.Status != 0 || len(f.GraphQLErrors) > 0 || f.Delay > 0 || f.Body != ""
+	return f.Status != 0 || len(f.GraphQLErrors) > 0 || f.Delay > 0 || f.Body != "" || f.Trickle > 0
 }
 
 // snapshot is the whole artifact set of a branch from time at on.
@@ -349,8 +350,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.graphql++
 		s.mu.Unlock()
 	}
-	if f, ok := s.takeFault(path); ok && s.applyFault(w, r, f, isGraphQL) {
-		return
+	if f, ok := s.takeFault(path); ok {
+		if f.Trickle > 0 {
+			w = &trickleWriter{ResponseWriter: w, every: f.Trickle, done: r.Context().Done()}
+		}
+		if s.applyFault(w, r, f, isGraphQL) {
+			return
+		}
 	}
 	switch {
 	case path == "/api/auth/login":
@@ -1049,4 +1055,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// trickleWriter writes a byte at a time, every apart, until the client goes.
+type trickleWriter struct {
+	http.ResponseWriter
+	every time.Duration
+	done  <-chan struct{}
+}
+
+func (t *trickleWriter) Write(b []byte) (int, error) {
+	for i := range b {
+		if _, err := t.ResponseWriter.Write(b[i : i+1]); err != nil {
+			return i, err
+		}
+		_ = http.NewResponseController(t.ResponseWriter).Flush() // best effort: a trickle
+		select {
+		case <-t.done:
+			return i + 1, http.ErrHandlerTimeout
+		case <-time.After(t.every):
+		}
+	}
+	return len(b), nil
 }
