@@ -57,7 +57,7 @@ func startPullHub(t *testing.T) *pullHub {
 		cancel()
 		t.Fatal(err)
 	}
-	h := &pullHub{fleet: fleet, admin: fleet.Hub.Client, pullMember: fleet.Members[0], pushMember: fleet.Members[1]}
+	h := &pullHub{fleet: fleet, admin: testfleet.Retrying(fleet.Hub.Client), pullMember: fleet.Members[0], pushMember: fleet.Members[1]}
 	// KubeVirt on the pull member: a simulator plays virt-controller, with no restart API
 	// (VMs restart by their VMI being deleted).
 	log, err := testfleet.Logger()

@@ -70,7 +70,7 @@ func startSharedHub(t *testing.T) *sharedHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &sharedHub{fleet: fleet, admin: fleet.Hub.Client}
+	h := &sharedHub{fleet: fleet, admin: testfleet.Retrying(fleet.Hub.Client)}
 	args := installChart(ctx, t, helm, h.admin)
 	// The operator trusts who-asked stamps only while the chart's policies are in force.
 	required := chartFlag(t, args, "required-admission-policies")
@@ -240,7 +240,7 @@ func (h *sharedHub) signIn(t *testing.T, name string, groups ...string) client.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return testfleet.Retrying(c)
 }
 
 func bundle(name string, dest vidrav1alpha1.Destination, manifest string) *vidrav1alpha1.VidraResource {

@@ -3,6 +3,7 @@ package infrahubsync_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,4 +39,8 @@ const (
 
 func smallBounds(o *operator.Options) {
 	o.InfrahubSyncMaxArtifacts, o.InfrahubSyncMaxBytes, o.InfrahubMemoryBudget = maxArtifacts, maxBytes, memoryBudget
+	// The artifact of real size holds CRDs with schemas of megabytes, which a member's API
+	// server, with other packages' control planes beside it, took over 2 s to apply (the
+	// other packages' operators run with 2 s): nothing here times a hung member.
+	o.RequestTimeout = 10 * time.Second
 }
