@@ -16,7 +16,6 @@ import (
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
-	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/history"
@@ -44,6 +43,9 @@ func (o *Operator) setupControllers(opts Options) error {
 			return err
 		}
 	}
+	if o.guards, err = admissionGuards(local, opts); err != nil {
+		return err
+	}
 	if err := o.setupVidraResources(metrics.resources, opts); err != nil {
 		return err
 	}
@@ -67,10 +69,6 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 	if err != nil {
 		return fmt.Errorf("local service account: %w", err)
 	}
-	required, err := admissionguard.Parse(opts.RequiredAdmissionPolicies)
-	if err != nil {
-		return fmt.Errorf("required admission policies: %w", err)
-	}
 	o.Watches = vidraresource.NewDriftWatches(opts.Logger.WithName("drift"), o.HubID)
 	r := &vidraresource.Reconciler{
 		Content:             o.Content,
@@ -93,12 +91,7 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 		r.Resolver.Fleet, r.Policies = o.Provider, o.Provider
 		r.PerClusterReconciles = opts.MaxConcurrentReconcilesPerCluster
 	}
-	if len(required) > 0 && opts.agent == nil {
-		r.Guards = &admissionguard.Checker{Reader: local.GetClient(), Required: required}
-		if err := local.Add(guardsReport{guards: r.Guards, log: opts.Logger.WithName("admission-policies")}); err != nil {
-			return fmt.Errorf("report admission policies: %w", err)
-		}
-	}
+	r.Guards = o.guards
 	r.Selector = ownSelector(opts.agent)
 	if opts.agent != nil {
 		r.LocalPolicy = opts.agent.Policy
@@ -171,6 +164,7 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 		Limits:      infrahubLimits(opts),
 		// One trickling Infrahub holds no more than its share of the workers.
 		PerSourceSyncs: opts.MaxConcurrentSyncsPerSource,
+		Guards:         o.guards,
 		Content:        o.Content,
 		Recorder:       local.GetEventRecorder(eventSource),
 		Metrics:        metrics,

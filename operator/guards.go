@@ -2,10 +2,12 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vidra-operator/vidra/internal/admissionguard"
 )
@@ -37,7 +39,7 @@ func (g guardsReport) Start(ctx context.Context) error {
 		case err != nil:
 			g.log.Error(err, "cannot tell whether the admission policies are in force")
 		case len(missing) > 0 && (first || !slices.Equal(missing, last)):
-			g.log.Error(nil, "admission policies not in force: VidraResources that name their cluster by server URL, or do not say who asked, are refused until they are",
+			g.log.Error(nil, "admission policies not in force: syncs, and VidraResources a person wrote, are refused until they are",
 				"missing", missing)
 		case len(missing) == 0 && (first || len(last) > 0):
 			g.log.Info("admission policies in force", "policies", len(g.guards.Required))
@@ -51,4 +53,22 @@ func (g guardsReport) Start(ctx context.Context) error {
 		case <-ticker.C:
 		}
 	}
+}
+
+// admissionGuards is the checker of the hub's admission policies the chart lists
+// (--required-admission-policies), which the VidraResource and sync controllers share,
+// and which the log reports on; nil when none is required, or on a pull member's agent.
+func admissionGuards(local manager.Manager, opts Options) (*admissionguard.Checker, error) {
+	required, err := admissionguard.Parse(opts.RequiredAdmissionPolicies)
+	if err != nil {
+		return nil, fmt.Errorf("required admission policies: %w", err)
+	}
+	if len(required) == 0 || opts.agent != nil {
+		return nil, nil
+	}
+	guards := &admissionguard.Checker{Reader: local.GetClient(), Required: required}
+	if err := local.Add(guardsReport{guards: guards, log: opts.Logger.WithName("admission-policies")}); err != nil {
+		return nil, fmt.Errorf("report admission policies: %w", err)
+	}
+	return guards, nil
 }

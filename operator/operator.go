@@ -17,6 +17,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/content"
 	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
 	"github.com/vidra-operator/vidra/internal/sharding"
@@ -37,6 +38,9 @@ type Operator struct {
 	Watches *vidraresource.DriftWatches
 	// Content is the content store of large bundles.
 	Content *content.Store
+
+	// guards check the hub's admission policies for every controller; nil: none required.
+	guards *admissionguard.Checker
 
 	log logr.Logger
 	// about says, in the log line that starts it, which operator this is.

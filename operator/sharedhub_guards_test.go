@@ -4,11 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 )
 
 // bundlesWaitForThePolicies is tried as a tenant on a hub whose requester policy binding
@@ -53,4 +56,36 @@ func (h *sharedHub) bundlesWaitForThePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor(t, vr.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
+}
+
+// syncsWaitForThePolicies is tried as a tenant on a hub whose requester policy binding is
+// gone. Before, the tenant's InfrahubSync was synced meanwhile: the operator took every
+// sync as one admission had checked, whatever was missing, and its VidraResources, made
+// by the operator, were delivered as a sync's. Now no sync is synced until the policies
+// are back, it says which is missing, and its source hears nothing meanwhile; once they
+// are back, it is synced at once.
+func (h *sharedHub) syncsWaitForThePolicies(t *testing.T) {
+	ctx := context.Background()
+	src := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
+	t.Cleanup(src.Close)
+	src.Put("main", infrahubtest.Artifact{ID: "waits-1", Name: "waits", TargetLabel: "t1", DefinitionName: "waits", Content: configMap("waits", "v")})
+	restore := h.withoutRequesterPolicy(t)
+
+	sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: "tenant-waits"}, Spec: vidrav1alpha1.InfrahubSyncSpec{
+		Source:      vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: src.URL(), InsecureAllowHTTP: true, ArtefactName: "waits"},
+		Destination: vidrav1alpha1.InfrahubSyncDestination{Destination: vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name, Namespace: "team-a"}},
+		Interval:    &metav1.Duration{Duration: time.Hour},
+	}}
+	if err := h.tenant.Create(ctx, sync); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, sync)
+	h.syncStalled(t, sync.Name, vidrav1alpha1.ReasonAdmissionPoliciesMissing,
+		"MutatingAdmissionPolicy "+chartRelease+"-deliver-requester has no binding", "this InfrahubSync was written by a person")
+	if n := src.GraphQLRequests(); n != 0 {
+		t.Errorf("the sync asked its Infrahub %d times while the policies were missing", n)
+	}
+
+	restore()
+	h.syncCondition(t, sync.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
 }

@@ -229,6 +229,10 @@ func TestSharedHub(t *testing.T) {
 		h.bundlesWaitForThePolicies(t)
 	})
 
+	t.Run("a sync waits while a policy is missing", func(t *testing.T) {
+		h.syncsWaitForThePolicies(t)
+	})
+
 	t.Run("the operator acts on the hub only as the accounts the chart lists", func(t *testing.T) {
 		h.theOperatorActsOnlyAsListedAccounts(t)
 	})

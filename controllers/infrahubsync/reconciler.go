@@ -13,12 +13,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/events"
@@ -56,7 +58,10 @@ type Reconciler struct {
 	// PerSourceSyncs bounds the syncs of one Infrahub (scheme, host and port) that run at
 	// once, so a slow or trickling one leaves the other workers to the rest (0: no bound).
 	PerSourceSyncs int
-	bySource       fairshare.Slots[string]
+	// Guards, when set, say whether the hub's admission policies are in force; while one
+	// is missing, no sync is delivered. Nil: none are required.
+	Guards   *admissionguard.Checker
+	bySource fairshare.Slots[string]
 
 	sourcesOnce sync.Once
 	srcs        *sources
@@ -157,6 +162,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if ihs.Spec.Suspend {
 		markSuspended(ihs)
 		return ctrl.Result{}, nil
+	}
+	// Without the hub's admission policies no sync is delivered: a person wrote it, and
+	// they check that person's right to deliver where it points, and its stamp.
+	if why := r.Guards.Refusal(ctx, "this InfrahubSync was written by a person, whose right to deliver where it points and whose stamp they check"); why != "" {
+		markStalled(ihs, vidrav1alpha1.ReasonAdmissionPoliciesMissing, why)
+		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonAdmissionPoliciesMissing, why)
+		return ctrl.Result{RequeueAfter: admissionguard.Retry}, nil
 	}
 
 	start := r.now()

@@ -13,5 +13,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 	return fanout.Controller{
 		Kind:                    vidrav1alpha1.LookupSyncKind("InfrahubSync"),
 		MaxConcurrentReconciles: maxConcurrentReconciles,
+		Guards:                  r.Guards.Objects(),
 	}.Setup(mgr, r)
 }

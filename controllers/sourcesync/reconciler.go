@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/fanout"
@@ -54,6 +55,9 @@ type Reconciler struct {
 	Metrics *Metrics
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Guards, when set, say whether the hub's admission policies are in force; while one
+	// is missing, no sync is delivered. Nil: none are required.
+	Guards *admissionguard.Checker
 
 	// written holds, per sync, the resourceVersion of this process's last status write:
 	// a rollout decides from its status, which a lagging cache must not roll back.
@@ -132,6 +136,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if obj.Options().Suspend {
 		markSuspended(obj)
 		return ctrl.Result{}, nil
+	}
+	// Without the hub's admission policies no sync is delivered: a person wrote it, and
+	// they check that person's right to deliver where it points, and its stamp.
+	if why := r.Guards.Refusal(ctx, "this "+r.Kind.Kind+" was written by a person, whose right to deliver where it points and whose stamp they check"); why != "" {
+		markStalled(obj, vidrav1alpha1.ReasonAdmissionPoliciesMissing, why)
+		r.warn(obj, vidrav1alpha1.ReasonAdmissionPoliciesMissing, why)
+		return ctrl.Result{RequeueAfter: admissionguard.Retry}, nil
 	}
 
 	start := r.now()

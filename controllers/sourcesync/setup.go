@@ -12,5 +12,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles 
 	return fanout.Controller{
 		Kind:                    r.Kind,
 		MaxConcurrentReconciles: maxConcurrentReconciles,
+		Guards:                  r.Guards.Objects(),
 	}.Setup(mgr, r)
 }

@@ -2,9 +2,6 @@ package vidraresource
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,10 +12,6 @@ import (
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
-
-// guardsRetry is how soon a bundle refused for want of the admission policies is looked
-// at again without a change of them (a change requeues it at once).
-const guardsRetry = time.Minute
 
 // guardRefusal says why the VidraResource may not be delivered for want of the hub's
 // admission policies (empty when it may). Every VidraResource a person wrote relies on
@@ -38,17 +31,12 @@ func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraRe
 	if madeBySync && !byServer {
 		return ""
 	}
-	missing, err := r.Guards.Missing(ctx)
-	if err != nil {
-		return "whether the hub's admission policies are in force cannot be checked yet, so nothing is delivered: " + err.Error()
+	what := "this VidraResource was written by a person, whose right and stamp they check"
+	if byServer {
+		what = "this VidraResource names its cluster by server URL"
 	}
-	if len(missing) > 0 {
-		what := "was written by a person, whose right and stamp they check"
-		if byServer {
-			what = "names its cluster by server URL"
-		}
-		return fmt.Sprintf("the hub's admission policies that record and check who asks for a delivery are not all in force (%s), "+
-			"and this VidraResource %s: it is not delivered until they are (reinstall the chart, or ask an admin)", strings.Join(missing, "; "), what)
+	if why := r.Guards.Refusal(ctx, what); why != "" {
+		return why
 	}
 	if byServer && !stamped && !madeBySync {
 		return "this VidraResource names its cluster by server URL and does not say who asked for it (it was written while the " +

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
@@ -47,7 +48,8 @@ func (r *Reconciler) checkRight(ctx context.Context, d *delivery) *outcome {
 // the cluster its server URL names (admission decides every other destination).
 func (r *Reconciler) rightRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) refusal {
 	if why := r.guardRefusal(ctx, vr, dest); why != "" {
-		return refusal{why: why, retry: guardsRetry, reason: vidrav1alpha1.ReasonAdmissionPoliciesMissing}
+		// Looked at again now and then; a change of the policies requeues it at once.
+		return refusal{why: why, retry: admissionguard.Retry, reason: vidrav1alpha1.ReasonAdmissionPoliciesMissing}
 	}
 	if why, retry := r.deliverRefusal(ctx, vr, dest); why != "" {
 		return refusal{why: why, retry: retry}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +64,27 @@ type Checker struct {
 	Reader client.Reader
 	// Required are the policies that must be in force.
 	Required []Policy
+}
+
+// Retry is how soon something refused for want of the policies is looked at again.
+const Retry = time.Minute
+
+// Refusal says why what (a phrase such as "this InfrahubSync was written by a person")
+// waits: the policies not in force, or that whether they are cannot be checked (fail
+// closed). Empty when every one is in force, or c is nil (none is required).
+func (c *Checker) Refusal(ctx context.Context, what string) string {
+	if c == nil {
+		return ""
+	}
+	missing, err := c.Missing(ctx)
+	switch {
+	case err != nil:
+		return "whether the hub's admission policies are in force cannot be checked yet, so nothing is delivered: " + err.Error()
+	case len(missing) == 0:
+		return ""
+	}
+	return fmt.Sprintf("the hub's admission policies that record and check who asks for a delivery are not all in force (%s), "+
+		"and %s: it is not delivered until they are (reinstall the chart, or ask an admin)", strings.Join(missing, "; "), what)
 }
 
 // Missing says, for each required policy not in force, what is missing: the policy, or a
@@ -123,8 +145,11 @@ func (c *Checker) bound(ctx context.Context, p Policy) (bool, error) {
 }
 
 // Objects are an object of each kind the required policies involve (policies and their
-// bindings), for a controller to watch.
+// bindings), for a controller to watch; none for a nil Checker.
 func (c *Checker) Objects() []client.Object {
+	if c == nil {
+		return nil
+	}
 	var out []client.Object
 	kinds := map[Kind]bool{}
 	for _, p := range c.Required {

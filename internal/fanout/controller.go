@@ -33,6 +33,9 @@ type Controller struct {
 	Kind vidrav1alpha1.SyncKind
 	// MaxConcurrentReconciles is how many syncs are reconciled at once.
 	MaxConcurrentReconciles int
+	// Guards are objects of the kinds of the hub's admission policies and bindings: a
+	// change of one requeues every sync, which waits while one is missing.
+	Guards []client.Object
 }
 
 // Setup registers r as the kind's controller. It reconciles a sync when its spec changes
@@ -55,16 +58,19 @@ func (c Controller) Setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
 	}}
 	hub := mgr.GetClient()
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(c.Kind.Kind)).
 		For(c.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, requested))).
 		Owns(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(edited)).
 		Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(c.withSelector(hub)), builder.WithPredicates(relabeled)).
-		Watches(&vidrav1alpha1.VidraResource{}, handler.EnqueueRequestsFromMapFunc(c.rolloutOf(hub)), builder.WithPredicates(HealthChanged(c.Kind.Label))).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: c.MaxConcurrentReconciles,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
-		}).
+		Watches(&vidrav1alpha1.VidraResource{}, handler.EnqueueRequestsFromMapFunc(c.rolloutOf(hub)), builder.WithPredicates(HealthChanged(c.Kind.Label)))
+	for _, o := range c.Guards {
+		b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(c.every(hub)))
+	}
+	err := b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: c.MaxConcurrentReconciles,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
+	}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("set up %s controller: %w", c.Kind.Kind, err)
@@ -82,6 +88,21 @@ func (c Controller) rolloutOf(hub client.Reader) handler.MapFunc {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+	}
+}
+
+// every requeues every sync of the kind.
+func (c Controller) every(hub client.Reader) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := c.Kind.NewList()
+		if err := hub.List(ctx, list); err != nil {
+			return nil
+		}
+		requests := make([]reconcile.Request, 0, len(list.Syncs()))
+		for _, s := range list.Syncs() {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Name: s.GetName()}})
+		}
+		return requests
 	}
 }
 
