@@ -99,9 +99,10 @@ type refusal struct {
 const unmappedRetry = 10 * time.Second
 
 // whyRefused checks the bundle's objects, once rightRefusal has passed: that nothing of
-// them touches what the hub keeps for itself, and the cluster's delivery policy. Objects are placed as the apply would place them (namespaces defaulted,
-// cluster-scoped ones without); where a kind is not served yet, so that its scope is not
-// known, a check that restricts anything refuses the bundle (fail closed).
+// them touches what the hub keeps for itself, and the cluster's delivery policy. Objects
+// are placed as the apply would place them (namespaces defaulted, cluster-scoped ones
+// without); where a kind is not served yet, so that its scope is not known, a check that
+// restricts anything refuses the bundle (fail closed).
 func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) refusal {
 	var check func([]policy.Object) *policy.DeniedError
 	if dest.name == destination.LocalCluster {
