@@ -112,7 +112,7 @@ func TestLargeBundleIsDeliveredAndKeptOnEvents(t *testing.T) {
 				t.Errorf("a ConfigMap of the deleted bundle is left: %q, %v", out, err)
 			}
 			testfleet.Eventually(t, 30*time.Second, "content chunks collected", func() (bool, error) {
-				out := kubectl(ctx, t, nil, "-n", operatorNamespace, "get", "configmaps", "-l", content.ChunkLabel, "-o", "name")
+				out := kubectl(ctx, t, nil, "-n", operatorNamespace, "get", "secrets", "-l", content.ChunkLabel, "-o", "name")
 				return strings.TrimSpace(out) == "", nil
 			})
 			return ctx

@@ -296,7 +296,7 @@ func TestHelmChart(t *testing.T) {
 			t.Log(helmRun(ctx, t, "lint", chartDir(t), "--set", "mode=standalone"))
 			return ctx
 		}).
-		Assess("hub mode: restricted pod, Secrets only through a Role of the release namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("hub mode: restricted pod, Secrets only through a Role of the release namespace and in pull clusters' namespaces", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			for _, localApply := range []string{"broad", "none"} {
 				objs := renderChart(ctx, t, "rbac.localApply="+localApply)
 				args := checkRestricted(t, objs)
@@ -308,10 +308,13 @@ func TestHelmChart(t *testing.T) {
 					switch {
 					case g.kind == "Role" && g.namespace == chartNamespace && !g.wildcard():
 						inRole = true
-						// patch writes renewed tokens back; no create, update or delete.
-						if !slices.Equal(g.verbs, []string{"get", "list", "watch", "patch"}) {
-							t.Errorf("Secrets verbs %q, want get list watch patch", g.verbs)
+						// The content store's chunks; patch also writes renewed tokens back.
+						if !slices.Equal(g.verbs, []string{"get", "list", "create", "update", "patch", "delete", "watch"}) {
+							t.Errorf("Secrets verbs %q, want get list create update patch delete watch", g.verbs)
 						}
+					case g.kind == "ClusterRole" && g.name == chartRelease+"-pull":
+						// Bound by kubectl vidra enroll --pull in a pull cluster's own
+						// namespace, and nowhere else: the content its agent reads.
 					case localApply == "broad" && g.kind == "ClusterRole" && (g.name == chartRelease+"-local-apply" || g.name == chartRelease+"-local-read"):
 						// The documented rbac.localApply=broad choice: anything on the local
 						// cluster for the local ServiceAccount, reading it for the operator.
@@ -379,7 +382,7 @@ func TestHelmChart(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("standalone mode: restricted pod, no right on Secrets", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("standalone mode: restricted pod, Secrets only for the content store of the release namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			for _, localApply := range []string{"broad", "none"} {
 				objs := renderChart(ctx, t, "mode=standalone", "rbac.localApply="+localApply)
 				args := checkRestricted(t, objs)
@@ -389,7 +392,11 @@ func TestHelmChart(t *testing.T) {
 				}
 				for _, g := range secretGrants(t, objs) {
 					if localApply == "broad" && g.kind == "ClusterRole" && (g.name == chartRelease+"-local-apply" || g.name == chartRelease+"-local-read") {
-						continue // the documented broad choice, the only one
+						continue // the documented broad choice
+					}
+					if g.kind == "Role" && g.namespace == chartNamespace && !g.wildcard() &&
+						slices.Equal(g.verbs, []string{"get", "list", "create", "update", "patch", "delete"}) {
+						continue // the content store's chunks; no watch: no Secret is cached
 					}
 					t.Errorf("standalone, localApply=%s: a rule grants Secrets: %s", localApply, g)
 				}
@@ -534,12 +541,14 @@ spec:
 				{[]string{"get", "secrets", "-n", "default"}, "no"},
 				{[]string{"list", "secrets", "-n", "kube-system"}, "no"},
 				{[]string{"list", "secrets", "--all-namespaces"}, "no"},
-				{[]string{"create", "secrets", "-n", chartNamespace}, "no"},
-				// Renewed tokens are patched into enrollment Secrets; nothing else is written.
+				// The content store's chunks are Secrets of the release namespace, and renewed
+				// tokens are patched into enrollment Secrets; no Secret elsewhere is written.
+				{[]string{"create", "secrets", "-n", chartNamespace}, "yes"},
 				{[]string{"patch", "secrets", "-n", chartNamespace}, "yes"},
+				{[]string{"create", "secrets", "-n", "default"}, "no"},
 				{[]string{"patch", "secrets", "-n", "default"}, "no"},
-				{[]string{"update", "secrets", "-n", chartNamespace}, "no"},
-				{[]string{"delete", "secrets", "-n", chartNamespace}, "no"},
+				{[]string{"update", "secrets", "-n", "kube-system"}, "no"},
+				{[]string{"delete", "secrets", "-n", "default"}, "no"},
 				{[]string{"get", "namespace/kube-system"}, "yes"},
 				{[]string{"get", "namespace/default"}, "no"},
 				{[]string{"create", "leases.coordination.k8s.io", "-n", chartNamespace}, "yes"},

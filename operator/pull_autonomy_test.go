@@ -75,12 +75,12 @@ func testPullBundles(t *testing.T, h *pullHub) {
 	}
 	// The copy of the content in the cluster's namespace goes once nothing names it.
 	mirrored := client.ObjectKey{Namespace: pull.Namespace(h.pullMember.Name), Name: content.ChunkName(digest, 0)}
-	if err := h.admin.Get(ctx, mirrored, &corev1.ConfigMap{}); err != nil {
+	if err := h.admin.Get(ctx, mirrored, &corev1.Secret{}); err != nil {
 		t.Fatalf("the content was not mirrored where the agent reads it: %v", err)
 	}
 	h.deleteResource(t, "pull-large")
 	testfleet.Eventually(t, objectsTimeout, "the mirrored content collected", func() (bool, error) {
-		err := h.admin.Get(ctx, mirrored, &corev1.ConfigMap{})
+		err := h.admin.Get(ctx, mirrored, &corev1.Secret{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }

@@ -4,20 +4,24 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // chartRolesAreNoWiderThanKubernetes is tried as people bound cluster-wide to Kubernetes'
 // own roles, aggregated by the controller manager as on any cluster. Before, edit
 // delivered to the hub and every member, and view read every bundle's manifests, Secrets
-// included; now edit writes VidraResources that deliver nowhere, view reads syncs and
-// clusters but no bundle, and deliver comes only from a role bound for it.
+// included, in VidraResources and in the content store's ConfigMaps; now edit writes
+// VidraResources that deliver nowhere, view reads syncs and clusters but no bundle, stored
+// or inline, and deliver comes only from a role bound for it.
 func (h *sharedHub) chartRolesAreNoWiderThanKubernetes(t *testing.T) {
 	ctx := context.Background()
 	viewer := h.boundTo(t, "viewer", "view")
@@ -34,6 +38,7 @@ func (h *sharedHub) chartRolesAreNoWiderThanKubernetes(t *testing.T) {
 	if err := viewer.List(ctx, &vidrav1alpha1.VidraResourceList{}); !apierrors.IsForbidden(err) {
 		t.Errorf("view lists VidraResources, whose manifests may hold Secrets: %v", err)
 	}
+	h.viewReadsNoStoredContent(t, viewer)
 	for _, dest := range []string{m0, vidrav1alpha1.LocalClusterName} {
 		vr := bundle("edit-delivers-"+dest, vidrav1alpha1.Destination{Cluster: dest, Namespace: "team-e"}, configMap("e", "v"))
 		refused(t, editor.Create(ctx, vr, client.DryRunAll), "editor may not deliver to cluster "+dest)
@@ -67,4 +72,29 @@ func (h *sharedHub) boundTo(t *testing.T, name string, roles ...string) client.C
 		cleanup(t, h.admin, binding)
 	}
 	return h.signIn(t, name)
+}
+
+// viewReadsNoStoredContent: a bundle stored on the hub (a Secret in it) is not read by
+// one bound to view: none of its chunks is among the ConfigMaps view reads, and its
+// chunks are not to be read either.
+func (h *sharedHub) viewReadsNoStoredContent(t *testing.T, viewer client.Client) {
+	ctx := context.Background()
+	store := &content.Store{Client: h.admin, Reader: h.admin, Namespace: testoperator.Namespace}
+	digest, err := store.Put(ctx, []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: stored\nstringData:\n  token: stored-token\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readable corev1.ConfigMapList
+	if err := viewer.List(ctx, &readable, client.InNamespace(testoperator.Namespace)); err != nil {
+		t.Fatalf("view lists the ConfigMaps of the operator's namespace: %v", err)
+	}
+	for _, cm := range readable.Items {
+		if cm.Annotations[content.DigestAnnotation] != "" {
+			t.Errorf("view reads ConfigMap %s, a chunk of stored content %s", cm.Name, cm.Annotations[content.DigestAnnotation])
+		}
+	}
+	chunk := client.ObjectKey{Namespace: testoperator.Namespace, Name: content.ChunkName(digest, 0)}
+	if err := viewer.Get(ctx, chunk, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("view reads the chunk of stored content %s: %v (want Forbidden)", digest, err)
+	}
 }

@@ -33,7 +33,7 @@ func newUploadCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "upload [NAME] -f FILE",
 		Short: "Store a manifest bundle of any size on the hub and deliver it with a VidraResource",
 		Long: `Store a manifest bundle (multi-document YAML or JSON) in Vidra's content store on the hub:
-compressed, addressed by its sha256 and split into ConfigMaps small enough for the API
+compressed, addressed by its sha256 and split into Secrets small enough for the API
 server, so a bundle far larger than one Kubernetes object can hold is delivered like any
 other. The bundle is checked first: a document that does not decode is reported with its
 index and nothing is stored.

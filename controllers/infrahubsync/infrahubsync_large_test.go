@@ -115,7 +115,7 @@ func readyFor(t *testing.T, sync string, n int, timeout time.Duration, digest st
 // storedCopies counts the stored copies of the content: its chunk 0s.
 func storedCopies(t *testing.T, digest string) int {
 	t.Helper()
-	var list corev1.ConfigMapList
+	var list corev1.SecretList
 	if err := fleet.Hub.Client.List(context.Background(), &list, client.InNamespace(namespace), client.HasLabels{content.ChunkLabel}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func (r *Reconciler) contentRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 		return refusedBecause(last.(answer).why)
 	}
 	chunk := content.ChunkName(digest, 0)
-	mayRead, err := policy.MayGet(ctx, r.Hub, who, "configmaps", r.Content.Namespace, chunk)
+	mayRead, err := policy.MayGet(ctx, r.Hub, who, "secrets", r.Content.Namespace, chunk)
 	if err != nil {
 		return fmt.Errorf("whether %s may read stored content %s cannot be checked yet: %w", who.User, digest, err)
 	}
@@ -46,7 +46,7 @@ func (r *Reconciler) contentRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 		}
 		if !delivered {
 			asked.why = fmt.Sprintf("%s names stored content %s, which this VidraResource never delivered, and %s, who last changed its spec, "+
-				"may not read the content store (the verb get on configmaps in namespace %s, as %s): a digest is no key to another's content. "+
+				"may not read the content store (the verb get on secrets in namespace %s, as %s): a digest is no key to another's content. "+
 				"Store your own with kubectl vidra upload, or deliver through a sync",
 				field, digest, who.User, r.Content.Namespace, chunk)
 		}

@@ -85,7 +85,7 @@ func TestBundleOfRealSizeFromTheContentStoreIsDelivered(t *testing.T) {
 			t.Errorf("ConfigMap %s on %s: %v", last, member.Name, cm.Annotations)
 		}
 	}
-	var heads corev1.ConfigMapList
+	var heads corev1.SecretList
 	if err := fleet.Hub.Client.List(ctx, &heads, client.InNamespace(namespace), client.HasLabels{content.ChunkLabel}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestBundleOfRealSizeFromTheContentStoreIsDelivered(t *testing.T) {
 }
 
 // TestDamagedContentStallsNamingTheChunkAndAppliesNothing: content with a chunk missing
-// is a Stalled condition naming the chunk's ConfigMap, nothing of the bundle is applied,
+// is a Stalled condition naming the chunk's Secret, nothing of the bundle is applied,
 // and storing the content again lets it through.
 func TestDamagedContentStallsNamingTheChunkAndAppliesNothing(t *testing.T) {
 	ctx := context.Background()
@@ -120,7 +120,7 @@ func TestDamagedContentStallsNamingTheChunkAndAppliesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := content.ChunkName(digest, 1)
-	if err := fleet.Hub.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: missing}}); err != nil {
+	if err := fleet.Hub.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: missing}}); err != nil {
 		t.Fatal(err)
 	}
 	deliver(t, "damaged", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "damaged"}, "", withContent(digest))

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -89,7 +89,7 @@ func (c *NamespacesCollector) Start(ctx context.Context) error {
 			return
 		}
 		for _, ns := range namespaces {
-			one := Collector{Store: &Store{Client: c.Client, Reader: c.Reader, Namespace: ns, Grace: c.Grace}, InUse: c.InUse(ns)}
+			one := Collector{Store: &Store{Client: c.Client, Reader: c.Reader, Namespace: ns, Grace: c.Grace}, InUse: c.InUse(ns), Log: c.Log}
 			deleted, err := one.Collect(ctx)
 			if err != nil {
 				c.Log.Error(err, "collect unused content", "namespace", ns)
@@ -104,32 +104,57 @@ func (c *NamespacesCollector) Start(ctx context.Context) error {
 
 // Collect deletes unnamed content past its grace period, and chunks left without their
 // chunk 0 (an upload that stopped half-way) once as old. It returns the digests deleted.
+// Content an earlier version kept in ConfigMaps is collected alike, and what is left of
+// it is moved into Secrets.
 func (c *Collector) Collect(ctx context.Context) ([]string, error) {
-	s := c.Store
-	var chunks metav1.PartialObjectMetadataList
-	chunks.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := s.Reader.List(ctx, &chunks, client.InNamespace(s.Namespace), client.HasLabels{ChunkLabel}); err != nil {
-		return nil, fmt.Errorf("list content chunks: %w", err)
+	chunks, err := c.list(ctx, secretChunks)
+	if err != nil {
+		return nil, err
+	}
+	legacy, err := c.list(ctx, legacyChunks)
+	if err != nil {
+		return nil, err
 	}
 	// What is named is read after the chunks are listed: content named meanwhile is seen.
 	inUse, err := c.InUse(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the content in use: %w", err)
 	}
+	deleted, errs := c.collect(ctx, chunks, inUse)
+	deletedLegacy, legacyErrs := c.collect(ctx, legacy, inUse)
+	for _, d := range deletedLegacy {
+		delete(legacy, d)
+	}
+	moveErrs := c.moveLegacy(ctx, legacy)
+	return append(deleted, deletedLegacy...), errors.Join(errors.Join(errs...), errors.Join(legacyErrs...), moveErrs)
+}
+
+// list lists the chunks of kind by digest (none of the earlier kind where ConfigMaps may
+// not be listed).
+func (c *Collector) list(ctx context.Context, kind chunkKind) (map[string][]*metav1.PartialObjectMetadata, error) {
+	var chunks metav1.PartialObjectMetadataList
+	chunks.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind) + "List"))
+	err := c.Store.Reader.List(ctx, &chunks, client.InNamespace(c.Store.Namespace), client.HasLabels{ChunkLabel})
+	if kind == legacyChunks && apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list content chunks (%ss): %w", kind, err)
+	}
 	byDigest := map[string][]*metav1.PartialObjectMetadata{}
 	for i := range chunks.Items {
 		m := &chunks.Items[i]
 		byDigest[m.Annotations[DigestAnnotation]] = append(byDigest[m.Annotations[DigestAnnotation]], m)
 	}
-	digests := make([]string, 0, len(byDigest))
-	for d := range byDigest {
-		digests = append(digests, d)
-	}
-	sort.Strings(digests)
+	return byDigest, nil
+}
 
+// collect deletes the unnamed content of byDigest past its grace period.
+func (c *Collector) collect(ctx context.Context, byDigest map[string][]*metav1.PartialObjectMetadata, inUse map[string]bool) ([]string, []error) {
+	s := c.Store
 	var deleted []string
 	var errs []error
-	for _, digest := range digests {
+	for _, digest := range slices.Sorted(maps.Keys(byDigest)) {
 		if inUse[digest] {
 			continue
 		}
@@ -153,18 +178,56 @@ func (c *Collector) Collect(ctx context.Context) ([]string, error) {
 				continue
 			}
 		}
-		for _, p := range parts {
-			if p == head {
-				continue
-			}
-			if err := s.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("delete %s: %w", p.Name, err))
-			}
-		}
+		errs = append(errs, c.deleteParts(ctx, parts, head)...)
 		s.forget(digest)
 		deleted = append(deleted, digest)
 	}
-	return deleted, errors.Join(errs...)
+	return deleted, errs
+}
+
+// deleteParts deletes the chunks of parts but skip.
+func (c *Collector) deleteParts(ctx context.Context, parts []*metav1.PartialObjectMetadata, skip *metav1.PartialObjectMetadata) []error {
+	var errs []error
+	for _, p := range parts {
+		if p == skip {
+			continue
+		}
+		if err := c.Store.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", p.Name, err))
+		}
+	}
+	return errs
+}
+
+// moveLegacy stores again, in Secrets, the whole content that an earlier version kept in
+// the ConfigMaps of byDigest, then deletes those: readers find the Secrets first. Content
+// that does not read whole stays where it is, to be collected once unnamed.
+func (c *Collector) moveLegacy(ctx context.Context, byDigest map[string][]*metav1.PartialObjectMetadata) error {
+	s := c.Store
+	var errs []error
+	for _, digest := range slices.Sorted(maps.Keys(byDigest)) {
+		parts := byDigest[digest]
+		head := headOf(parts)
+		if head == nil {
+			continue
+		}
+		obj, err := s.readChunk(ctx, legacyChunks, digest, 0, 1)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		data, err := s.read(ctx, digest, legacyChunks, obj)
+		if err == nil {
+			_, err = s.Put(ctx, data)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("move content %s from ConfigMaps to Secrets: %w", digest, err))
+			continue
+		}
+		errs = append(errs, c.deleteParts(ctx, parts, nil)...)
+		c.Log.Info("moved content from ConfigMaps to Secrets", "namespace", s.Namespace, "digest", digest)
+	}
+	return errors.Join(errs...)
 }
 
 func (c *Collector) expired(storedAt string, created time.Time) bool {

@@ -1,6 +1,10 @@
 // Package content is Vidra's content store: manifest bundles too large to sit inline in a
 // VidraResource are kept on the hub, gzip-compressed, addressed by the sha256 of their
-// uncompressed bytes, and split into ConfigMaps small enough for the API server and etcd.
+// uncompressed bytes, and split into Secrets small enough for the API server and etcd.
+// Secrets, not ConfigMaps: a bundle holds manifests, Secrets' data included, and
+// Kubernetes' view role, often bound cluster-wide, reads every ConfigMap and no Secret.
+// Content kept in ConfigMaps by an earlier version is still read, and the Collector moves
+// it into Secrets.
 //
 // One content is stored once, whatever number of VidraResources deliver it. Reads verify
 // every chunk and the whole before returning anything, so a corrupted or missing chunk is
@@ -32,9 +36,9 @@ import (
 	"github.com/vidra-operator/vidra/internal/bytelru"
 )
 
-// Labels and annotations of the chunk ConfigMaps.
+// Labels, annotations and type of the chunk Secrets.
 const (
-	// ChunkLabel marks a ConfigMap as a chunk of stored content.
+	// ChunkLabel marks a Secret (a ConfigMap, as stored before) as a chunk of stored content.
 	ChunkLabel = "vidra.infrahub.operators.com/content-chunk"
 	// DigestAnnotation is the content's digest, on every chunk.
 	DigestAnnotation = "vidra.infrahub.operators.com/content-digest"
@@ -50,11 +54,14 @@ const (
 	// keeps unnamed content for its grace period after it.
 	StoredAtAnnotation = "vidra.infrahub.operators.com/content-stored-at"
 
-	// dataKey holds a chunk's bytes in the ConfigMap's binaryData.
+	// ChunkType is the type of the chunk Secrets.
+	ChunkType corev1.SecretType = "vidra.infrahub.operators.com/content-chunk"
+
+	// dataKey holds a chunk's bytes in the Secret's data (a ConfigMap's binaryData).
 	dataKey = "chunk"
 )
 
-// DefaultChunkSize is the largest compressed chunk, in bytes: a ConfigMap holds at most
+// DefaultChunkSize is the largest compressed chunk, in bytes: a Secret holds at most
 // 1 MiB of data, and etcd takes requests of 1.5 MiB.
 const DefaultChunkSize = 768 << 10
 
@@ -88,7 +95,7 @@ type Info struct {
 	Chunks int
 }
 
-// Store keeps content in ConfigMaps of one namespace on the hub.
+// Store keeps content in Secrets of one namespace on the hub.
 type Store struct {
 	// Client writes chunks; Reader reads them from the API server (chunks are not cached,
 	// so their bytes are held only while read).
@@ -121,13 +128,13 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 		return "", fmt.Errorf("content of %d bytes is over the %d bytes the store takes", len(data), MaxSize)
 	}
 	digest := Digest(data)
-	head := &corev1.ConfigMap{}
+	head := &corev1.Secret{}
 	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ChunkName(digest, 0)}, head)
 	switch {
 	case err == nil:
 		// Stored and whole, as read now (not as remembered): only refreshed. Damaged or
-		// incomplete: written again below.
-		if _, err := s.read(ctx, digest, head); err == nil {
+		// incomplete: written again below. (Content kept in ConfigMaps is written anew.)
+		if _, err := s.read(ctx, digest, secretChunks, head); err == nil {
 			return digest, s.touch(ctx, head)
 		}
 	case !apierrors.IsNotFound(err):
@@ -149,13 +156,13 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 	sum := MD5(data)
 	for i := n - 1; i >= 0; i-- {
 		chunk := compressed[min(i*size, len(compressed)):min((i+1)*size, len(compressed))]
-		cm := s.chunk(digest, i, n, chunk)
+		secret := s.chunk(digest, i, n, chunk)
 		if i == 0 {
-			cm.Annotations[SizeAnnotation] = strconv.Itoa(len(data))
-			cm.Annotations[MD5Annotation] = sum
-			cm.Annotations[StoredAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+			secret.Annotations[SizeAnnotation] = strconv.Itoa(len(data))
+			secret.Annotations[MD5Annotation] = sum
+			secret.Annotations[StoredAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		}
-		if err := s.write(ctx, cm); err != nil {
+		if err := s.write(ctx, secret); err != nil {
 			return "", fmt.Errorf("store chunk %d of %d of content %s: %w", i, n, digest, err)
 		}
 	}
@@ -163,9 +170,9 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 	return digest, nil
 }
 
-func (s *Store) chunk(digest string, i, n int, data []byte) *corev1.ConfigMap {
+func (s *Store) chunk(digest string, i, n int, data []byte) *corev1.Secret {
 	sum := sha256.Sum256(data)
-	return &corev1.ConfigMap{
+	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      ChunkName(digest, i),
 			Namespace: s.Namespace,
@@ -176,28 +183,29 @@ func (s *Store) chunk(digest string, i, n int, data []byte) *corev1.ConfigMap {
 				ChunkSHA256Annotation: hex.EncodeToString(sum[:]),
 			},
 		},
-		BinaryData: map[string][]byte{dataKey: data},
+		Type: ChunkType,
+		Data: map[string][]byte{dataKey: data},
 	}
 }
 
 // write creates a chunk, or replaces one left by an earlier attempt.
-func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap) error {
-	err := s.Client.Create(ctx, cm)
+func (s *Store) write(ctx context.Context, secret *corev1.Secret) error {
+	err := s.Client.Create(ctx, secret)
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	existing := &corev1.ConfigMap{}
-	if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
+	existing := &corev1.Secret{}
+	if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
 		return err
 	}
-	cm.ResourceVersion = existing.ResourceVersion
-	return s.Client.Update(ctx, cm)
+	secret.ResourceVersion = existing.ResourceVersion
+	return s.Client.Update(ctx, secret)
 }
 
 // touch refreshes the stored-at time of content stored long ago, with the head's
 // resourceVersion as a precondition, so the collector's conditional delete and this
 // write never both succeed.
-func (s *Store) touch(ctx context.Context, head *corev1.ConfigMap) error {
+func (s *Store) touch(ctx context.Context, head *corev1.Secret) error {
 	if stored, err := time.Parse(time.RFC3339, head.Annotations[StoredAtAnnotation]); err == nil && time.Since(stored) < s.Grace/2 {
 		return nil
 	}
@@ -207,132 +215,6 @@ func (s *Store) touch(ctx context.Context, head *corev1.ConfigMap) error {
 		return fmt.Errorf("refresh content %s: %w", head.Annotations[DigestAnnotation], err)
 	}
 	return nil
-}
-
-// Stat reads what chunk 0 records of the content, without its chunks.
-func (s *Store) Stat(ctx context.Context, digest string) (Info, error) {
-	head, err := s.head(ctx, digest)
-	if err != nil {
-		return Info{}, err
-	}
-	return s.verifyHead(head, digest)
-}
-
-// head reads chunk 0 of the content.
-func (s *Store) head(ctx context.Context, digest string) (*corev1.ConfigMap, error) {
-	if !digestPattern.MatchString(digest) {
-		return nil, fmt.Errorf("%q is not a content digest (sha256:<64 hex digits>): %w", digest, ErrUnavailable)
-	}
-	head := &corev1.ConfigMap{}
-	name := ChunkName(digest, 0)
-	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, head); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("content %s is not stored (no ConfigMap %s/%s): %w", digest, s.Namespace, name, ErrUnavailable)
-		}
-		return nil, fmt.Errorf("read content %s: %w", digest, err)
-	}
-	return head, nil
-}
-
-// verifyHead checks chunk 0's records.
-func (s *Store) verifyHead(head *corev1.ConfigMap, digest string) (Info, error) {
-	info := Info{Digest: digest, MD5: head.Annotations[MD5Annotation]}
-	if head.Annotations[DigestAnnotation] != digest {
-		return info, fmt.Errorf("chunk 0 of content %s (ConfigMap %s/%s) is of content %q: %w", digest, s.Namespace, head.Name, head.Annotations[DigestAnnotation], ErrUnavailable)
-	}
-	i, n, err := parseIndex(head.Annotations[IndexAnnotation])
-	if err != nil || i != 0 {
-		return info, fmt.Errorf("chunk 0 of content %s (ConfigMap %s/%s) has a bad index %q: %w", digest, s.Namespace, head.Name, head.Annotations[IndexAnnotation], ErrUnavailable)
-	}
-	info.Chunks = n
-	info.Size, err = strconv.ParseInt(head.Annotations[SizeAnnotation], 10, 64)
-	if err != nil || info.Size < 0 || info.Size > MaxSize {
-		return info, fmt.Errorf("chunk 0 of content %s (ConfigMap %s/%s) has a bad size %q: %w", digest, s.Namespace, head.Name, head.Annotations[SizeAnnotation], ErrUnavailable)
-	}
-	return info, nil
-}
-
-// Get returns the content with digest after checking every chunk against its recorded
-// sha256 and the whole against the digest. Errors that say the content cannot be read as
-// stored wrap ErrUnavailable and name the chunk.
-func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
-	if data, ok := s.recall(digest); ok {
-		return data, nil
-	}
-	data, err := s.read(ctx, digest, nil)
-	if err != nil {
-		return nil, err
-	}
-	s.remember(digest, data)
-	return data, nil
-}
-
-// read reads and verifies the content from the API server, from its chunk 0 when the
-// caller has it already.
-func (s *Store) read(ctx context.Context, digest string, head *corev1.ConfigMap) ([]byte, error) {
-	if head == nil {
-		var err error
-		if head, err = s.head(ctx, digest); err != nil {
-			return nil, err
-		}
-	}
-	info, err := s.verifyHead(head, digest)
-	if err != nil {
-		return nil, err
-	}
-	// The chunks are joined only as far as the content chunk 0 records can take
-	// compressed: chunks that hold more are refused before they are held, not after.
-	bound := compressedBound(info.Size)
-	var compressed bytes.Buffer
-	for i := range info.Chunks {
-		cm := head
-		if i > 0 {
-			if cm, err = s.readChunk(ctx, digest, i, info.Chunks); err != nil {
-				return nil, err
-			}
-		}
-		chunk, err := s.chunkData(cm, digest, i, info.Chunks)
-		if err != nil {
-			return nil, err
-		}
-		if joined := int64(compressed.Len()) + int64(len(chunk)); joined > bound {
-			return nil, fmt.Errorf("chunks 0 to %d of %d of content %s hold %d bytes, more than %d bytes of content (as chunk 0 records) can take compressed (%d): %w",
-				i, info.Chunks, digest, joined, info.Size, bound, ErrUnavailable)
-		}
-		compressed.Write(chunk)
-	}
-	data, err := decompress(compressed.Bytes(), info.Size)
-	if err != nil {
-		return nil, fmt.Errorf("content %s does not decompress: %w: %w", digest, ErrUnavailable, err)
-	}
-	if got := Digest(data); got != digest {
-		return nil, fmt.Errorf("content %s reads back as %s: %w", digest, got, ErrUnavailable)
-	}
-	return data, nil
-}
-
-// readChunk reads chunk i of n of the content.
-func (s *Store) readChunk(ctx context.Context, digest string, i, n int) (*corev1.ConfigMap, error) {
-	name := ChunkName(digest, i)
-	cm := &corev1.ConfigMap{}
-	if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("chunk %d of %d of content %s is missing (ConfigMap %s/%s): %w", i, n, digest, s.Namespace, name, ErrUnavailable)
-		}
-		return nil, fmt.Errorf("read chunk %d of content %s: %w", i, digest, err)
-	}
-	return cm, nil
-}
-
-// chunkData is the bytes of chunk i of n, checked against what the chunk records.
-func (s *Store) chunkData(cm *corev1.ConfigMap, digest string, i, n int) ([]byte, error) {
-	data := cm.BinaryData[dataKey]
-	sum := sha256.Sum256(data)
-	if cm.Annotations[DigestAnnotation] != digest || cm.Annotations[IndexAnnotation] != fmt.Sprintf("%d/%d", i, n) ||
-		cm.Annotations[ChunkSHA256Annotation] != hex.EncodeToString(sum[:]) {
-		return nil, fmt.Errorf("chunk %d of %d of content %s is corrupted (ConfigMap %s/%s does not match its recorded sha256, digest or index): %w", i, n, digest, s.Namespace, cm.Name, ErrUnavailable)
-	}
-	return data, nil
 }
 
 func parseIndex(v string) (i, n int, err error) {

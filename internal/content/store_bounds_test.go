@@ -37,7 +37,7 @@ func writeChunks(t *testing.T, s *content.Store, digest string, n, chunkBytes in
 	for i := range n {
 		data := incompressible(uint64(100+i), chunkBytes)
 		sum := sha256.Sum256(data)
-		cm := &corev1.ConfigMap{
+		cm := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: content.ChunkName(digest, i), Namespace: s.Namespace, Labels: map[string]string{content.ChunkLabel: "true"},
 				Annotations: map[string]string{
@@ -46,7 +46,8 @@ func writeChunks(t *testing.T, s *content.Store, digest string, n, chunkBytes in
 					content.ChunkSHA256Annotation: hex.EncodeToString(sum[:]),
 				},
 			},
-			BinaryData: map[string][]byte{"chunk": data},
+			Type: content.ChunkType,
+			Data: map[string][]byte{"chunk": data},
 		}
 		if i == 0 {
 			cm.Annotations[content.SizeAnnotation] = strconv.FormatInt(size, 10)

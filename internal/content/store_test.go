@@ -40,9 +40,9 @@ func incompressible(seed uint64, n int) []byte {
 	return b
 }
 
-func chunks(t *testing.T, s *content.Store) []corev1.ConfigMap {
+func chunks(t *testing.T, s *content.Store) []corev1.Secret {
 	t.Helper()
-	var list corev1.ConfigMapList
+	var list corev1.SecretList
 	if err := hub.Client.List(context.Background(), &list, client.InNamespace(s.Namespace), client.HasLabels{content.ChunkLabel}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestContentOverTheObjectLimitIsStoredInChunksAndReadBack(t *testing.T) {
 		t.Errorf("%d chunks for 6 MiB of nearly incompressible data, want several", len(stored))
 	}
 	for _, cm := range stored {
-		if n := len(cm.BinaryData["chunk"]); n > content.DefaultChunkSize {
+		if n := len(cm.Data["chunk"]); n > content.DefaultChunkSize {
 			t.Errorf("%s holds %d bytes, over the chunk size", cm.Name, n)
 		}
 	}
@@ -112,7 +112,7 @@ func TestSameContentIsStoredOnce(t *testing.T) {
 }
 
 // TestDamagedContentIsRefusedNamingTheChunk: a corrupted chunk and a missing chunk are
-// errors that name the chunk's ConfigMap, and nothing is returned.
+// errors that name the chunk's Secret, and nothing is returned.
 func TestDamagedContentIsRefusedNamingTheChunk(t *testing.T) {
 	ctx := context.Background()
 	for _, damage := range []string{"corrupted", "missing"} {
@@ -123,12 +123,12 @@ func TestDamagedContentIsRefusedNamingTheChunk(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := content.ChunkName(digest, 2)
-			cm := &corev1.ConfigMap{}
+			cm := &corev1.Secret{}
 			if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, cm); err != nil {
 				t.Fatal(err)
 			}
 			if damage == "corrupted" {
-				cm.BinaryData["chunk"][10] ^= 0xff
+				cm.Data["chunk"][10] ^= 0xff
 				err = hub.Client.Update(ctx, cm)
 			} else {
 				err = hub.Client.Delete(ctx, cm)
@@ -205,7 +205,7 @@ func TestPutRefreshesContentSoTheCollectorKeepsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it look stored two hours ago.
-	head := &corev1.ConfigMap{}
+	head := &corev1.Secret{}
 	if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: content.ChunkName(digest, 0)}, head); err != nil {
 		t.Fatal(err)
 	}

@@ -80,14 +80,15 @@ func AgentUser(cluster string) string {
 // OperatorRoleSuffix ends the name of the ClusterRole (the chart's, named after the
 // operator's ServiceAccount) that enrollment binds the operator to in each pull
 // cluster's namespace: the operator writes the content and its ID there, and may write
-// ConfigMaps in no other namespace than its own.
+// ConfigMaps and Secrets in no other namespace than its own.
 const OperatorRoleSuffix = "-pull"
 
 // HubObjects are what enrollment creates on the hub for a pull cluster, namespace first:
 // the agent's ServiceAccount, its Role and RoleBinding, and its heartbeat Lease, and the
 // operator's (its ServiceAccount is operator) RoleBinding, and the ConfigMap of the
 // member's capabilities. The agent may read the cluster's bundles and the content they
-// name (ConfigMaps: the namespace holds nothing else the agent could read), write only
+// name (Secrets, and the ConfigMaps an earlier version copied it into: the namespace
+// holds nothing else the agent could read), write only
 // their status, renew its own heartbeat and its own token, and report what its member
 // serves; nothing outside the namespace, and no spec.
 func HubObjects(cluster string, operator types.NamespacedName) []client.Object {
@@ -103,7 +104,7 @@ func HubObjects(cluster string, operator types.NamespacedName) []client.Object {
 		&rbacv1.Role{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: meta(AgentName), Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"vidrabundles"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{group}, Resources: []string{"vidrabundles/status"}, Verbs: []string{"get", "update", "patch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{CapabilitiesName}, Verbs: []string{"update"}},
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{AgentName}, Verbs: []string{"get", "update"}},
 			{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{AgentName}, Verbs: []string{"create"}},

@@ -105,12 +105,12 @@ func (a Agent) Objects() []client.Object {
 		&rbacv1.ClusterRole{TypeMeta: typeMeta(rbac, "ClusterRole"), ObjectMeta: meta("", name), Rules: cluster},
 		&rbacv1.ClusterRoleBinding{TypeMeta: typeMeta(rbac, "ClusterRoleBinding"), ObjectMeta: meta("", name), RoleRef: ref("ClusterRole", name), Subjects: subject},
 		&rbacv1.Role{TypeMeta: typeMeta(rbac, "Role"), ObjectMeta: meta(sa.Namespace, name), Rules: []rbacv1.PolicyRule{
-			// The content store, leader election and the history live here.
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
+			// The content store (Secrets; ConfigMaps where an earlier version kept it),
+			// leader election and the history live here, and its way to the hub, the
+			// Secret vidrav1alpha1.AgentSecretName, whose token it renews.
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"*"}},
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"*"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"controllerrevisions"}, Verbs: []string{"*"}},
-			// Its way to the hub, whose token it renews.
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{vidrav1alpha1.AgentSecretName}, Verbs: []string{"get", "update", "patch"}},
 		}},
 		&rbacv1.RoleBinding{TypeMeta: typeMeta(rbac, "RoleBinding"), ObjectMeta: meta(sa.Namespace, name), RoleRef: ref("Role", name), Subjects: subject},
 		// It acts as the delivery identity, and as no one else.
