@@ -3,15 +3,21 @@ package operator_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // bundlesWaitForThePolicies is tried as a tenant on a hub whose requester policy binding
@@ -88,4 +94,78 @@ func (h *sharedHub) syncsWaitForThePolicies(t *testing.T) {
 
 	restore()
 	h.syncCondition(t, sync.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
+}
+
+// forgedSyncBundlesWaitForThePolicies is tried as a tenant on a hub whose deliver policy
+// binding is gone. Before, the tenant wrote a VidraResource for member 1, where it may not
+// deliver, naming the admin's sync as its controller (its UID is for anyone to read), and
+// the operator, taking it for the sync's, delivered it. Now no VidraResource is delivered
+// while a policy is missing, whoever it says made it.
+func (h *sharedHub) forgedSyncBundlesWaitForThePolicies(t *testing.T) {
+	ctx := context.Background()
+	m1 := h.fleet.Members[1]
+	sync := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: "admins-suspended-sync"}, Spec: vidrav1alpha1.GitSyncSpec{
+		Source: vidrav1alpha1.GitSource{URL: "https://git.example/fleet"},
+		SyncOptions: vidrav1alpha1.SyncOptions{Suspend: true,
+			Destination: vidrav1alpha1.SyncDestination{Destination: vidrav1alpha1.Destination{Cluster: m1.Name, Namespace: "team-b"}}},
+	}}
+	if err := h.admin.Create(ctx, sync); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, sync)
+	restore := h.withoutDeliverPolicy(t)
+	defer restore()
+
+	vr := bundle("tenant-forges-a-sync", vidrav1alpha1.Destination{Cluster: m1.Name, Namespace: "team-a-forged"}, configMap("forged", "v"))
+	vr.OwnerReferences = []metav1.OwnerReference{{APIVersion: vidrav1alpha1.GroupVersion.String(), Kind: "GitSync",
+		Name: sync.Name, UID: sync.UID, Controller: ptr.To(true)}}
+	if err := h.tenant.Create(ctx, vr); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, vr)
+	got := h.waitFor(t, vr.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonAdmissionPoliciesMissing)
+	msg := meta.FindStatusCondition(got.Status.Conditions, vidrav1alpha1.ConditionStalled).Message
+	for _, want := range []string{"ValidatingAdmissionPolicy " + chartRelease + "-deliver has no binding", "names a sync as its controller"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Stalled: %q, want it to say %q", msg, want)
+		}
+	}
+	if err := m1.Client.Get(ctx, client.ObjectKey{Namespace: "team-a-forged", Name: "forged"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the forged bundle's ConfigMap on member 1: %v, want it never applied", err)
+	}
+}
+
+// withoutDeliverPolicy deletes the deliver policy's binding until restore is called (or
+// the test ends), and waits until the API server no longer enforces it.
+func (h *sharedHub) withoutDeliverPolicy(t *testing.T) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := h.admin.Get(ctx, client.ObjectKey{Name: chartRelease + "-deliver"}, binding); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	enforced := func(want bool) func() (bool, error) {
+		return func() (bool, error) {
+			probe := bundle("probe-deliver-policy", vidrav1alpha1.Destination{Cluster: h.fleet.Members[1].Name}, configMap("p", "v"))
+			err := h.tenant.Create(ctx, probe, client.DryRunAll)
+			return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) == want, nil
+		}
+	}
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			binding.ResourceVersion, binding.UID = "", ""
+			if err := h.admin.Create(ctx, binding); err != nil {
+				t.Error(err)
+				return
+			}
+			testfleet.Eventually(t, objectsTimeout, "the deliver policy back in force", enforced(true))
+		})
+	}
+	t.Cleanup(restore)
+	testfleet.Eventually(t, objectsTimeout, "the deliver policy out of force", enforced(false))
+	return restore
 }

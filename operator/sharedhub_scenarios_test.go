@@ -233,6 +233,10 @@ func TestSharedHub(t *testing.T) {
 		h.syncsWaitForThePolicies(t)
 	})
 
+	t.Run("a bundle naming a sync as its controller waits while the deliver policy is missing", func(t *testing.T) {
+		h.forgedSyncBundlesWaitForThePolicies(t)
+	})
+
 	t.Run("the operator acts on the hub only as the accounts the chart lists", func(t *testing.T) {
 		h.theOperatorActsOnlyAsListedAccounts(t)
 	})

@@ -17,10 +17,11 @@ import (
 // admission policies (empty when it may). Every VidraResource a person wrote relies on
 // them: its destination was checked at admission, and its stamp (which says who asked,
 // whose rights the operator checks for a server URL and stored content) is guarded by
-// them, and without them anyone may rewrite it by an update that keeps the spec. While a
-// policy is missing, only those a sync made (admission checked the sync) are delivered,
-// and those only when they name their cluster by name; once all are in force, one naming
-// a server URL must say who asked.
+// them, and without them anyone may rewrite it by an update that keeps the spec. One a
+// sync made relies on them too: only the deliver policy keeps anyone but the operator
+// from naming a sync as a VidraResource's controller, so while a policy is missing no
+// VidraResource is delivered (its objects stay as they are); once all are in force, one
+// naming a server URL must say who asked.
 func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) string {
 	if r.Guards == nil {
 		return ""
@@ -28,12 +29,12 @@ func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraRe
 	byServer := needsRequesterCheck(vr, dest)
 	_, stamped := policy.RequesterOf(vr.Annotations)
 	madeBySync := syncControlling(vr) != ""
-	if madeBySync && !byServer {
-		return ""
-	}
 	what := "this VidraResource was written by a person, whose right and stamp they check"
-	if byServer {
+	switch {
+	case byServer:
 		what = "this VidraResource names its cluster by server URL"
+	case madeBySync:
+		what = "this VidraResource names a sync as its controller, which only they keep a person from writing"
 	}
 	if why := r.Guards.Refusal(ctx, what); why != "" {
 		return why
