@@ -105,8 +105,9 @@ type Options struct {
 	InfrahubSecretNamespace string
 	InfrahubTimeout         time.Duration
 	MaxConcurrentSyncs      int
-	// MaxConcurrentSyncsPerSource bounds the InfrahubSyncs of one Infrahub that run at
-	// once, so a slow or trickling one leaves the rest to the others (0: no bound).
+	// MaxConcurrentSyncsPerSource bounds the syncs of one kind whose source is one server
+	// (an Infrahub, a Git host, a registry, a Helm repository) that run at once, so a slow
+	// or trickling one leaves the rest to the others (0: no bound).
 	MaxConcurrentSyncsPerSource int
 	WebhookBindAddress          string
 	WebhookSecret               string

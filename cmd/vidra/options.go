@@ -225,9 +225,9 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 	fs.DurationVar(&o.InfrahubTimeout, "infrahub-timeout", o.InfrahubTimeout,
 		"Timeout of every request to Infrahub.")
 	fs.IntVar(&o.MaxConcurrentSyncs, "max-concurrent-syncs", o.MaxConcurrentSyncs,
-		"InfrahubSyncs synced at once.")
+		"Syncs of each kind (InfrahubSync, GitSync, OCISync, HelmSync) synced at once.")
 	fs.IntVar(&o.MaxConcurrentSyncsPerSource, "max-concurrent-syncs-per-source", o.MaxConcurrentSyncsPerSource,
-		"Most of those InfrahubSyncs of one Infrahub (scheme, host and port) synced at once, so a slow or trickling Infrahub leaves the rest to the others (0: no bound).")
+		"Most of those syncs of one kind whose source is one server (an Infrahub, a Git host, a registry, a Helm repository: scheme, host and port) synced at once, so a slow or trickling server leaves the rest to the others (0: no bound).")
 	fs.IntVar(&o.InfrahubSyncMaxArtifacts, "infrahub-sync-max-artifacts", o.InfrahubSyncMaxArtifacts,
 		"Most artifacts one InfrahubSync may list; a larger listing is not read to its end, and the sync is Stalled (LimitExceeded) with nothing changed.")
 	fs.Var(bytesValue{&o.InfrahubSyncMaxBytes}, "infrahub-sync-max-bytes",

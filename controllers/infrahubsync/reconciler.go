@@ -130,9 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// Its Infrahub holds its share of the workers already: looked at again soon, without
 	// holding one meanwhile.
 	if !ihs.Spec.Suspend {
-		release, ok := r.bySource.Take(sourceKey(ihs.Spec.Source.InfrahubAPIURL), r.PerSourceSyncs)
+		release, ok := r.bySource.Take(fairshare.SourceKey(ihs.Spec.Source.InfrahubAPIURL), r.PerSourceSyncs)
 		if !ok {
-			return ctrl.Result{RequeueAfter: fairshare.Retry(sourceBusyRetry)}, nil
+			return ctrl.Result{RequeueAfter: fairshare.Retry(fairshare.BusyRetry)}, nil
 		}
 		defer release()
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/fairshare"
 	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/tracing"
 )
@@ -58,6 +59,12 @@ type Reconciler struct {
 	// Guards, when set, say whether the hub's admission policies are in force; while one
 	// is missing, no sync is delivered. Nil: none are required.
 	Guards *admissionguard.Checker
+	// PerSourceSyncs bounds the syncs of one server (scheme, host and port) that run at
+	// once, of the kind's workers (0: no bound).
+	PerSourceSyncs int
+
+	// bySource counts the workers each source's server holds.
+	bySource fairshare.Slots[string]
 
 	// written holds, per sync, the resourceVersion of this process's last status write:
 	// a rollout decides from its status, which a lagging cache must not roll back.
@@ -108,6 +115,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
+
+	// Its source's server holds its share of the workers already: looked at again soon,
+	// without holding one meanwhile.
+	release, ok := r.slotFor(obj)
+	if !ok {
+		return ctrl.Result{RequeueAfter: fairshare.Retry(fairshare.BusyRetry)}, nil
+	}
+	defer release()
 
 	// One span per reconcile: a child of the push that asked for it, else a new trace.
 	ctx = tracing.JoinRequest(ctx, obj, vidrav1alpha1.RequestedAtAnnotation, obj.SourceStatus().LastSyncTime, &r.traced)

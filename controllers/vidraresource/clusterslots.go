@@ -1,14 +1,8 @@
 package vidraresource
 
 import (
-	"time"
-
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
-
-// clusterBusyRetry is about how soon a VidraResource whose cluster holds its share of
-// the workers looks again.
-const clusterBusyRetry = 2 * time.Second
 
 // slotFor takes one of the workers' slots of the VidraResource's destination cluster,
 // so that a cluster whose API server or admission webhooks answer slowly cannot hold

@@ -135,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// holding one meanwhile.
 	release, ok := r.slotFor(vr)
 	if !ok {
-		return ctrl.Result{RequeueAfter: fairshare.Retry(clusterBusyRetry)}, nil
+		return ctrl.Result{RequeueAfter: fairshare.Retry(fairshare.BusyRetry)}, nil
 	}
 	defer release()
 

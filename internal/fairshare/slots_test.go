@@ -67,3 +67,18 @@ func TestRetryIsJitteredAroundItsBase(t *testing.T) {
 		}
 	}
 }
+
+func TestSourceKeyIsTheServer(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://Git.Example/org/a.git":      "https://git.example",
+		"https://git.example/org/b.git":      "https://git.example",
+		"https://git.example:8443/org/a.git": "https://git.example:8443",
+		"oci://registry.example/manifests/x": "oci://registry.example",
+		"http://127.0.0.1:5000/graphql/main": "http://127.0.0.1:5000",
+		"git@git.example:org/a.git":          "git@git.example:org/a.git",
+	} {
+		if got := SourceKey(url); got != want {
+			t.Errorf("SourceKey(%q) = %q, want %q", url, got, want)
+		}
+	}
+}

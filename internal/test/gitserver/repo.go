@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // Repo is a bare repository served by a Server.
@@ -27,7 +26,7 @@ type Repo struct {
 
 // Repo creates an empty bare repository <root>/<name>.git whose HEAD names
 // refs/heads/main.
-func (s *Server) Repo(t testing.TB, name string) *Repo {
+func (s *Server) Repo(t T, name string) *Repo {
 	t.Helper()
 	r := &Repo{server: s, name: name, dir: filepath.Join(s.root, name+".git")}
 	r.git(t, nil, "", "init", "--quiet", "--bare", r.dir)
@@ -46,7 +45,7 @@ func (r *Repo) URL() string { return r.server.URL() + "/" + r.name + ".git" }
 // It writes into the bare repository with plumbing commands rather than
 // pushing from a work clone: the result on the server is the same, and it
 // is quicker and not counted as traffic.
-func (r *Repo) Commit(t testing.TB, branch string, files map[string]string, message string) string {
+func (r *Repo) Commit(t T, branch string, files map[string]string, message string) string {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -91,7 +90,7 @@ func (r *Repo) Commit(t testing.TB, branch string, files map[string]string, mess
 }
 
 // Tag points the lightweight tag name at commit.
-func (r *Repo) Tag(t testing.TB, name, commit string) {
+func (r *Repo) Tag(t T, name, commit string) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -100,7 +99,7 @@ func (r *Repo) Tag(t testing.TB, name, commit string) {
 
 // TagAnnotated creates the annotated tag name on commit; its tag object has
 // its own hash, which ls-remote lists beside the peeled commit.
-func (r *Repo) TagAnnotated(t testing.TB, name, commit, message string) {
+func (r *Repo) TagAnnotated(t T, name, commit, message string) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -108,7 +107,7 @@ func (r *Repo) TagAnnotated(t testing.TB, name, commit, message string) {
 }
 
 // revParse returns the commit rev names, or "" when it does not exist.
-func (r *Repo) revParse(t testing.TB, rev string) string {
+func (r *Repo) revParse(t T, rev string) string {
 	t.Helper()
 	cmd := r.command(nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	out, err := cmd.Output()
@@ -120,7 +119,7 @@ func (r *Repo) revParse(t testing.TB, rev string) string {
 
 // git runs the git binary in the bare repository and returns its trimmed
 // standard output, failing the test on error.
-func (r *Repo) git(t testing.TB, env []string, stdin string, args ...string) string {
+func (r *Repo) git(t T, env []string, stdin string, args ...string) string {
 	t.Helper()
 	cmd := r.command(env, args...)
 	cmd.Stdin = strings.NewReader(stdin)

@@ -15,8 +15,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 )
+
+// T is what the server asks of whoever runs it: a test's testing.TB, or a program's
+// stand-in (make demo serves a repository too).
+type T interface {
+	Helper()
+	TempDir() string
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+	Log(args ...any)
+}
 
 // Server serves the bare repositories under one root directory.
 type Server struct {
@@ -31,10 +40,15 @@ type Server struct {
 	token   string
 	posts   map[string]int
 	adverts map[string]int
+	// held, while set, holds every request until it is closed; holding counts the
+	// requests held now, mostHeld the most held at once.
+	held     chan struct{}
+	holding  int
+	mostHeld int
 }
 
 // New starts a server on 127.0.0.1; it is closed when the test ends.
-func New(t testing.TB) *Server {
+func New(t T) *Server {
 	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
@@ -101,8 +115,56 @@ func (s *Server) Advertisements(name string) int {
 	return s.adverts[name]
 }
 
+// Hold makes every later request wait, unanswered, until release is called (or the
+// client gives up): a Git host that answers nothing, for tests of what a slow source
+// holds. release is called when the test ends, if not before.
+func (s *Server) Hold(t T) (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := make(chan struct{})
+	s.held = held
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.held = nil
+			s.mu.Unlock()
+			close(held)
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// Holding is how many requests are held now; MostHeld the most held at once.
+func (s *Server) Holding() (now, most int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holding, s.mostHeld
+}
+
+func (s *Server) hold(r *http.Request) {
+	s.mu.Lock()
+	held := s.held
+	if held == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.holding++
+	s.mostHeld = max(s.mostHeld, s.holding)
+	s.mu.Unlock()
+	select {
+	case <-held:
+	case <-r.Context().Done():
+	}
+	s.mu.Lock()
+	s.holding--
+	s.mu.Unlock()
+}
+
 func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hold(r)
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="gitserver"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
@@ -182,7 +244,7 @@ func (s *Server) gitEnv() []string {
 }
 
 // testWriter sends http-backend's stderr to the test log.
-type testWriter struct{ t testing.TB }
+type testWriter struct{ t T }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(bytes.TrimRight(p, "\n")))

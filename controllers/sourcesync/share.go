@@ -1,0 +1,30 @@
+package sourcesync
+
+import (
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fairshare"
+)
+
+// slotFor takes one of the workers' slots of the server the sync's source names (a Git
+// host, a registry, a Helm repository), so that a server that answers slowly, or not at
+// all until the source timeout, holds no more than its share of the kind's workers. A
+// suspended sync fetches nothing and takes none.
+func (r *Reconciler) slotFor(obj Object) (release func(), ok bool) {
+	if obj.Options().Suspend {
+		return func() {}, true
+	}
+	return r.bySource.Take(fairshare.SourceKey(sourceURL(obj)), r.PerSourceSyncs)
+}
+
+// sourceURL is the URL of the server the sync's source names.
+func sourceURL(obj Object) string {
+	switch s := obj.(type) {
+	case *vidrav1alpha1.GitSync:
+		return s.Spec.Source.URL
+	case *vidrav1alpha1.OCISync:
+		return s.Spec.Source.URL
+	case *vidrav1alpha1.HelmSync:
+		return s.Spec.Source.RepoURL
+	}
+	return ""
+}
