@@ -1,12 +1,13 @@
 // Command demo runs Vidra's main job on a local sandbox fleet: a hub and two member
 // control planes, a demo Infrahub serving rendered artifacts (a web application and a
-// VirtualMachine), a Helm repository serving the demo's own chart (hack/demo/chart), the
-// operator, both members enrolled with `kubectl vidra enroll`: member-1 in push mode in the
+// VirtualMachine), a Helm repository serving the demo's own chart (hack/demo/chart), a Git
+// repository served over smart HTTP (git http-backend) on loopback, the operator, both members enrolled with `kubectl vidra enroll`: member-1 in push mode in the
 // canary ring, member-2 in pull mode (--pull) in prod, its agent (`bin/vidra --mode=agent`)
 // running as its own process with a token of its ServiceAccount on the member, as its pod
 // would; an InfrahubSync that fans the artifacts out to both, wave by wave, and a
 // HelmSync that renders the chart for each member with that member's name, labels and
-// APIs (the pull member's as its agent reports them). A change in Infrahub then crosses
+// APIs (the pull member's as its agent reports them), and a GitSync that delivers the
+// repository's fleet/ directory to both. A change in Infrahub then crosses
 // the fleet canary first, with a preview of what
 // waits for prod. It prints what a user would look at and stays up until Ctrl-C; with
 // DEMO_EXIT=1 it exits after printing.
@@ -33,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/kubevirtsim"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -62,6 +64,9 @@ type sandbox struct {
 	simulators []*kubevirtsim.Simulator
 	infrahub   *infrahubtest.Server
 	charts     *chartRepo
+	git        *gitserver.Server
+	gitHost    *gitHost
+	gitURL     string
 	operator   *exec.Cmd
 	agent      *exec.Cmd // the pull member's agent
 	webhook    string    // URL of the operator's webhook receiver
@@ -83,12 +88,15 @@ func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) er
 		{"start a hub and two member clusters", s.startFleet},
 		{"start a demo Infrahub with rendered artifacts", s.startInfrahub},
 		{"package the demo's chart and serve it from a Helm repository on loopback", s.startChartRepo},
+		{"serve a Git repository of fleet settings on loopback (git http-backend)", s.startGitRepo},
 		{"start the operator (bin/vidra)", s.startOperator},
 		{"enroll member-1 with kubectl vidra enroll, member-2 with --pull, and start member-2's agent (bin/vidra --mode=agent)", s.enroll},
 		{"apply an InfrahubSync that fans out to both members in two waves (canary, prod)", s.applySync},
 		{"apply a HelmSync that renders the chart for each push member", s.applyHelmSync},
+		{"apply a GitSync that delivers the repository's fleet/ directory to both members", s.applyGitSync},
 		{"wait until everything is Ready", s.waitReady},
 		{"wait until the HelmSync is Ready on the push members", s.waitHelmReady},
+		{"wait until the GitSync is Ready on both members", s.waitGitReady},
 	}
 	rollout := []struct {
 		what string
@@ -340,6 +348,7 @@ func (s *sandbox) show(ctx context.Context, out io.Writer) {
 		fmt.Fprint(out, objects)
 	}
 	s.showHelm(ctx, out)
+	s.showGit(ctx, out)
 }
 
 // changeVM raises the VM's memory in Infrahub, which only a restart applies, and
@@ -444,11 +453,14 @@ func (s *sandbox) explore(out io.Writer) {
   %s history helmsync/%s   # the chart versions delivered, cluster by cluster
   %s diff hs/%s            # what the next rendering would change
   kubectl --context member-1 get configmap,deployment -n %s   # the chart as rendered for member-1
+  kubectl get gitsyncs                                # the repository, the commit delivered, Ready
+  %s history gitsync/%s    # the commits delivered
   Helm repository: %s (chart %s, packaged from hack/demo/chart)
+  Git repository:  %s (the GitSync delivers its fleet/ directory)
   operator logs: %s
   agent logs:    %s
 `, s.userKube, s.pluginPath(), s.pluginPath(), s.pluginPath(), s.pluginPath(),
-		s.pluginPath(), helmSyncName, s.pluginPath(), helmSyncName, helmNamespace, s.charts.url, s.charts.chart,
+		s.pluginPath(), helmSyncName, s.pluginPath(), helmSyncName, helmNamespace, s.pluginPath(), gitSyncName, s.charts.url, s.charts.chart, s.gitURL,
 		filepath.Join(s.dir, "vidra.log"), s.agentLog(s.fleet.Members[1].Name))
 }
 
@@ -466,6 +478,9 @@ func (s *sandbox) close(out io.Writer) {
 	}
 	if s.charts != nil {
 		s.charts.close()
+	}
+	if s.gitHost != nil {
+		s.gitHost.close()
 	}
 	if s.fleet != nil {
 		if err := s.fleet.Stop(); err != nil {
