@@ -3,7 +3,6 @@ package operator_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
-	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // bundlesWaitForThePolicies is tried as a tenant on a hub whose requester policy binding
@@ -100,7 +98,9 @@ func (h *sharedHub) syncsWaitForThePolicies(t *testing.T) {
 // binding is gone. Before, the tenant wrote a VidraResource for member 1, where it may not
 // deliver, naming the admin's sync as its controller (its UID is for anyone to read), and
 // the operator, taking it for the sync's, delivered it. Now no VidraResource is delivered
-// while a policy is missing, whoever it says made it.
+// while a policy is missing; the forged one says the tenant asked for it (the requester
+// policy stamped it), so it is the tenant's, not the sync's, and once the policy is back
+// it is refused as the tenant's.
 func (h *sharedHub) forgedSyncBundlesWaitForThePolicies(t *testing.T) {
 	ctx := context.Background()
 	m1 := h.fleet.Members[1]
@@ -125,13 +125,92 @@ func (h *sharedHub) forgedSyncBundlesWaitForThePolicies(t *testing.T) {
 	cleanup(t, h.admin, vr)
 	got := h.waitFor(t, vr.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonAdmissionPoliciesMissing)
 	msg := meta.FindStatusCondition(got.Status.Conditions, vidrav1alpha1.ConditionStalled).Message
-	for _, want := range []string{"ValidatingAdmissionPolicy " + chartRelease + "-deliver has no binding", "names a sync as its controller"} {
+	for _, want := range []string{"ValidatingAdmissionPolicy " + chartRelease + "-deliver has no binding", "written by a person"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Stalled: %q, want it to say %q", msg, want)
 		}
 	}
+	restore()
+	got = h.waitFor(t, vr.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonPolicyDenied)
+	if msg := meta.FindStatusCondition(got.Status.Conditions, vidrav1alpha1.ConditionStalled).Message; !strings.Contains(msg, tenantUser+", who last changed it, may not deliver to cluster "+m1.Name) {
+		t.Errorf("Stalled with the policy back: %q, want it to say %s may not deliver to %s", msg, tenantUser, m1.Name)
+	}
 	if err := m1.Client.Get(ctx, client.ObjectKey{Namespace: "team-a-forged", Name: "forged"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the forged bundle's ConfigMap on member 1: %v, want it never applied", err)
+	}
+}
+
+// writtenMeanwhileIsCheckedOnceThePoliciesAreBack is tried as a tenant on a hub whose
+// deliver policy binding is gone. Before, what the tenant wrote meanwhile was refused
+// while the binding was missing and delivered once it was back, unchecked: a
+// VidraResource for member 1, where it may not deliver; an InfrahubSync for every cluster;
+// and a stamp rewritten, by an update that kept the spec, to name someone who may
+// deliver anywhere. Now the requester policy stamps that update with the tenant, and once
+// the binding is back the operator asks the API server whether the tenant may deliver
+// there, as admission would have: all are refused, and nothing reaches member 1.
+func (h *sharedHub) writtenMeanwhileIsCheckedOnceThePoliciesAreBack(t *testing.T) {
+	ctx := context.Background()
+	m1 := h.fleet.Members[1]
+	src := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
+	t.Cleanup(src.Close)
+	src.Put("main", infrahubtest.Artifact{ID: "meanwhile-1", Name: "meanwhile", TargetLabel: "t1", DefinitionName: "meanwhile", Content: configMap("meanwhile", "v")})
+	byURL := bundle("tenant-by-url", vidrav1alpha1.Destination{Server: m1.Server(), Namespace: "team-a-meanwhile"}, configMap("by-url", "v"))
+	if err := h.tenant.Create(ctx, byURL); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, byURL)
+	h.waitFor(t, byURL.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonPolicyDenied)
+	restore := h.withoutDeliverPolicy(t)
+	defer restore()
+
+	direct := bundle("tenant-meanwhile", vidrav1alpha1.Destination{Cluster: m1.Name, Namespace: "team-a-meanwhile"}, configMap("meanwhile", "v"))
+	if err := h.tenant.Create(ctx, direct); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, direct)
+	everywhere := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: "tenant-everywhere"}, Spec: vidrav1alpha1.InfrahubSyncSpec{
+		Source: vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: src.URL(), InsecureAllowHTTP: true, ArtefactName: "meanwhile"},
+		Destination: vidrav1alpha1.InfrahubSyncDestination{Destination: vidrav1alpha1.Destination{Namespace: "team-a-meanwhile"},
+			ClusterSelector: &metav1.LabelSelector{}},
+		Interval: &metav1.Duration{Duration: time.Hour},
+	}}
+	if err := h.tenant.Create(ctx, everywhere); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, everywhere)
+	// The stamp rewritten by an update that keeps the spec: the requester policy stamps it
+	// with the tenant again.
+	forged := byURL.DeepCopy()
+	if err := h.tenant.Get(ctx, client.ObjectKeyFromObject(byURL), forged); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(forged.DeepCopy())
+	forged.Annotations[vidrav1alpha1.RequestedByAnnotation] = "someone-who-may"
+	forged.Annotations[vidrav1alpha1.RequestedByGroupsAnnotation] = "system:masters"
+	if err := h.tenant.Patch(ctx, forged, patch); err != nil {
+		t.Fatal(err)
+	}
+	if who, groups := forged.Annotations[vidrav1alpha1.RequestedByAnnotation], forged.Annotations[vidrav1alpha1.RequestedByGroupsAnnotation]; who != tenantUser || strings.Contains(groups, "system:masters") {
+		t.Errorf("the rewritten stamp reads %q, groups %q; want %s, stamped again by the requester policy", who, groups, tenantUser)
+	}
+	h.waitFor(t, direct.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonAdmissionPoliciesMissing)
+	h.syncStalled(t, everywhere.Name, vidrav1alpha1.ReasonAdmissionPoliciesMissing)
+
+	restore()
+	for _, name := range []string{direct.Name, byURL.Name} {
+		got := h.waitFor(t, name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonPolicyDenied)
+		if msg := meta.FindStatusCondition(got.Status.Conditions, vidrav1alpha1.ConditionStalled).Message; !strings.Contains(msg, tenantUser+", who last changed it, may not deliver to cluster "+m1.Name) {
+			t.Errorf("%s Stalled with the policy back: %q, want it to say %s may not deliver to %s", name, msg, tenantUser, m1.Name)
+		}
+	}
+	h.syncStalled(t, everywhere.Name, vidrav1alpha1.ReasonPolicyDenied, tenantUser+", who last changed it, may not deliver to every cluster")
+	if n := src.GraphQLRequests(); n != 0 {
+		t.Errorf("the sync written meanwhile asked its Infrahub %d times", n)
+	}
+	for _, name := range []string{"meanwhile", "by-url"} {
+		if err := m1.Client.Get(ctx, client.ObjectKey{Namespace: "team-a-meanwhile", Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s on member 1: %v, want it never applied", name, err)
+		}
 	}
 }
 
@@ -139,33 +218,12 @@ func (h *sharedHub) forgedSyncBundlesWaitForThePolicies(t *testing.T) {
 // the test ends), and waits until the API server no longer enforces it.
 func (h *sharedHub) withoutDeliverPolicy(t *testing.T) (restore func()) {
 	t.Helper()
-	ctx := context.Background()
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	if err := h.admin.Get(ctx, client.ObjectKey{Name: chartRelease + "-deliver"}, binding); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.admin.Delete(ctx, binding); err != nil {
-		t.Fatal(err)
-	}
-	enforced := func(want bool) func() (bool, error) {
+	return h.withoutBinding(t, binding, chartRelease+"-deliver", "the deliver policy", func(inForce bool) func() (bool, error) {
 		return func() (bool, error) {
 			probe := bundle("probe-deliver-policy", vidrav1alpha1.Destination{Cluster: h.fleet.Members[1].Name}, configMap("p", "v"))
-			err := h.tenant.Create(ctx, probe, client.DryRunAll)
-			return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) == want, nil
+			err := h.tenant.Create(context.Background(), probe, client.DryRunAll)
+			return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) == inForce, nil
 		}
-	}
-	var once sync.Once
-	restore = func() {
-		once.Do(func() {
-			binding.ResourceVersion, binding.UID = "", ""
-			if err := h.admin.Create(ctx, binding); err != nil {
-				t.Error(err)
-				return
-			}
-			testfleet.Eventually(t, objectsTimeout, "the deliver policy back in force", enforced(true))
-		})
-	}
-	t.Cleanup(restore)
-	testfleet.Eventually(t, objectsTimeout, "the deliver policy out of force", enforced(false))
-	return restore
+	})
 }

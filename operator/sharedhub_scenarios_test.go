@@ -237,6 +237,10 @@ func TestSharedHub(t *testing.T) {
 		h.forgedSyncBundlesWaitForThePolicies(t)
 	})
 
+	t.Run("what was written while the deliver policy was missing is checked once it is back", func(t *testing.T) {
+		h.writtenMeanwhileIsCheckedOnceThePoliciesAreBack(t)
+	})
+
 	t.Run("the operator acts on the hub only as the accounts the chart lists", func(t *testing.T) {
 		h.theOperatorActsOnlyAsListedAccounts(t)
 	})

@@ -120,7 +120,7 @@ func (h *sharedHub) stampsCarryAllOfWhoAsked(t *testing.T) {
 	h.waitFor(t, vr.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
 
 	// Attributes written by hand are overwritten by the requester policy (refused without
-	// it: stampsHoldWithoutTheRequesterPolicy), and kept from any other update.
+	// it: stampsHoldWithoutTheRequesterPolicy), at creation and by any update.
 	forged := bundle("ci-forged", vidrav1alpha1.Destination{Cluster: m0.Name, Namespace: "team-ci"}, configMap("ci", "v"))
 	forged.Annotations = map[string]string{vidrav1alpha1.RequestedByExtraAnnotation: "example.com/scope=everything"}
 	if err := ci.Create(ctx, forged, client.DryRunAll); err != nil || forged.Annotations[vidrav1alpha1.RequestedByExtraAnnotation] != vr.Annotations[vidrav1alpha1.RequestedByExtraAnnotation] {
@@ -128,7 +128,9 @@ func (h *sharedHub) stampsCarryAllOfWhoAsked(t *testing.T) {
 	}
 	patch := client.MergeFrom(vr.DeepCopy())
 	vr.Annotations[vidrav1alpha1.RequestedByUIDAnnotation] = "another-uid"
-	refused(t, ci.Patch(ctx, vr, patch), "written by the API server when the spec changes")
+	if err := ci.Patch(ctx, vr, patch); err != nil || vr.Annotations[vidrav1alpha1.RequestedByUIDAnnotation] != string(account.UID) {
+		t.Errorf("a UID rewritten by hand: %v, requested-by-uid %q; want the ServiceAccount's UID %s stamped again", err, vr.Annotations[vidrav1alpha1.RequestedByUIDAnnotation], account.UID)
+	}
 }
 
 // withoutRequesterPolicy deletes the requester policy's binding and waits until the API
@@ -136,9 +138,22 @@ func (h *sharedHub) stampsCarryAllOfWhoAsked(t *testing.T) {
 // and waits until it stamps again.
 func (h *sharedHub) withoutRequesterPolicy(t *testing.T) (restore func()) {
 	t.Helper()
-	ctx := context.Background()
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	if err := h.admin.Get(ctx, client.ObjectKey{Name: chartRelease + "-deliver-requester"}, binding); err != nil {
+	return h.withoutBinding(t, binding, chartRelease+"-deliver-requester", "the requester policy", func(inForce bool) func() (bool, error) {
+		if inForce {
+			return h.stampedAs(tenantUser)
+		}
+		return h.stampedAs("")
+	})
+}
+
+// withoutBinding deletes the policy binding called name until restore is called (or the
+// test ends), and waits until enforced(false) says the API server no longer enforces it;
+// restore waits for enforced(true).
+func (h *sharedHub) withoutBinding(t *testing.T, binding client.Object, name, what string, enforced func(bool) func() (bool, error)) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.admin.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.admin.Delete(ctx, binding); err != nil {
@@ -147,17 +162,18 @@ func (h *sharedHub) withoutRequesterPolicy(t *testing.T) (restore func()) {
 	var once sync.Once
 	restore = func() {
 		once.Do(func() {
-			binding.ResourceVersion, binding.UID = "", ""
+			binding.SetResourceVersion("")
+			binding.SetUID("")
 			if err := h.admin.Create(ctx, binding); err != nil {
 				t.Error(err)
 				return
 			}
-			testfleet.Eventually(t, objectsTimeout, "the requester policy back in force", h.stampedAs(tenantUser))
+			testfleet.Eventually(t, objectsTimeout, what+" back in force", enforced(true))
 		})
 	}
 	t.Cleanup(restore)
-	// The API server stops stamping once its informer sees the binding gone.
-	testfleet.Eventually(t, objectsTimeout, "the requester policy out of force", h.stampedAs(""))
+	// The API server stops enforcing it once its informer sees the binding gone.
+	testfleet.Eventually(t, objectsTimeout, what+" out of force", enforced(false))
 	return restore
 }
 

@@ -163,11 +163,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		markSuspended(ihs)
 		return ctrl.Result{}, nil
 	}
-	// Without the hub's admission policies no sync is delivered: a person wrote it, and
-	// they check that person's right to deliver where it points, and its stamp.
-	if why := r.Guards.Refusal(ctx, "this InfrahubSync was written by a person, whose right to deliver where it points and whose stamp they check"); why != "" {
-		markStalled(ihs, vidrav1alpha1.ReasonAdmissionPoliciesMissing, why)
-		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonAdmissionPoliciesMissing, why)
+	if reason, why, err := r.admissionRefusal(ctx, ihs); err != nil || why != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		markStalled(ihs, reason, why)
+		r.event(ihs, nil, corev1.EventTypeWarning, reason, why)
 		return ctrl.Result{RequeueAfter: admissionguard.Retry}, nil
 	}
 

@@ -1,7 +1,6 @@
 package sourcesync
 
 import (
-	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/fairshare"
 )
 
@@ -13,18 +12,5 @@ func (r *Reconciler) slotFor(obj Object) (release func(), ok bool) {
 	if obj.Options().Suspend {
 		return func() {}, true
 	}
-	return r.bySource.Take(fairshare.SourceKey(sourceURL(obj)), r.PerSourceSyncs)
-}
-
-// sourceURL is the URL of the server the sync's source names.
-func sourceURL(obj Object) string {
-	switch s := obj.(type) {
-	case *vidrav1alpha1.GitSync:
-		return s.Spec.Source.URL
-	case *vidrav1alpha1.OCISync:
-		return s.Spec.Source.URL
-	case *vidrav1alpha1.HelmSync:
-		return s.Spec.Source.RepoURL
-	}
-	return ""
+	return r.bySource.Take(fairshare.SourceKey(obj.SourceURL()), r.PerSourceSyncs)
 }

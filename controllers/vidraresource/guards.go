@@ -21,14 +21,15 @@ import (
 // sync made relies on them too: only the deliver policy keeps anyone but the operator
 // from naming a sync as a VidraResource's controller, so while a policy is missing no
 // VidraResource is delivered (its objects stay as they are); once all are in force, one
-// naming a server URL must say who asked.
+// naming a server URL must say who asked. One that names a sync and says who asked was
+// written by that person, not the operator, and is theirs to answer for.
 func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) string {
 	if r.Guards == nil {
 		return ""
 	}
 	byServer := needsRequesterCheck(vr, dest)
 	_, stamped := policy.RequesterOf(vr.Annotations)
-	madeBySync := syncControlling(vr) != ""
+	madeBySync := syncControlling(vr) != "" && !stamped
 	what := "this VidraResource was written by a person, whose right and stamp they check"
 	switch {
 	case byServer:
@@ -72,18 +73,15 @@ func syncControlling(vr *vidrav1alpha1.VidraResource) string {
 }
 
 // resourcesRelyingOnGuards requeues the VidraResources an admission policy's change may
-// refuse or release.
+// refuse or release: every one.
 func (r *Reconciler) resourcesRelyingOnGuards(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list vidrav1alpha1.VidraResourceList
 	if err := r.Hub.List(ctx, &list); err != nil {
 		return nil
 	}
-	var requests []reconcile.Request
+	requests := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		vr := &list.Items[i]
-		if needsRequesterCheck(vr, nil) || syncControlling(vr) == "" {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vr)})
-		}
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
 }

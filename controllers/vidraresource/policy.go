@@ -164,28 +164,33 @@ func (r *Reconciler) placeForPolicy(ctx context.Context, vr *vidrav1alpha1.Vidra
 	return placed, unmapped
 }
 
-// deliverRefusal checks, for a destination given as a server URL other than the hub's,
-// that whoever last changed the VidraResource may deliver to the cluster the URL names:
-// admission cannot, as the URL names a cluster only here. A VidraResource without a
-// recorded requester was written by the operator (a sync, which admission checked) or
-// before the admission policy was installed.
+// deliverRefusal checks that whoever last changed the VidraResource may deliver to its
+// cluster: for a destination given as a server URL other than the hub's always, as
+// admission cannot (the URL names a cluster only here); for any destination on a hub
+// whose admission policies the operator relies on, since admission checked nothing while
+// one was missing, and what was written then is delivered once they are back. A
+// VidraResource without a recorded requester was written by the operator (a sync, which
+// admission checked) or before the admission policy was installed.
 func (r *Reconciler) deliverRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target) (why string, retry time.Duration) {
 	who, recorded := policy.RequesterOf(vr.Annotations)
-	if !recorded || vr.Spec.Destination.Server == "" || vr.Spec.Destination.Cluster != "" || dest.name == destination.LocalCluster {
+	if !recorded || dest == nil || (r.Guards == nil && !needsRequesterCheck(vr, dest)) {
 		return "", 0
 	}
-	cluster := string(dest.name)
-	asked := answer{generation: vr.Generation, who: who, about: cluster}
+	reach := policy.Reach{Cluster: string(dest.name), ServiceAccount: vr.Spec.ServiceAccountName, Namespace: vr.Spec.Destination.Namespace}
+	if dest.name == destination.LocalCluster {
+		reach.Cluster = vidrav1alpha1.LocalClusterName
+	}
+	if reach.Namespace == "" {
+		reach.Namespace = "default"
+	}
+	asked := answer{generation: vr.Generation, who: who, about: reach.Key()}
 	if last, ok := r.deliverChecks.Load(vr.Name); ok && last.(answer).answers(asked) {
 		return last.(answer).why, 0
 	}
-	ok, why, err := policy.MayDeliver(ctx, r.Hub, who, cluster)
-	switch {
-	case err != nil:
+	why, err := reach.Refusal(ctx, r.Hub, who)
+	if err != nil {
 		// Not remembered: asked again soon.
 		return "whether " + who.User + " may deliver there cannot be checked yet, so nothing is delivered: " + err.Error(), unmappedRetry
-	case ok:
-		why = ""
 	}
 	asked.why, asked.at = why, time.Now()
 	r.deliverChecks.Store(vr.Name, asked)

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 
@@ -120,23 +118,9 @@ spec:
 }
 
 // waitGitReady waits until the GitSync is Ready with a VidraResource Ready on each
-// member; when it does not come, the error carries what the GitSync says.
+// member.
 func (s *sandbox) waitGitReady(ctx context.Context, _ logr.Logger) error {
-	err := s.waitFor(ctx, 90*time.Second, "the GitSync and its VidraResource on each member Ready", func() (bool, error) {
-		ready, err := s.kubectl(ctx, nil, "get", "gitsync", gitSyncName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-		if err != nil || ready != "True" {
-			return false, nil
-		}
-		out, err := s.kubectl(ctx, nil, "get", "vidraresources", "-l", vidrav1alpha1.GitSyncLabel+"="+gitSyncName,
-			"-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}`)
-		return err == nil && strings.Count(out, "True") == len(s.fleet.Members), nil
-	})
-	if err != nil {
-		status, _ := s.kubectl(ctx, nil, "get", "gitsync", gitSyncName, "-o",
-			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
-		return fmt.Errorf("%w; GitSync %s says:\n%s", err, gitSyncName, indent(status))
-	}
-	return nil
+	return s.waitSyncReady(ctx, "gitsync", gitSyncName, vidrav1alpha1.GitSyncLabel)
 }
 
 // showGit prints the GitSync, the commit it delivered and what landed on each member.
@@ -153,5 +137,5 @@ func (s *sandbox) showGit(ctx context.Context, out io.Writer) {
 		}
 		fmt.Fprintf(out, "    %s: %s\n", m.Name, data)
 	}
-	fmt.Fprintf(out, "    the Git server so far: %d fetches of %s, however many members\n", s.git.Fetches(gitRepoName), gitRepoName)
+	fmt.Fprintf(out, "    the Git server so far: %s fetched %d, for %d members\n", gitRepoName, s.git.Fetches(gitRepoName), len(s.fleet.Members))
 }

@@ -67,21 +67,28 @@ spec:
 }
 
 // waitHelmReady waits until the HelmSync is Ready with a VidraResource Ready on each
-// member it renders for; when it does not come, the error carries what the HelmSync says.
+// member it renders for.
 func (s *sandbox) waitHelmReady(ctx context.Context, _ logr.Logger) error {
-	err := s.waitFor(ctx, 90*time.Second, "the HelmSync and its VidraResource on each member Ready", func() (bool, error) {
-		ready, err := s.kubectl(ctx, nil, "get", "helmsync", helmSyncName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+	return s.waitSyncReady(ctx, "helmsync", helmSyncName, vidrav1alpha1.HelmSyncLabel)
+}
+
+// waitSyncReady waits until the sync of kind is Ready with a VidraResource (labeled
+// label=name) Ready on each member; when it does not come, the error carries what the
+// sync says.
+func (s *sandbox) waitSyncReady(ctx context.Context, kind, name, label string) error {
+	err := s.waitFor(ctx, 90*time.Second, "the "+kind+" and its VidraResource on each member Ready", func() (bool, error) {
+		ready, err := s.kubectl(ctx, nil, "get", kind, name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		if err != nil || ready != "True" {
 			return false, nil
 		}
-		out, err := s.kubectl(ctx, nil, "get", "vidraresources", "-l", vidrav1alpha1.HelmSyncLabel+"="+helmSyncName,
+		out, err := s.kubectl(ctx, nil, "get", "vidraresources", "-l", label+"="+name,
 			"-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}`)
 		return err == nil && strings.Count(out, "True") == len(s.fleet.Members), nil
 	})
 	if err != nil {
-		status, _ := s.kubectl(ctx, nil, "get", "helmsync", helmSyncName, "-o",
+		status, _ := s.kubectl(ctx, nil, "get", kind, name, "-o",
 			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
-		return fmt.Errorf("%w; HelmSync %s says:\n%s", err, helmSyncName, indent(status))
+		return fmt.Errorf("%w; %s %s says:\n%s", err, kind, name, indent(status))
 	}
 	return nil
 }

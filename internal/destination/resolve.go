@@ -25,6 +25,12 @@ var (
 	ErrLocalSpelling        = errors.New("the hub's own server is spelled https://kubernetes.default.svc (port 443 and a trailing / allowed): give that, or no server at all")
 )
 
+// NamesHub says whether a destination's server URL names the hub, as the chart's
+// admission policy reads it: none, or https://kubernetes.default.svc plainly spelled.
+func NamesHub(server string) bool {
+	return server == "" || plainLocalSpelling(server)
+}
+
 // plainLocalSpelling says whether a server URL names the hub as the chart's admission
 // policy recognises it: scheme https and host kubernetes.default.svc in any ASCII case,
 // port 443 or none, path / or none, nothing else. Normalising is more lenient (it trims

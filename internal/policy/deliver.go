@@ -118,6 +118,10 @@ func MayDeliver(ctx context.Context, c client.Client, who Requester, cluster str
 		return true, "", nil
 	}
 	why := fmt.Sprintf("%s, who last changed it, may not deliver to cluster %s: that needs %s", who.User, cluster, DeliverRight(cluster))
+	if cluster == "" {
+		why = fmt.Sprintf("%s, who last changed it, may not deliver to every cluster (by clusterSelector, clusterFromTarget or a server URL): "+
+			"that needs the verb %s on vidraclusters without resourceNames (API group %s)", who.User, vidrav1alpha1.DeliverVerb, vidrav1alpha1.GroupVersion.Group)
+	}
 	if r := strings.TrimSpace(status.Reason); r != "" {
 		why += " (" + r + ")"
 	}
