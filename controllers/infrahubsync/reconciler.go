@@ -27,6 +27,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/fairshare"
 	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // Reconciler reconciles InfrahubSyncs on the hub.
@@ -163,7 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		markSuspended(ihs)
 		return ctrl.Result{}, nil
 	}
-	if reason, why, err := r.admissionRefusal(ctx, ihs); err != nil || why != "" {
+	d := ihs.Spec.Destination
+	reach := policy.SyncReach(d.Destination, d.ClusterSelector != nil || d.ClusterFromTarget, ihs.Spec.Template)
+	if reason, why, err := r.Guards.SyncRefusal(ctx, r.Hub, "InfrahubSync", ihs.Annotations, reach); err != nil || why != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -153,7 +153,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		markSuspended(obj)
 		return ctrl.Result{}, nil
 	}
-	if reason, why, err := r.admissionRefusal(ctx, obj); err != nil || why != "" {
+	opts := obj.Options()
+	reach := policy.SyncReach(opts.Destination.Destination, opts.Destination.ClusterSelector != nil, opts.Template)
+	if reason, why, err := r.Guards.SyncRefusal(ctx, r.Hub, r.Kind.Kind, obj.GetAnnotations(), reach); err != nil || why != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -187,24 +189,4 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, obj Object) error 
 // warn records a Warning Event on a sync.
 func (r *Reconciler) warn(obj Object, reason, note string) {
 	events.NewRecorder(r.Recorder, "Sync").Record(obj, nil, corev1.EventTypeWarning, reason, note)
-}
-
-// admissionRefusal says why the sync may not be synced for want of what admission checks
-// (its reason and why; "" when it may). Without the hub's admission policies no sync is:
-// a person wrote it, and they check that person's right to deliver where it points, and
-// its stamp. With them, that right is asked again: what was written while one was
-// missing went unchecked, and is synced once they are back.
-func (r *Reconciler) admissionRefusal(ctx context.Context, obj Object) (reason, why string, err error) {
-	if why := r.Guards.Refusal(ctx, "this "+r.Kind.Kind+" was written by a person, whose right to deliver where it points and whose stamp they check"); why != "" {
-		return vidrav1alpha1.ReasonAdmissionPoliciesMissing, why, nil
-	}
-	if r.Guards == nil {
-		return "", "", nil
-	}
-	opts := obj.Options()
-	reach := policy.SyncReach(opts.Destination.Destination, opts.Destination.ClusterSelector != nil, opts.Template)
-	if why, err = policy.RequesterRefusal(ctx, r.Hub, obj.GetAnnotations(), reach); err != nil || why == "" {
-		return "", "", err
-	}
-	return vidrav1alpha1.ReasonPolicyDenied, why, nil
 }

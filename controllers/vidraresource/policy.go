@@ -176,13 +176,11 @@ func (r *Reconciler) deliverRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 	if !recorded || dest == nil || (r.Guards == nil && !needsRequesterCheck(vr, dest)) {
 		return "", 0
 	}
-	reach := policy.Reach{Cluster: string(dest.name), ServiceAccount: vr.Spec.ServiceAccountName, Namespace: vr.Spec.Destination.Namespace}
+	cluster := string(dest.name)
 	if dest.name == destination.LocalCluster {
-		reach.Cluster = vidrav1alpha1.LocalClusterName
+		cluster = vidrav1alpha1.LocalClusterName
 	}
-	if reach.Namespace == "" {
-		reach.Namespace = "default"
-	}
+	reach := policy.BundleReach(cluster, vr.Spec.Destination.Namespace, vr.Spec.ServiceAccountName)
 	asked := answer{generation: vr.Generation, who: who, about: reach.Key()}
 	if last, ok := r.deliverChecks.Load(vr.Name); ok && last.(answer).answers(asked) {
 		return last.(answer).why, 0

@@ -27,26 +27,28 @@ type Reach struct {
 // SyncReach is where a sync delivers: by selector (or by its artifacts' targets), to a
 // member named by server URL, or to one cluster, with its template's ServiceAccount.
 func SyncReach(d vidrav1alpha1.Destination, bySelector bool, tpl *vidrav1alpha1.VidraResourceTemplate) Reach {
-	r := Reach{Namespace: namespaceOr(d.Namespace)}
+	var serviceAccount string
 	if tpl != nil {
-		r.ServiceAccount = tpl.ServiceAccountName
+		serviceAccount = tpl.ServiceAccountName
 	}
 	switch {
 	case bySelector || (d.Cluster == "" && !destination.NamesHub(d.Server)):
+		r := BundleReach("", d.Namespace, serviceAccount)
 		r.Everywhere = true
+		return r
 	case d.Cluster != "":
-		r.Cluster = d.Cluster
-	default:
-		r.Cluster = vidrav1alpha1.LocalClusterName
+		return BundleReach(d.Cluster, d.Namespace, serviceAccount)
 	}
-	return r
+	return BundleReach(vidrav1alpha1.LocalClusterName, d.Namespace, serviceAccount)
 }
 
-func namespaceOr(ns string) string {
-	if ns == "" {
-		return "default"
+// BundleReach is where a bundle for cluster, into namespace (none: default), run as
+// serviceAccount, delivers.
+func BundleReach(cluster, namespace, serviceAccount string) Reach {
+	if namespace == "" {
+		namespace = "default"
 	}
-	return ns
+	return Reach{Cluster: cluster, Namespace: namespace, ServiceAccount: serviceAccount}
 }
 
 // Key identifies the reach, for answers kept a while.
