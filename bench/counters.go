@@ -187,6 +187,32 @@ func selfCPUSeconds() float64 {
 // (status, finalizers), Events and ControllerRevisions (the revision history): what reconciling VidraResources costs the hub, without
 // the VidraCluster probes or the bench's own requests (it creates the VidraResources).
 func (b *bench) hubWrites(ctx context.Context) (tally, error) {
+	return b.hubRequests(ctx, reconcileWrite)
+}
+
+// reconcileWrite says whether a request of the hub's is a write of reconciling
+// VidraResources.
+func reconcileWrite(labels map[string]string) bool {
+	// The bench creates the VidraResources (POST): the operator only changes them.
+	switch labels["resource"] {
+	case "vidraresources":
+		return isWrite(labels["verb"]) && labels["verb"] != "POST"
+	case "events", "controllerrevisions":
+		return isWrite(labels["verb"])
+	}
+	return false
+}
+
+// anyWrite says whether a request of the hub's is a write, of anything.
+func anyWrite(labels map[string]string) bool { return isWrite(labels["verb"]) }
+
+func isWrite(verb string) bool {
+	return slices.Contains([]string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}, verb)
+}
+
+// hubRequests counts the requests the hub's API server served that counted says count,
+// by verb and resource ("PATCH vidraresources/status").
+func (b *bench) hubRequests(ctx context.Context, counted func(labels map[string]string) bool) (tally, error) {
 	n := tally{}
 	rc, err := rest.RESTClientFor(withCodec(rest.CopyConfig(b.fleet.Hub.Config)))
 	if err != nil {
@@ -202,12 +228,7 @@ func (b *bench) hubWrites(ctx context.Context) (tally, error) {
 			continue
 		}
 		labels := parseLabels(series)
-		// The bench creates the VidraResources (POST): the operator only changes them.
-		write := labels["verb"] == "PUT" || labels["verb"] == "PATCH" || labels["verb"] == "APPLY" || labels["verb"] == "DELETE"
-		switch {
-		case labels["resource"] == "vidraresources" && write:
-		case (labels["resource"] == "events" || labels["resource"] == "controllerrevisions") && (write || labels["verb"] == "POST"):
-		default:
+		if !counted(labels) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(value, 64); err == nil {

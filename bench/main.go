@@ -44,6 +44,12 @@ type settings struct {
 	PullHeartbeat time.Duration `json:"pullHeartbeat"`
 	PullIdle      time.Duration `json:"pullIdleWindow"`
 	PullChanges   int           `json:"pullChanges"`
+	// The fleet phase: the fleet sizes measured in turn, each cluster's bundles, and how
+	// long an idle fleet's requests are counted.
+	FleetClusters []int         `json:"fleetClusters"`
+	FleetBundles  int           `json:"fleetBundlesPerCluster"`
+	FleetIdle     time.Duration `json:"fleetIdleWindow"`
+	FleetPlot     string        `json:"-"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -67,9 +73,13 @@ func main() {
 	flag.DurationVar(&s.PullHeartbeat, "pull-heartbeat", 10*time.Second, "The pull agents' --agent-heartbeat; the idle figures are also given normalised to the default, 30s.")
 	flag.DurationVar(&s.PullIdle, "pull-idle", 60*time.Second, "How long the idle pull agents' requests to the hub are counted.")
 	flag.IntVar(&s.PullChanges, "pull-changes", 20, "Changes to a pull cluster's VidraResource timed from the hub's change to the hub's Ready.")
+	fleetClusters := flag.String("fleet-clusters", "100", "Comma-separated fleet sizes of the fleet phase, each measured on a fresh operator (100,300,1000).")
+	flag.IntVar(&s.FleetBundles, "fleet-bundles", 10, "Bundles (of -objects ConfigMaps) per cluster of the fleet phase, each from an InfrahubSync of its own.")
+	flag.DurationVar(&s.FleetIdle, "fleet-idle", 60*time.Second, "How long an idle fleet's requests are counted.")
+	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,leaks,pull); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,leaks,pull,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -77,6 +87,11 @@ func main() {
 	}
 	if s.PullHeartbeat <= 0 || s.PullIdle <= 0 || s.PullChanges < 1 || s.PullMembers < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -pull-heartbeat and -pull-idle must be positive, -pull-members and -pull-changes at least 1")
+		os.Exit(2)
+	}
+	var err error
+	if s.FleetClusters, err = sizes(*fleetClusters); err != nil || s.FleetBundles < 1 || s.FleetIdle <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -fleet-clusters must be positive sizes, -fleet-bundles at least 1, -fleet-idle positive", err)
 		os.Exit(2)
 	}
 	if *phases != "" {
@@ -135,6 +150,8 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"noisy", "one team's bundle beside another team's misbehaviour", b.measureNoisy},
 		{"leaks", "leak check", b.measureLeaks},
 		{"pull", "pull mode: idle agents' hub requests, change to Ready", b.measurePull},
+		// Last: it restarts the operator for each fleet size.
+		{"fleet", "fleets of -fleet-clusters clusters: enrollment, delivery, idle cost", b.measureFleet},
 	} {
 		if !s.runs(step.phase) {
 			continue
@@ -157,6 +174,16 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 	if err := r.write(out); err != nil {
 		return err
 	}
+	if len(r.Fleet) > 0 {
+		plot := s.FleetPlot
+		if !filepath.IsAbs(plot) {
+			plot = filepath.Join(root, plot)
+		}
+		if err := plotFleet(r.Fleet, plot); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "fleet plot written to %s\n", plot)
+	}
 	fmt.Fprintf(w, "\nresults written to %s\n", out)
 	return nil
 }
@@ -169,7 +196,7 @@ func (s settings) runs(phase string) bool {
 	}
 	switch phase {
 	case "enroll":
-		return slices.ContainsFunc(s.Phases, func(p string) bool { return p != "idle" && p != "leaks" && p != "pull" })
+		return slices.ContainsFunc(s.Phases, func(p string) bool { return !slices.Contains([]string{"idle", "leaks", "pull", "fleet"}, p) })
 	case "converge":
 		return slices.ContainsFunc(s.Phases, func(p string) bool { return p == "resync" || p == "drift" })
 	}
@@ -219,6 +246,8 @@ type results struct {
 	HeapAfterCyclesIdleMiB float64 `json:"heapAfterCyclesIdleMiB"`
 	// Pull is the pull phase's, when it ran.
 	Pull *pullResult `json:"pull,omitempty"`
+	// Fleet is the fleet phase's, one per size, when it ran.
+	Fleet []fleetResult `json:"fleet,omitempty"`
 	// Noisy is the noisy phase's, when it ran.
 	Noisy                   *noisyResult `json:"noisy,omitempty"`
 	Targets                 []check      `json:"targets"`
@@ -263,6 +292,7 @@ func (r *results) judge() {
 			check{"noisy: beside a member whose webhook holds every write / quiet", n.SlowWebhookMs / n.QuietMs, "<= 2", n.SlowWebhookMs <= 2*n.QuietMs},
 			check{"noisy: an InfrahubSync beside syncs of a trickling Infrahub / quiet", n.SyncTricklingMs / n.SyncQuietMs, "<= 2", n.SyncTricklingMs <= 2*n.SyncQuietMs})
 	}
+	r.Targets = append(r.Targets, fleetTargets(r.Fleet)...)
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
 		// --agent-heartbeat: at the default 30s, 4 requests a minute, and nothing else.
@@ -315,6 +345,7 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprintf(tw, "  change to Ready\tp50 %.0f ms, p90 %.0f ms, max %.0f ms (%d changes, hub VidraResource changed -> hub Ready for its generation); %.2f agent requests to the hub per change (%s)\n",
 			p.ChangeToReadyP50Ms, p.ChangeToReadyP90Ms, p.ChangeToReadyMaxMs, p.Changes, p.RequestsPerChange, orNone(p.RequestsPerChangeByKind))
 	}
+	printFleet(tw, r.Fleet)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")
 	for _, c := range r.Targets {
 		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%v\n", c.Name, c.Value, c.Target, c.Met)

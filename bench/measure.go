@@ -86,19 +86,35 @@ func (b *bench) deliver(ctx context.Context, round string, members []*testfleet.
 	return time.Since(start), err
 }
 
-// waitReady waits until every named VidraResource is Ready, watching them: a listing of
-// every VidraResource many times a second would load the hub, and the machine, that the
-// operator is measured on.
+// waitReady waits until every named VidraResource is Ready.
 func (b *bench) waitReady(ctx context.Context, names []string, timeout time.Duration) error {
+	named := map[string]bool{}
+	for _, n := range names {
+		named[n] = true
+	}
+	return b.waitReadyOf(ctx, func(vr *vidrav1alpha1.VidraResource) bool { return named[vr.Name] }, len(named), timeout)
+}
+
+// waitReadyCount waits until n VidraResources labeled label are Ready.
+func (b *bench) waitReadyCount(ctx context.Context, label string, n int, timeout time.Duration) error {
+	return b.waitReadyOf(ctx, func(vr *vidrav1alpha1.VidraResource) bool { _, ok := vr.Labels[label]; return ok }, n, timeout)
+}
+
+// waitReadyOf waits until n VidraResources that counts accepts are Ready, watching them:
+// a listing of every VidraResource many times a second would load the hub, and the
+// machine, that the operator is measured on.
+func (b *bench) waitReadyOf(ctx context.Context, counts func(*vidrav1alpha1.VidraResource) bool, n int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hub, err := client.NewWithWatch(b.fleet.Hub.Config, client.Options{Scheme: b.fleet.Hub.Client.Scheme()})
 	if err != nil {
 		return err
 	}
-	waiting := map[string]bool{}
-	for _, n := range names {
-		waiting[n] = true
+	ready := map[string]bool{}
+	note := func(vr *vidrav1alpha1.VidraResource) {
+		if counts(vr) && conditions.IsReady(vr) {
+			ready[vr.Name] = true
+		}
 	}
 	for {
 		var list vidrav1alpha1.VidraResourceList
@@ -106,11 +122,9 @@ func (b *bench) waitReady(ctx context.Context, names []string, timeout time.Dura
 			return fmt.Errorf("wait for Ready: %w", err)
 		}
 		for i := range list.Items {
-			if conditions.IsReady(&list.Items[i]) {
-				delete(waiting, list.Items[i].Name)
-			}
+			note(&list.Items[i])
 		}
-		if len(waiting) == 0 {
+		if len(ready) >= n {
 			return nil
 		}
 		w, err := hub.Watch(ctx, &vidrav1alpha1.VidraResourceList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
@@ -118,16 +132,16 @@ func (b *bench) waitReady(ctx context.Context, names []string, timeout time.Dura
 			return fmt.Errorf("wait for Ready: %w", err)
 		}
 		for ev := range w.ResultChan() {
-			if vr, ok := ev.Object.(*vidrav1alpha1.VidraResource); ok && conditions.IsReady(vr) {
-				delete(waiting, vr.Name)
+			if vr, ok := ev.Object.(*vidrav1alpha1.VidraResource); ok {
+				note(vr)
 			}
-			if len(waiting) == 0 {
+			if len(ready) >= n {
 				w.Stop()
 				return nil
 			}
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%d VidraResources not Ready: %w", len(waiting), ctx.Err())
+			return fmt.Errorf("%d of %d VidraResources Ready: %w", len(ready), n, ctx.Err())
 		}
 		// The watch ended (a timeout on the server's side): list and watch again.
 	}

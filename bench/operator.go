@@ -54,11 +54,21 @@ func (b *bench) startOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := b.fleet.Hub.WriteKubeconfig(dir)
-	if err != nil {
+	b.dir = dir
+	if err := b.fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return err
 	}
-	if err := b.fleet.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+	if err := b.installFinalizerPolicy(ctx); err != nil {
+		return err
+	}
+	return b.launchOperator(ctx, "vidra")
+}
+
+// launchOperator starts bin/vidra against the hub, logging to <dir>/<label>.log, and
+// returns once its metrics answer.
+func (b *bench) launchOperator(ctx context.Context, label string) error {
+	kubeconfig, err := b.fleet.Hub.WriteKubeconfig(b.dir)
+	if err != nil {
 		return err
 	}
 	addr, err := testfleet.FreeLocalAddress()
@@ -70,15 +80,12 @@ func (b *bench) startOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.pprof, b.dir = "http://"+pprofAddr+"/debug/pprof", dir
-	logFile, err := os.Create(filepath.Join(dir, "vidra.log"))
+	b.pprof = "http://" + pprofAddr + "/debug/pprof"
+	logFile, err := os.Create(filepath.Join(b.dir, label+".log"))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(b.log, "operator log: %s\noperator profiles: %s (go tool pprof %s/profile?seconds=20)\n", logFile.Name(), b.pprof, b.pprof)
-	if err := b.installFinalizerPolicy(ctx); err != nil {
-		return err
-	}
 	b.operator = exec.Command(filepath.Join(b.root, "bin", "vidra"),
 		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
 		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr,
@@ -91,6 +98,13 @@ func (b *bench) startOperator(ctx context.Context) error {
 		_, err := b.scrape(ctx)
 		return err == nil, err
 	})
+}
+
+// restartOperator stops the operator and starts a new one: figures that follow are
+// measured from a fresh process.
+func (b *bench) restartOperator(ctx context.Context, label string) error {
+	b.stopOperator()
+	return b.launchOperator(ctx, label)
 }
 
 // installFinalizerPolicy installs the chart's MutatingAdmissionPolicy on the hub, as

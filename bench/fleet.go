@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
+)
+
+// fleetResult is what a fleet of one size cost: its clusters are fronts on the loopback
+// range in front of the members' control planes (fronts.go), each with a delivery policy
+// confining it to a namespace of its own, and each received BundlesPerCluster bundles of
+// ObjectsPerBundle ConfigMaps from as many InfrahubSyncs (one artifact per cluster each,
+// delivered to the cluster its target names). The operator is started afresh for each
+// size, so every figure per cluster is a difference from its own start.
+type fleetResult struct {
+	Clusters          int `json:"clusters"`
+	ControlPlanes     int `json:"controlPlanes"`
+	BundlesPerCluster int `json:"bundlesPerCluster"`
+	ObjectsPerBundle  int `json:"objectsPerBundle"`
+
+	// Enrollment: each Secret created -> its VidraCluster Engaged; the total from the
+	// first Secret created to the last cluster Engaged.
+	EngageP50Ms        float64 `json:"engageP50Ms"`
+	EngageP95Ms        float64 `json:"engageP95Ms"`
+	EngageTotalSeconds float64 `json:"engageTotalSeconds"`
+
+	// Delivery: the InfrahubSyncs created -> every bundle Ready.
+	ReadySeconds             float64 `json:"readySeconds"`
+	ObjectsPerSecond         float64 `json:"objectsPerSecond"`
+	HubWritesPerBundle       float64 `json:"hubWritesPerBundle"`
+	HubWrites                string  `json:"hubWritesPerBundleByKind"`
+	MemberRequestsPerObject  float64 `json:"memberRequestsPerObject"`
+	CPUSecondsPer1000Objects float64 `json:"operatorCPUSecondsPer1000Objects"`
+
+	// Memory: at the operator's start (no fleet cluster), then per engaged cluster before
+	// any bundle, and per idle cluster with its bundles delivered; HeapPerManagedObjectKiB
+	// is what delivering added to the heap per object now managed.
+	StartRSSMiB                 float64 `json:"startRSSMiB"`
+	StartHeapMiB                float64 `json:"startHeapMiB"`
+	IdleRSSMiB                  float64 `json:"idleRSSMiB"`
+	IdleHeapMiB                 float64 `json:"idleHeapMiB"`
+	RSSPerEngagedClusterMiB     float64 `json:"rssPerEngagedClusterMiB"`
+	HeapPerEngagedClusterMiB    float64 `json:"heapPerEngagedClusterMiB"`
+	GoroutinesPerEngagedCluster float64 `json:"goroutinesPerEngagedCluster"`
+	RSSPerIdleClusterMiB        float64 `json:"rssPerIdleClusterMiB"`
+	HeapPerIdleClusterMiB       float64 `json:"heapPerIdleClusterMiB"`
+	GoroutinesPerIdleCluster    float64 `json:"goroutinesPerIdleCluster"`
+	HeapPerManagedObjectKiB     float64 `json:"heapPerManagedObjectKiB"`
+
+	// Idle: over IdleWindowSeconds with nothing changing, the operator's requests per
+	// cluster per minute to the members (probes, watches, resync reads) and to the hub,
+	// the operator's writes to the hub per minute, and every write the hub's API server
+	// served meanwhile, by anyone (its own identity Lease, renewed every 10s, included).
+	IdleWindowSeconds                float64 `json:"idleWindowSeconds"`
+	IdleMemberRequestsPerClusterMin  float64 `json:"idleMemberRequestsPerClusterPerMinute"`
+	IdleMemberRequests               string  `json:"idleMemberRequestsPerClusterPerMinuteByMethod"`
+	IdleHubRequestsPerClusterMin     float64 `json:"idleHubRequestsPerClusterPerMinute"`
+	IdleHubRequests                  string  `json:"idleHubRequestsPerClusterPerMinuteByMethod"`
+	IdleOperatorHubWritesPerMinute   float64 `json:"idleOperatorHubWritesPerMinute"`
+	IdleHubWritesPerMinute           float64 `json:"idleHubWritesPerMinute"`
+	IdleHubWritesPerMinuteByResource string  `json:"idleHubWritesPerMinuteByResource"`
+}
+
+// measureFleet measures each fleet size of -fleet-clusters in turn, on a fresh operator.
+func (b *bench) measureFleet(ctx context.Context, r *results) error {
+	f := &fleetRun{bench: b}
+	defer func() { _ = f.fronts.close() }()
+	for i, n := range b.FleetClusters {
+		fmt.Fprintf(b.log, "  a fleet of %d clusters...\n", n)
+		fr, err := f.measure(ctx, n)
+		if err != nil {
+			return fmt.Errorf("%d clusters: %w", n, err)
+		}
+		r.Fleet = append(r.Fleet, fr)
+		if i < len(b.FleetClusters)-1 {
+			b.stopOperator()
+			if err := f.clear(ctx, n); err != nil {
+				return fmt.Errorf("clear the fleet of %d clusters: %w", n, err)
+			}
+		}
+	}
+	return nil
+}
+
+// fleetRun is the fleet phase's state: the fronts, kept from one size to the next.
+type fleetRun struct {
+	*bench
+	fronts fronts
+	// addresses are the fronts' "host:port", by cluster index.
+	addresses []string
+}
+
+// measure enrolls n clusters on a fresh operator, delivers their bundles, lets them idle,
+// and measures each step.
+func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
+	fr := fleetResult{Clusters: n, ControlPlanes: len(f.members), BundlesPerCluster: f.FleetBundles, ObjectsPerBundle: f.Objects}
+	if err := f.restartOperator(ctx, fmt.Sprintf("fleet-%d", n)); err != nil {
+		return fr, err
+	}
+	clusters, err := f.prepare(ctx, n)
+	if err != nil {
+		return fr, err
+	}
+	start, err := f.settled(ctx, fmt.Sprintf("fleet-%d-start", n))
+	if err != nil {
+		return fr, err
+	}
+	fr.StartRSSMiB, fr.StartHeapMiB = start.rssMiB, start.heapMiB
+	if err := f.enrollAll(ctx, clusters, &fr); err != nil {
+		return fr, err
+	}
+	engaged, err := f.settled(ctx, fmt.Sprintf("fleet-%d-engaged", n))
+	if err != nil {
+		return fr, err
+	}
+	perCluster := func(m memory) (rss, heap, goroutines float64) {
+		return (m.rssMiB - start.rssMiB) / float64(n), (m.heapMiB - start.heapMiB) / float64(n), (m.goroutines - start.goroutines) / float64(n)
+	}
+	fr.RSSPerEngagedClusterMiB, fr.HeapPerEngagedClusterMiB, fr.GoroutinesPerEngagedCluster = perCluster(engaged)
+	if err := f.deliverAll(ctx, clusters, &fr); err != nil {
+		return fr, err
+	}
+	idle, err := f.settled(ctx, fmt.Sprintf("fleet-%d-idle", n))
+	if err != nil {
+		return fr, err
+	}
+	fr.IdleRSSMiB, fr.IdleHeapMiB = idle.rssMiB, idle.heapMiB
+	fr.RSSPerIdleClusterMiB, fr.HeapPerIdleClusterMiB, fr.GoroutinesPerIdleCluster = perCluster(idle)
+	fr.HeapPerManagedObjectKiB = (idle.heapMiB - engaged.heapMiB) * 1024 / float64(n*f.FleetBundles*f.Objects)
+	return fr, f.measureIdleFleet(ctx, clusters, &fr)
+}
+
+// deliverAll creates the InfrahubSyncs of the fleet's bundles and times them until every
+// bundle is Ready, counting what that cost.
+func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *fleetResult) error {
+	infrahub := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
+	defer infrahub.Close()
+	for _, c := range clusters {
+		for k := range f.FleetBundles {
+			infrahub.Put("main", infrahubtest.Artifact{
+				ID: fmt.Sprintf("art-%d-%s", k, c.name), Name: fleetArtifact(k), Content: c.bundle(k, f.Objects),
+				TargetID: "site-" + c.name, TargetLabel: c.name, TargetKind: "LocationSite",
+				DefinitionID: fmt.Sprintf("def-%d", k), DefinitionName: fleetArtifact(k),
+			})
+		}
+	}
+	before, err := f.fleetCounters(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	dest := vidrav1alpha1.InfrahubSyncDestination{ClusterFromTarget: true}
+	for k := range f.FleetBundles {
+		if err := f.fleet.Hub.Client.Create(ctx, infrahubSync(fleetArtifact(k), infrahub.URL(), fleetArtifact(k), dest)); err != nil {
+			return fmt.Errorf("create InfrahubSync %s: %w", fleetArtifact(k), err)
+		}
+	}
+	bundles := len(clusters) * f.FleetBundles
+	if err := f.waitReadyCount(ctx, vidrav1alpha1.InfrahubSyncLabel, bundles, 30*time.Minute); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	after, err := f.fleetCounters(ctx)
+	if err != nil {
+		return err
+	}
+	objects := float64(bundles * f.Objects)
+	fr.ReadySeconds = elapsed.Seconds()
+	fr.ObjectsPerSecond = objects / elapsed.Seconds()
+	writes := after.hubWrites.since(before.hubWrites)
+	fr.HubWritesPerBundle, fr.HubWrites = writes.total()/float64(bundles), writes.per(float64(bundles))
+	fr.MemberRequestsPerObject = after.memberRequests(clusters).since(before.memberRequests(clusters)).total() / objects
+	fr.CPUSecondsPer1000Objects = (after.operator.cpuSeconds - before.operator.cpuSeconds) * 1000 / objects
+	return nil
+}
+
+// fleetArtifact is the name of the k-th bundle's artifacts, one per cluster.
+func fleetArtifact(k int) string { return fmt.Sprintf("fleet-bundle-%d", k) }
+
+// measureIdleFleet counts, over -fleet-idle with nothing changing, the operator's
+// requests to the fleet's clusters and to the hub, and the hub's writes.
+func (f *fleetRun) measureIdleFleet(ctx context.Context, clusters []fleetCluster, fr *fleetResult) error {
+	before, err := f.fleetCounters(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	select {
+	case <-time.After(f.FleetIdle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	after, err := f.fleetCounters(ctx)
+	if err != nil {
+		return err
+	}
+	minutes := time.Since(start).Minutes()
+	perClusterMinute := float64(len(clusters)) * minutes
+	fr.IdleWindowSeconds = time.Since(start).Seconds()
+	members := after.memberRequests(clusters).since(before.memberRequests(clusters))
+	fr.IdleMemberRequestsPerClusterMin, fr.IdleMemberRequests = members.total()/perClusterMinute, members.per(perClusterMinute)
+	hub := after.operator.requests[hostOf(f.fleet.Hub)].since(before.operator.requests[hostOf(f.fleet.Hub)])
+	fr.IdleHubRequestsPerClusterMin, fr.IdleHubRequests = hub.total()/perClusterMinute, hub.per(perClusterMinute)
+	fr.IdleOperatorHubWritesPerMinute = (hub.total() - hub["GET"]) / minutes
+	writes := after.hubWrites.since(before.hubWrites)
+	fr.IdleHubWritesPerMinute, fr.IdleHubWritesPerMinuteByResource = writes.total()/minutes, writes.per(minutes)
+	return nil
+}

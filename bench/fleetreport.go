@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// sizes parses "100,300,1000".
+func sizes(list string) ([]int, error) {
+	var out []int
+	for part := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("fleet size %q: want a positive number", part)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// fleetTargets are the fleet phase's targets, each size's, and the largest size's
+// throughput against the smallest's.
+func fleetTargets(fleet []fleetResult) []check {
+	var checks []check
+	for _, f := range fleet {
+		at := fmt.Sprintf("fleet of %d: ", f.Clusters)
+		idle := f.IdleMemberRequestsPerClusterMin + f.IdleHubRequestsPerClusterMin
+		checks = append(checks,
+			check{at + "heap per managed object (KiB)", f.HeapPerManagedObjectKiB, "<= 2", f.HeapPerManagedObjectKiB <= 2},
+			check{at + "every cluster Engaged (s)", f.EngageTotalSeconds, "<= 60", f.EngageTotalSeconds <= 60},
+			check{at + "RSS per engaged cluster (MiB)", f.RSSPerEngagedClusterMiB, "<= 1", f.RSSPerEngagedClusterMiB <= 1},
+			check{at + "goroutines per idle cluster", f.GoroutinesPerIdleCluster, "<= 10", f.GoroutinesPerIdleCluster <= 10},
+			check{at + "requests per idle cluster per minute", idle, "<= 2", idle <= 2},
+			check{at + "idle operator's hub writes per minute", f.IdleOperatorHubWritesPerMinute, "== 0", f.IdleOperatorHubWritesPerMinute == 0})
+	}
+	if len(fleet) > 1 {
+		small, large := fleet[0], fleet[len(fleet)-1]
+		ratio := large.ObjectsPerSecond / small.ObjectsPerSecond
+		checks = append(checks, check{fmt.Sprintf("fleet: throughput at %d / at %d clusters", large.Clusters, small.Clusters), ratio, ">= 0.8", ratio >= 0.8})
+	}
+	return checks
+}
+
+// printFleet adds the fleet phase's figures, one block per size, to the table.
+func printFleet(w io.Writer, fleet []fleetResult) {
+	for _, f := range fleet {
+		objects := f.Clusters * f.BundlesPerCluster * f.ObjectsPerBundle
+		fmt.Fprintf(w, "fleet of %d clusters\t%d fronts on 127.77.0.0/16 over %d control planes; %d bundles x %d objects each, from %d InfrahubSyncs (clusterFromTarget)\n",
+			f.Clusters, f.Clusters, f.ControlPlanes, f.BundlesPerCluster, f.ObjectsPerBundle, f.BundlesPerCluster)
+		fmt.Fprintf(w, "  enroll\tp50 %.0f ms, p95 %.0f ms per cluster; all %d Engaged %.1f s after the first Secret\n", f.EngageP50Ms, f.EngageP95Ms, f.Clusters, f.EngageTotalSeconds)
+		fmt.Fprintf(w, "  deliver\t%.1f s from the syncs to every bundle Ready, %.0f objects/s (%d objects); %.2f hub writes per bundle (%s); %.2f member requests per object; %.2f s operator CPU per 1000 objects\n",
+			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.CPUSecondsPer1000Objects)
+		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.IdleRSSMiB, f.IdleHeapMiB)
+		fmt.Fprintf(w, "  per engaged cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (before its bundles)\n", f.RSSPerEngagedClusterMiB, f.HeapPerEngagedClusterMiB, f.GoroutinesPerEngagedCluster)
+		fmt.Fprintf(w, "  per idle cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (with its bundles); %.2f KiB heap per managed object\n",
+			f.RSSPerIdleClusterMiB, f.HeapPerIdleClusterMiB, f.GoroutinesPerIdleCluster, f.HeapPerManagedObjectKiB)
+		fmt.Fprintf(w, "  idle, over %.0f s\t%.2f requests per cluster per minute to its member (%s), %.2f to the hub (%s); the operator's hub writes %.2f per minute; the hub's writes by anyone %.2f per minute (%s)\n",
+			f.IdleWindowSeconds, f.IdleMemberRequestsPerClusterMin, orNone(f.IdleMemberRequests), f.IdleHubRequestsPerClusterMin, orNone(f.IdleHubRequests),
+			f.IdleOperatorHubWritesPerMinute, f.IdleHubWritesPerMinute, orNone(f.IdleHubWritesPerMinuteByResource))
+	}
+}

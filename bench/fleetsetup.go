@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+)
+
+// fleetCluster is one cluster of the fleet phase: a front of one member's API server.
+type fleetCluster struct {
+	name   string
+	member *testfleet.Cluster
+	// addr is the front's "host:port", and kubeconfig the member's with the front as
+	// its server.
+	addr       string
+	kubeconfig []byte
+}
+
+// fleetLabel marks the fleet phase's enrollment Secrets.
+const fleetLabel = "bench.vidra.infrahub.operators.com/fleet"
+
+// setupWorkers is how many requests at once the bench makes to set the fleet up or clear
+// it: its own work, not what is measured.
+const setupWorkers = 16
+
+// prepare opens the fronts of n clusters (those of a smaller size are kept), spreads them
+// over the members round robin and creates each cluster's namespace on its member.
+func (f *fleetRun) prepare(ctx context.Context, n int) ([]fleetCluster, error) {
+	clusters := make([]fleetCluster, n)
+	for i := range n {
+		member := f.members[i%len(f.members)]
+		if i == len(f.addresses) {
+			server, err := url.Parse(member.Config.Host)
+			if err != nil {
+				return nil, err
+			}
+			addr, err := f.fronts.open(ctx, i, server.Host)
+			if err != nil {
+				return nil, err
+			}
+			f.addresses = append(f.addresses, addr)
+		}
+		kubeconfig, err := frontKubeconfig(member.Kubeconfig, f.addresses[i])
+		if err != nil {
+			return nil, err
+		}
+		clusters[i] = fleetCluster{name: fmt.Sprintf("fleet-%04d", i), member: member, addr: f.addresses[i], kubeconfig: kubeconfig}
+	}
+	err := forEach(ctx, clusters, func(c fleetCluster) error {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
+		return client.IgnoreAlreadyExists(c.member.Client.Create(ctx, ns))
+	})
+	return clusters, err
+}
+
+// frontKubeconfig is kubeconfig with its server moved to the front at addr; the API
+// server's certificate is still checked, for the name it was issued to.
+func frontKubeconfig(kubeconfig []byte, addr string) ([]byte, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + addr
+		c.TLSServerName = "localhost"
+	}
+	return clientcmd.Write(*cfg)
+}
+
+// bundle is the k-th bundle of the cluster: n ConfigMaps in the cluster's own namespace.
+func (c fleetCluster) bundle(k, n int) string {
+	var docs []string
+	for i := range n {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bundle-%d-%d\n  namespace: %s\ndata:\n  k: v\n", k, i, c.name))
+	}
+	return strings.Join(docs, "---\n")
+}
+
+// enrollAll creates every cluster's enrollment Secret, setupWorkers at a time, and times
+// each until its VidraCluster is Engaged, watched.
+func (f *fleetRun) enrollAll(ctx context.Context, clusters []fleetCluster, fr *fleetResult) error {
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	watchCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	engaged := make(chan map[string]time.Time, 1)
+	watchErr := make(chan error, 1)
+	hub, err := client.NewWithWatch(f.fleet.Hub.Config, client.Options{Scheme: f.fleet.Hub.Client.Scheme()})
+	if err != nil {
+		return err
+	}
+	go func() {
+		seen, err := watchEngaged(watchCtx, hub, len(clusters))
+		engaged <- seen
+		watchErr <- err
+	}()
+	first := time.Now()
+	err = forEach(ctx, clusters, func(c fleetCluster) error {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: c.name, Namespace: namespace,
+				Labels:      map[string]string{vidrav1alpha1.ClusterLabel: c.name, fleetLabel: "true"},
+				Annotations: map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: c.name},
+			},
+			Data: map[string][]byte{vidrav1alpha1.KubeconfigKey: c.kubeconfig},
+		}
+		start := time.Now()
+		if err := f.fleet.Hub.Client.Create(ctx, secret); err != nil {
+			return err
+		}
+		mu.Lock()
+		created[c.name] = start
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	seen := <-engaged
+	if err := <-watchErr; err != nil {
+		return err
+	}
+	var latencies []time.Duration
+	var last time.Time
+	for name, at := range seen {
+		latencies = append(latencies, at.Sub(created[name]))
+		if at.After(last) {
+			last = at
+		}
+	}
+	fr.EngageP50Ms, fr.EngageP95Ms = percentile(latencies, 50), percentile(latencies, 95)
+	fr.EngageTotalSeconds = last.Sub(first).Seconds()
+	return nil
+}
+
+// watchEngaged returns when the fleet phase's clusters n VidraClusters are Engaged, with
+// the time each was first seen so.
+func watchEngaged(ctx context.Context, hub client.WithWatch, n int) (map[string]time.Time, error) {
+	seen := map[string]time.Time{}
+	note := func(vc *vidrav1alpha1.VidraCluster) {
+		if _, ok := seen[vc.Name]; !ok && strings.HasPrefix(vc.Name, "fleet-") && vc.Status.Phase == vidrav1alpha1.ClusterEngaged {
+			seen[vc.Name] = time.Now()
+		}
+	}
+	for {
+		var list vidrav1alpha1.VidraClusterList
+		if err := hub.List(ctx, &list); err != nil {
+			return seen, fmt.Errorf("wait for Engaged: %w", err)
+		}
+		for i := range list.Items {
+			note(&list.Items[i])
+		}
+		w, err := hub.Watch(ctx, &vidrav1alpha1.VidraClusterList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return seen, fmt.Errorf("wait for Engaged: %w", err)
+		}
+		for ev := range w.ResultChan() {
+			if vc, ok := ev.Object.(*vidrav1alpha1.VidraCluster); ok {
+				note(vc)
+			}
+			if len(seen) == n {
+				w.Stop()
+				return seen, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return seen, fmt.Errorf("%d of %d clusters Engaged: %w", len(seen), n, ctx.Err())
+		}
+	}
+}
+
+// forEach runs do for every item, setupWorkers at a time, and returns the first error.
+func forEach[T any](ctx context.Context, items []T, do func(T) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(setupWorkers)
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return do(it) })
+	}
+	return g.Wait()
+}
+
+// clear removes the fleet of n clusters with the operator stopped, so that the next size
+// starts from nothing (the operator is stopped first): the syncs, their VidraResources and revisions, the enrollment
+// Secrets and VidraClusters on the hub, the delivered objects on the members.
+func (f *fleetRun) clear(ctx context.Context, n int) error {
+	hub := f.fleet.Hub.Client
+	for k := range f.FleetBundles {
+		sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: fleetArtifact(k)}}
+		if err := client.IgnoreNotFound(hub.Delete(ctx, sync)); err != nil {
+			return err
+		}
+	}
+	var vrs vidrav1alpha1.VidraResourceList
+	if err := hub.List(ctx, &vrs, client.HasLabels{vidrav1alpha1.InfrahubSyncLabel}); err != nil {
+		return err
+	}
+	uids := map[string]bool{}
+	for _, vr := range vrs.Items {
+		uids[string(vr.UID)] = true
+	}
+	err := forEach(ctx, vrs.Items, func(vr vidrav1alpha1.VidraResource) error {
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))
+		if err := client.IgnoreNotFound(hub.Patch(ctx, &vr, patch)); err != nil {
+			return err
+		}
+		return client.IgnoreNotFound(hub.Delete(ctx, &vr))
+	})
+	if err != nil {
+		return err
+	}
+	if err := f.clearRevisions(ctx, uids); err != nil {
+		return err
+	}
+	if err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.HasLabels{fleetLabel}); err != nil {
+		return err
+	}
+	clusters, err := f.prepare(ctx, n)
+	if err != nil {
+		return err
+	}
+	return forEach(ctx, clusters, func(c fleetCluster) error {
+		vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
+		if err := client.IgnoreNotFound(hub.Delete(ctx, vc)); err != nil {
+			return err
+		}
+		return c.member.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(c.name), client.HasLabels{vidrav1alpha1.ManagedByLabel})
+	})
+}
+
+// clearRevisions deletes the revision history of the VidraResources whose UIDs are given.
+func (f *fleetRun) clearRevisions(ctx context.Context, uids map[string]bool) error {
+	var revisions appsv1.ControllerRevisionList
+	if err := f.fleet.Hub.Client.List(ctx, &revisions, client.InNamespace(namespace), client.HasLabels{vidrav1alpha1.RevisionOfLabel}); err != nil {
+		return err
+	}
+	var gone []appsv1.ControllerRevision
+	for _, cr := range revisions.Items {
+		if uids[cr.Labels[vidrav1alpha1.RevisionOfLabel]] {
+			gone = append(gone, cr)
+		}
+	}
+	return forEach(ctx, gone, func(cr appsv1.ControllerRevision) error {
+		return client.IgnoreNotFound(f.fleet.Hub.Client.Delete(ctx, &cr))
+	})
+}
+
+// fleetCounters are the operator's counters and the hub's writes at one moment.
+type fleetCounters struct {
+	operator  counters
+	hubWrites tally
+}
+
+func (f *fleetRun) fleetCounters(ctx context.Context) (fleetCounters, error) {
+	c, err := f.counters(ctx)
+	if err != nil {
+		return fleetCounters{}, err
+	}
+	w, err := f.hubRequests(ctx, anyWrite)
+	return fleetCounters{operator: c, hubWrites: w}, err
+}
+
+// memberRequests are the operator's requests to the clusters' fronts, by method.
+func (c fleetCounters) memberRequests(clusters []fleetCluster) tally {
+	sum := tally{}
+	for _, fc := range clusters {
+		sum = sum.added(c.operator.requests[fc.addr])
+	}
+	return sum
+}
