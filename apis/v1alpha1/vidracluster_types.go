@@ -34,7 +34,11 @@ type VidraClusterStatus struct {
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
-	// LastProbeTime is when the API server was last probed.
+	// LastProbeTime is when a probe of the API server last changed what this status
+	// shows (the cluster was engaged, became unreachable or reachable again, changed its
+	// version). Probes that find the cluster as it was write nothing, so an idle fleet
+	// costs the hub no writes; the metric vidra_cluster_last_probe_timestamp_seconds says
+	// when each cluster was last probed.
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
 

@@ -25,7 +25,7 @@ func newClustersCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "clusters",
 		Aliases: []string{"cluster", "vc"},
-		Short:   "List the enrolled clusters: phase, mode, server, version, when last seen and why not engaged",
+		Short:   "List the enrolled clusters: phase, mode, server, version, since when and why not engaged",
 		Long: `List every cluster enrolled on the hub (every VidraCluster) with what the operator last
 saw of it:
 
@@ -35,7 +35,9 @@ saw of it:
   MODE        Push (the hub applies) or Pull (the cluster's agent fetches its bundles)
   SERVER      the API server URL from the cluster's kubeconfig (none for a pull cluster)
   VERSION     the Kubernetes version it reported last
-  LAST SEEN   how long ago the operator last probed it, or its agent last reported
+  SINCE       how long it has been as shown: since a probe last changed its status
+              (a probe that finds it unchanged writes nothing), or, for a pull
+              cluster, since its agent last reported
   REASON      why it is in that phase, such as the policy rule a kubeconfig broke
 
 -o wide adds AGE and the enrollment SECRET. -o yaml or -o json prints the VidraClusters.`,
@@ -81,7 +83,7 @@ func (o *clustersOptions) run(ctx context.Context, out, errOut io.Writer) error 
 		fmt.Fprintln(errOut, "No clusters are enrolled; enroll one with: kubectl vidra enroll NAME --context CONTEXT")
 		return nil
 	}
-	headers := []string{"NAME", "PHASE", "MODE", "SERVER", "VERSION", "LAST SEEN", "REASON"}
+	headers := []string{"NAME", "PHASE", "MODE", "SERVER", "VERSION", "SINCE", "REASON"}
 	if o.output.wide() {
 		headers = insertBefore(headers, "AGE", "SECRET")
 	}
@@ -95,15 +97,16 @@ func (o *clustersOptions) run(ctx context.Context, out, errOut io.Writer) error 
 
 func clusterRow(vc *vidrav1alpha1.VidraCluster, now time.Time, wide bool) []string {
 	s := vc.Status
-	// When the hub last heard from the cluster: its probe answered, or its agent reported.
-	seen := "<never>"
+	// Since when the cluster has been as shown: a probe that changed its status, or its
+	// agent's last report.
+	since := "<never>"
 	if s.LastProbeTime != nil {
-		seen = age(*s.LastProbeTime, now)
+		since = age(*s.LastProbeTime, now)
 	}
 	if s.Agent != nil && s.Agent.LastHeartbeat != nil {
-		seen = age(*s.Agent.LastHeartbeat, now)
+		since = age(*s.Agent.LastHeartbeat, now)
 	}
-	row := []string{vc.Name, orNone(string(s.Phase)), orNone(string(s.Mode)), orNone(s.Server), orNone(s.KubernetesVersion), seen, clusterReason(vc)}
+	row := []string{vc.Name, orNone(string(s.Phase)), orNone(string(s.Mode)), orNone(s.Server), orNone(s.KubernetesVersion), since, clusterReason(vc)}
 	if wide {
 		secret := none
 		if s.SecretRef != nil {

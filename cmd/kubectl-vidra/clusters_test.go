@@ -67,21 +67,21 @@ func TestClustersShowsEachClustersPhaseServerVersionProbeAndReason(t *testing.T)
 	if err != nil {
 		t.Fatalf("clusters: %v\n%s", err, stderr)
 	}
-	tb := parseTable(t, out, "NAME", "PHASE", "MODE", "SERVER", "VERSION", "LAST SEEN", "REASON")
+	tb := parseTable(t, out, "NAME", "PHASE", "MODE", "SERVER", "VERSION", "SINCE", "REASON")
 	tb.expectRow(t, "edge-paris", map[string]string{
 		"PHASE": "Engaged", "SERVER": "https://10.0.0.1:6443", "VERSION": "v1.36.0",
 		"REASON": "engaged; the API server answers its probes",
 	})
 	// Seconds tick on while the test runs.
-	if probe := tb.row(t, "edge-paris")["LAST SEEN"]; !regexp.MustCompile(`^[1-5][0-9]s$`).MatchString(probe) {
-		t.Errorf("edge-paris LAST SEEN %q, want about 12s", probe)
+	if probe := tb.row(t, "edge-paris")["SINCE"]; !regexp.MustCompile(`^[1-5][0-9]s$`).MatchString(probe) {
+		t.Errorf("edge-paris SINCE %q, want about 12s", probe)
 	}
 	tb.expectRow(t, "edge-lyon", map[string]string{
-		"PHASE": "Unreachable", "SERVER": "https://10.0.0.2:6443", "VERSION": "v1.35.2", "LAST SEEN": "30m",
+		"PHASE": "Unreachable", "SERVER": "https://10.0.0.2:6443", "VERSION": "v1.35.2", "SINCE": "30m",
 		"REASON": "engaged, but 3 probes in a row failed; last: context deadline exceeded",
 	})
 	tb.expectRow(t, "edge-nice", map[string]string{
-		"PHASE": "Rejected", "SERVER": "<none>", "VERSION": "<none>", "LAST SEEN": "<never>",
+		"PHASE": "Rejected", "SERVER": "<none>", "VERSION": "<none>", "SINCE": "<never>",
 		"REASON": `kubeconfig rejected (ExecPluginNotAllowed): user "admin" runs exec plugin "aws"`,
 	})
 
@@ -89,7 +89,7 @@ func TestClustersShowsEachClustersPhaseServerVersionProbeAndReason(t *testing.T)
 	if err != nil {
 		t.Fatalf("clusters -o wide: %v\n%s", err, stderr)
 	}
-	wide := parseTable(t, out, "NAME", "PHASE", "MODE", "SERVER", "VERSION", "LAST SEEN", "AGE", "SECRET", "REASON")
+	wide := parseTable(t, out, "NAME", "PHASE", "MODE", "SERVER", "VERSION", "SINCE", "AGE", "SECRET", "REASON")
 	wide.expectRow(t, "edge-paris", map[string]string{"SECRET": "vidra-system/edge-paris", "PHASE": "Engaged"})
 	wide.expectRow(t, "edge-nice", map[string]string{"SECRET": "<none>"})
 }

@@ -11,7 +11,7 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 		words []string
 	}{
 		{[]string{"--help"}, []string{"Vidra is a Kubernetes operator", "kubectl vidra [command]", "clusters", "get", "describe", "enroll"}},
-		{[]string{"clusters", "--help"}, []string{"kubectl vidra clusters", "PHASE", "LAST SEEN", "--kubeconfig", "--context", "--output", "wide"}},
+		{[]string{"clusters", "--help"}, []string{"kubectl vidra clusters", "PHASE", "SINCE", "--kubeconfig", "--context", "--output", "wide"}},
 		{[]string{"get", "--help"}, []string{"kubectl vidra get", "LAST ERROR", "SYNC", "gs/NAME", "hs/NAME", "--cluster", "--kubeconfig", "--context", "--output", "wide"}},
 		{[]string{"describe", "--help"}, []string{"kubectl vidra describe NAME", "Events", "--kubeconfig", "--context"}},
 		{[]string{"history", "--help"}, []string{"kubectl vidra history NAME", "ControllerRevisions", "gitsync/NAME", "ocisync/NAME", "helmsync/NAME", "--operator-namespace", "--kubeconfig"}},

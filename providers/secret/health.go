@@ -56,6 +56,7 @@ func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
 			p.log.Info("cluster health changed", "cluster", ec.name, "phase", after, "probeError", errString(err))
 		}
 		p.metrics.ready.WithLabelValues(string(ec.name)).Set(boolGauge(after == vidrav1alpha1.ClusterEngaged))
+		p.metrics.lastProbe.WithLabelValues(string(ec.name)).Set(float64(now.Unix()))
 		if err := p.writeEngagedStatus(ctx, ec, nil, errString(err)); err != nil && ctx.Err() == nil {
 			p.log.Error(err, "write VidraCluster status", "cluster", ec.name)
 		}

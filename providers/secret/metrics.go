@@ -8,9 +8,12 @@ import (
 
 // metrics of the provider, registered once per Provider.
 type metrics struct {
-	ready    *prometheus.GaugeVec
-	engaged  prometheus.Counter
-	rejected *prometheus.CounterVec
+	ready *prometheus.GaugeVec
+	// lastProbe is when each engaged cluster was last probed: the VidraCluster's status is
+	// written only when a probe changes it, so this is where a probe's freshness shows.
+	lastProbe *prometheus.GaugeVec
+	engaged   prometheus.Counter
+	rejected  *prometheus.CounterVec
 	// credentialExpiry is the time left on a cluster's token, where it has an expiry.
 	credentialExpiry *prometheus.GaugeVec
 }
@@ -20,6 +23,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vidra_cluster_ready",
 			Help: "1 when the enrolled cluster is engaged and answers its probes, 0 when engaged but unreachable.",
+		}, []string{"cluster"}),
+		lastProbe: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vidra_cluster_last_probe_timestamp_seconds",
+			Help: "When the engaged cluster's API server was last probed (Unix time), whatever the answer.",
 		}, []string{"cluster"}),
 		engaged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vidra_cluster_engaged_total",
@@ -34,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Seconds until the token the hub uses on the cluster expires (negative once expired); absent for credentials without an expiry.",
 		}, []string{"cluster"}),
 	}
-	for _, c := range []prometheus.Collector{m.ready, m.engaged, m.rejected, m.credentialExpiry} {
+	for _, c := range []prometheus.Collector{m.ready, m.lastProbe, m.engaged, m.rejected, m.credentialExpiry} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register cluster provider metrics: %w", err)
 		}

@@ -37,3 +37,41 @@ func TestUnreachableClusterDoesNotHoldUpOthers(t *testing.T) {
 		t.Errorf("vidra_cluster_ready = %v after resume, want 1", v)
 	}
 }
+
+// TestAnIdleClusterCostsTheHubNoWrites: probes that find an engaged cluster as it was
+// write nothing to its VidraCluster (a fleet of a thousand would otherwise cost the hub
+// two writes a minute each), while vidra_cluster_last_probe_timestamp_seconds moves; a
+// probe that finds a change writes it, with its time.
+func TestAnIdleClusterCostsTheHubNoWrites(t *testing.T) {
+	member := fleet.Members[2]
+	enroll(t, "edge-idle-kubeconfig", "edge-idle", member.Kubeconfig, nil)
+	vidraCluster(t, "edge-idle", 15*time.Second, "Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
+	time.Sleep(time.Second) // what engagement writes, written
+	vc := vidraCluster(t, "edge-idle", time.Second, "Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
+	if vc.Status.LastProbeTime == nil {
+		t.Fatal("no lastProbeTime once engaged")
+	}
+	firstProbe := metricValue(t, "vidra_cluster_last_probe_timestamp_seconds", map[string]string{"cluster": "edge-idle"})
+
+	// Ten probe intervals, across several seconds: lastProbeTime has a resolution of a
+	// second, so a probe a second later would change it if it were written.
+	time.Sleep(3 * time.Second)
+	idle := vidraCluster(t, "edge-idle", time.Second, "still Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
+	if idle.ResourceVersion != vc.ResourceVersion {
+		t.Errorf("the VidraCluster was written while nothing changed: resourceVersion %s -> %s, lastProbeTime %v -> %v",
+			vc.ResourceVersion, idle.ResourceVersion, vc.Status.LastProbeTime, idle.Status.LastProbeTime)
+	}
+	if probed := metricValue(t, "vidra_cluster_last_probe_timestamp_seconds", map[string]string{"cluster": "edge-idle"}); probed <= firstProbe {
+		t.Errorf("vidra_cluster_last_probe_timestamp_seconds = %v, not after %v: the probes do not show", probed, firstProbe)
+	}
+
+	member.PauseInTest(t)
+	down := vidraCluster(t, "edge-idle", 20*time.Second, "Unreachable", phaseIs(vidrav1alpha1.ClusterUnreachable))
+	if !down.Status.LastProbeTime.After(idle.Status.LastProbeTime.Time) {
+		t.Errorf("lastProbeTime = %v once Unreachable, want later than %v", down.Status.LastProbeTime, idle.Status.LastProbeTime)
+	}
+	if err := member.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	vidraCluster(t, "edge-idle", 20*time.Second, "Engaged again", phaseIs(vidrav1alpha1.ClusterEngaged))
+}

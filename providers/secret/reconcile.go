@@ -182,6 +182,7 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 	}
 	p.metrics.engaged.Inc()
 	p.metrics.ready.WithLabelValues(enr.name).Set(1)
+	p.metrics.lastProbe.WithLabelValues(enr.name).Set(float64(next.lastProbe.Unix()))
 	action := "engaged"
 	if current != nil {
 		action = "rotated"
@@ -244,6 +245,7 @@ func (p *Provider) stopOwned(key types.NamespacedName, name string) {
 	p.mu.Unlock()
 	ec.stop()
 	p.metrics.ready.DeleteLabelValues(name)
+	p.metrics.lastProbe.DeleteLabelValues(name)
 	p.metrics.credentialExpiry.DeleteLabelValues(name)
 }
 

@@ -22,41 +22,55 @@ import (
 // writeEngagedStatus shows an engaged cluster's observed state on its VidraCluster.
 // labels, when not nil, replace the VidraCluster's labels. It holds the cluster's lock, so
 // a probe and a reconcile never write an older state over a newer one.
+//
+// lastProbeTime moves only with a change of what the status shows: a probe that finds
+// the cluster as it was writes nothing, so an idle fleet costs the hub no writes (as a
+// Node's status is written on change, its heartbeat elsewhere).
+// vidra_cluster_last_probe_timestamp_seconds says when each cluster was last probed.
 func (p *Provider) writeEngagedStatus(ctx context.Context, ec *engagedCluster, labels map[string]string, probeError string) error {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	return p.writeStatus(ctx, string(ec.name), ec.secret, labels, func(s *vidrav1alpha1.VidraClusterStatus) {
-		s.Mode, s.Agent = vidrav1alpha1.ClusterModePush, nil
-		s.Phase = ec.phase
-		s.Server = ec.server
-		s.KubernetesVersion = ec.version
-		s.LastProbeTime = &ec.lastProbe
-		ready := metav1.Condition{Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: vidrav1alpha1.ReasonEngaged,
-			Message: "engaged; the API server answers its probes"}
-		now := p.opts.Clock.Now()
-		switch {
-		case ec.creds.expired(now):
-			ready.Status, ready.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonCredentialsExpired
-			ready.Message = ec.creds.expiredMessage(string(ec.name))
-		case ec.phase == vidrav1alpha1.ClusterUnreachable:
-			ready.Status, ready.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonUnreachable
-			ready.Message = fmt.Sprintf("engaged, but %d probes in a row failed; last: %s", ec.failures, probeError)
+		was := s.DeepCopy()
+		p.showEngaged(s, ec, probeError)
+		s.LastProbeTime = was.LastProbeTime
+		if s.LastProbeTime == nil || !apiequality.Semantic.DeepEqual(was, s) {
+			s.LastProbeTime = &ec.lastProbe
 		}
-		ready.Message = conditions.Bounded(ready.Message)
-		meta.SetStatusCondition(&s.Conditions, ready)
-		current := metav1.Condition{Type: vidrav1alpha1.ConditionKubeconfigCurrent, Status: metav1.ConditionTrue, Reason: vidrav1alpha1.ReasonRotated,
-			Message: "the engaged kubeconfig is the Secret's current one"}
-		s.Message = ready.Message
-		if ec.rotationError != "" {
-			current.Status, current.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonRotationFailed
-			current.Message = "the Secret's new kubeconfig was not engaged, the previous one still is: " + ec.rotationError
-			s.Message = "kubeconfig rotation failed, still using the previous kubeconfig: " + ec.rotationError
-		}
-		current.Message = conditions.Bounded(current.Message)
-		meta.SetStatusCondition(&s.Conditions, current)
-		s.DeliveryPolicy = policyStatus(ec.policy, ec.policyErr)
-		s.Identity = ec.creds.status(now, p.opts.TokenRenewalPoint)
 	})
+}
+
+// showEngaged sets what the status shows of an engaged cluster, but its lastProbeTime.
+func (p *Provider) showEngaged(s *vidrav1alpha1.VidraClusterStatus, ec *engagedCluster, probeError string) {
+	s.Mode, s.Agent = vidrav1alpha1.ClusterModePush, nil
+	s.Phase = ec.phase
+	s.Server = ec.server
+	s.KubernetesVersion = ec.version
+	ready := metav1.Condition{Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: vidrav1alpha1.ReasonEngaged,
+		Message: "engaged; the API server answers its probes"}
+	now := p.opts.Clock.Now()
+	switch {
+	case ec.creds.expired(now):
+		ready.Status, ready.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonCredentialsExpired
+		ready.Message = ec.creds.expiredMessage(string(ec.name))
+	case ec.phase == vidrav1alpha1.ClusterUnreachable:
+		ready.Status, ready.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonUnreachable
+		ready.Message = fmt.Sprintf("engaged, but %d probes in a row failed; last: %s", ec.failures, probeError)
+	}
+	ready.Message = conditions.Bounded(ready.Message)
+	meta.SetStatusCondition(&s.Conditions, ready)
+	current := metav1.Condition{Type: vidrav1alpha1.ConditionKubeconfigCurrent, Status: metav1.ConditionTrue, Reason: vidrav1alpha1.ReasonRotated,
+		Message: "the engaged kubeconfig is the Secret's current one"}
+	s.Message = ready.Message
+	if ec.rotationError != "" {
+		current.Status, current.Reason = metav1.ConditionFalse, vidrav1alpha1.ReasonRotationFailed
+		current.Message = "the Secret's new kubeconfig was not engaged, the previous one still is: " + ec.rotationError
+		s.Message = "kubeconfig rotation failed, still using the previous kubeconfig: " + ec.rotationError
+	}
+	current.Message = conditions.Bounded(current.Message)
+	meta.SetStatusCondition(&s.Conditions, current)
+	s.DeliveryPolicy = policyStatus(ec.policy, ec.policyErr)
+	s.Identity = ec.creds.status(now, p.opts.TokenRenewalPoint)
 }
 
 // policyStatus shows a delivery policy; nil when it allows everything.
