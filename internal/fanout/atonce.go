@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -22,6 +20,7 @@ func (d *Delivery) AtOnce(ctx context.Context, items []Item, targets []Target, p
 	for _, it := range items {
 		statuses = append(statuses, d.deliver(ctx, it, targets, previous[it.ID]))
 	}
+	d.recordFoldedEvents()
 	if len(d.problems) > 0 {
 		// The phase stays Completed: a switch to Progressive must not inherit a failure.
 		st.Message = fmt.Sprintf("revision %d: not delivered everywhere: %s", st.Revision, d.problems[0])
@@ -121,22 +120,6 @@ func (d *Delivery) writeAll(ctx context.Context, it Item, desired []*vidrav1alph
 		}
 	}
 	return names, pinned, errors.Join(writeErrs...)
-}
-
-// eventDelivered records that item it was delivered, when it is new or its content
-// changed. The first VidraResource is the Event's related object, so the Events of
-// different items are not folded into one series.
-func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, desired []*vidrav1alpha1.VidraResource, names []string) {
-	if len(desired) == 0 {
-		return
-	}
-	related := desired[0]
-	switch {
-	case prev.ID == "":
-		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactAdded, fmt.Sprintf("%s %s (%s, target %s) delivered as %s", d.sync.Noun, it.Name, it.ID, it.Target, strings.Join(names, ", ")))
-	case prev.Checksum != it.Checksum:
-		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactUpdated, fmt.Sprintf("%s %s (%s, target %s) changed (checksum %s): updated %s", d.sync.Noun, it.Name, it.ID, it.Target, it.Checksum, strings.Join(names, ", ")))
-	}
 }
 
 // revisionOf numbers the listed content for a sync that delivers at once: the revision

@@ -111,6 +111,8 @@ type Delivery struct {
 	// contentHash, when set, identifies what the sync delivers instead of its items'
 	// checksums (see SetContentHash).
 	contentHash string
+	// itemEvents are the Events of delivered items, bounded (see events.go).
+	itemEvents itemEvents
 }
 
 // SetContentHash says what the sync delivers when its items' checksums say more than

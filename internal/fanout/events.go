@@ -1,0 +1,80 @@
+package fanout
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+)
+
+// maxItemEvents bounds the Events one delivery records for its items, one each; the
+// rest are summed up in one Event per reason. A sync of a thousand artifacts that all
+// change at once (a branch merged in Infrahub, a new chart version for a fleet) would
+// otherwise cost the hub a thousand writes, a fifth of what delivering them costs.
+const maxItemEvents = 10
+
+// maxFoldedNames bounds the items a summing-up Event names.
+const maxFoldedNames = 10
+
+// itemEvents counts the items' Events of one delivery and keeps those past the bound.
+type itemEvents struct {
+	recorded int
+	// folded are the items not recorded one by one, by reason, in delivery order.
+	folded map[string][]string
+}
+
+// eventDelivered records that item it was delivered, when it is new or its content
+// changed. The first VidraResource is the Event's related object, so the Events of
+// different items are not folded into one series.
+func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, desired []*vidrav1alpha1.VidraResource, names []string) {
+	if len(desired) == 0 {
+		return
+	}
+	var reason, note string
+	switch {
+	case prev.ID == "":
+		reason = vidrav1alpha1.EventArtifactAdded
+		note = fmt.Sprintf("%s %s (%s, target %s) delivered as %s", d.sync.Noun, it.Name, it.ID, it.Target, strings.Join(names, ", "))
+	case prev.Checksum != it.Checksum:
+		reason = vidrav1alpha1.EventArtifactUpdated
+		note = fmt.Sprintf("%s %s (%s, target %s) changed (checksum %s): updated %s", d.sync.Noun, it.Name, it.ID, it.Target, it.Checksum, strings.Join(names, ", "))
+	default:
+		return
+	}
+	if d.itemEvents.recorded < maxItemEvents {
+		d.itemEvents.recorded++
+		d.cfg.Events.Record(d.sync.Object, desired[0], corev1.EventTypeNormal, reason, note)
+		return
+	}
+	if d.itemEvents.folded == nil {
+		d.itemEvents.folded = map[string][]string{}
+	}
+	named := it.Name
+	if it.Target != "" {
+		named += " (target " + it.Target + ")"
+	}
+	d.itemEvents.folded[reason] = append(d.itemEvents.folded[reason], named)
+}
+
+// recordFoldedEvents records one Event per reason for the items past the bound.
+func (d *Delivery) recordFoldedEvents() {
+	for _, reason := range []string{vidrav1alpha1.EventArtifactAdded, vidrav1alpha1.EventArtifactUpdated} {
+		items := d.itemEvents.folded[reason]
+		if len(items) == 0 {
+			continue
+		}
+		what := "delivered"
+		if reason == vidrav1alpha1.EventArtifactUpdated {
+			what = "changed and updated"
+		}
+		shown := items[:min(len(items), maxFoldedNames)]
+		note := fmt.Sprintf("%d more %ss %s: %s", len(items), d.sync.Noun, what, strings.Join(shown, ", "))
+		if len(items) > len(shown) {
+			note += fmt.Sprintf(" and %d others", len(items)-len(shown))
+		}
+		d.cfg.Events.Record(d.sync.Object, nil, corev1.EventTypeNormal, reason, note)
+	}
+	d.itemEvents = itemEvents{}
+}
