@@ -17,8 +17,17 @@ type Metrics struct {
 	drift    *prometheus.CounterVec
 
 	mu sync.Mutex
-	// perCluster[cluster][vidraresource] is the number of objects it manages there.
-	perCluster map[string]map[string]int
+	// managedBy[vidraresource] is where it manages how many objects; managedOn[cluster]
+	// their sum there. A reconcile changes the figures of its VidraResource's cluster
+	// alone, and of the cluster it moved from: it costs the same with a thousand clusters
+	// as with one.
+	managedBy map[string]managedCount
+	managedOn map[string]int
+}
+
+type managedCount struct {
+	cluster string
+	objects int
 }
 
 // NewMetrics registers the controller's metrics with reg.
@@ -37,7 +46,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vidra_drift_repaired_total", Help: "Objects set back after another field manager changed them, by destination cluster.",
 		}, []string{"cluster"}),
-		perCluster: map[string]map[string]int{},
+		managedBy: map[string]managedCount{},
+		managedOn: map[string]int{},
 	}
 	for _, c := range []prometheus.Collector{m.applies, m.managed, m.duration, m.drift} {
 		if err := reg.Register(c); err != nil {
@@ -66,27 +76,17 @@ func (m *Metrics) setManaged(cluster, vr string, count int) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for c, byVR := range m.perCluster {
-		if c != cluster {
-			delete(byVR, vr)
-			m.managed.WithLabelValues(c).Set(float64(sum(byVR)))
+	if was, ok := m.managedBy[vr]; ok {
+		m.managedOn[was.cluster] -= was.objects
+		if was.cluster != cluster {
+			m.managed.WithLabelValues(was.cluster).Set(float64(m.managedOn[was.cluster]))
 		}
 	}
-	if m.perCluster[cluster] == nil {
-		m.perCluster[cluster] = map[string]int{}
-	}
 	if count == 0 {
-		delete(m.perCluster[cluster], vr)
+		delete(m.managedBy, vr)
 	} else {
-		m.perCluster[cluster][vr] = count
+		m.managedBy[vr] = managedCount{cluster: cluster, objects: count}
 	}
-	m.managed.WithLabelValues(cluster).Set(float64(sum(m.perCluster[cluster])))
-}
-
-func sum(m map[string]int) int {
-	total := 0
-	for _, n := range m {
-		total += n
-	}
-	return total
+	m.managedOn[cluster] += count
+	m.managed.WithLabelValues(cluster).Set(float64(m.managedOn[cluster]))
 }
