@@ -77,7 +77,7 @@ func (b *bench) measureFleet(ctx context.Context, r *results) error {
 		r.Fleet = append(r.Fleet, fr)
 		if i < len(b.FleetClusters)-1 {
 			b.stopOperator()
-			if err := f.clear(ctx, n); err != nil {
+			if err := f.clear(ctx); err != nil {
 				return fmt.Errorf("clear the fleet of %d clusters: %w", n, err)
 			}
 		}
@@ -91,6 +91,8 @@ type fleetRun struct {
 	fronts fronts
 	// addresses are the fronts' "host:port", by cluster index.
 	addresses []string
+	// clusters are the size being measured, which clear removes.
+	clusters []fleetCluster
 }
 
 // measure enrolls n clusters on a fresh operator, delivers their bundles, lets them idle,
@@ -104,6 +106,7 @@ func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
 	if err != nil {
 		return fr, err
 	}
+	f.clusters = clusters
 	start, err := f.settled(ctx, fmt.Sprintf("fleet-%d-start", n))
 	if err != nil {
 		return fr, err
@@ -197,9 +200,10 @@ func (f *fleetRun) measureIdleFleet(ctx context.Context, clusters []fleetCluster
 	if err != nil {
 		return err
 	}
-	minutes := time.Since(start).Minutes()
+	elapsed := time.Since(start)
+	minutes := elapsed.Minutes()
 	perClusterMinute := float64(len(clusters)) * minutes
-	fr.IdleWindowSeconds = time.Since(start).Seconds()
+	fr.IdleWindowSeconds = elapsed.Seconds()
 	members := after.memberRequests(clusters).since(before.memberRequests(clusters))
 	fr.IdleMemberRequestsPerClusterMin, fr.IdleMemberRequests = members.total()/perClusterMinute, members.per(perClusterMinute)
 	hub := after.operator.requests[hostOf(f.fleet.Hub)].since(before.operator.requests[hostOf(f.fleet.Hub)])

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,11 +83,7 @@ func frontKubeconfig(kubeconfig []byte, addr string) ([]byte, error) {
 
 // bundle is the k-th bundle of the cluster: n ConfigMaps in the cluster's own namespace.
 func (c fleetCluster) bundle(k, n int) string {
-	var docs []string
-	for i := range n {
-		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bundle-%d-%d\n  namespace: %s\ndata:\n  k: v\n", k, i, c.name))
-	}
-	return strings.Join(docs, "---\n")
+	return bundleIn(fmt.Sprintf("bundle-%d", k), c.name, n)
 }
 
 // enrollAll creates every cluster's enrollment Secret, setupWorkers at a time, and times
@@ -147,40 +144,24 @@ func (f *fleetRun) enrollAll(ctx context.Context, clusters []fleetCluster, fr *f
 	return nil
 }
 
-// watchEngaged returns when the fleet phase's clusters n VidraClusters are Engaged, with
-// the time each was first seen so.
+// watchEngaged returns when the fleet phase's n VidraClusters are Engaged, with the time
+// each was first seen so.
 func watchEngaged(ctx context.Context, hub client.WithWatch, n int) (map[string]time.Time, error) {
 	seen := map[string]time.Time{}
-	note := func(vc *vidrav1alpha1.VidraCluster) {
-		if _, ok := seen[vc.Name]; !ok && strings.HasPrefix(vc.Name, "fleet-") && vc.Status.Phase == vidrav1alpha1.ClusterEngaged {
+	note := func(obj runtime.Object) {
+		vc, ok := obj.(*vidrav1alpha1.VidraCluster)
+		if !ok || !strings.HasPrefix(vc.Name, "fleet-") || vc.Status.Phase != vidrav1alpha1.ClusterEngaged {
+			return
+		}
+		if _, ok := seen[vc.Name]; !ok {
 			seen[vc.Name] = time.Now()
 		}
 	}
-	for {
-		var list vidrav1alpha1.VidraClusterList
-		if err := hub.List(ctx, &list); err != nil {
-			return seen, fmt.Errorf("wait for Engaged: %w", err)
-		}
-		for i := range list.Items {
-			note(&list.Items[i])
-		}
-		w, err := hub.Watch(ctx, &vidrav1alpha1.VidraClusterList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-		if err != nil {
-			return seen, fmt.Errorf("wait for Engaged: %w", err)
-		}
-		for ev := range w.ResultChan() {
-			if vc, ok := ev.Object.(*vidrav1alpha1.VidraCluster); ok {
-				note(vc)
-			}
-			if len(seen) == n {
-				w.Stop()
-				return seen, nil
-			}
-		}
-		if ctx.Err() != nil {
-			return seen, fmt.Errorf("%d of %d clusters Engaged: %w", len(seen), n, ctx.Err())
-		}
+	err := watchUntil(ctx, hub, func() client.ObjectList { return &vidrav1alpha1.VidraClusterList{} }, note, func() bool { return len(seen) == n })
+	if err != nil {
+		return seen, fmt.Errorf("%d of %d clusters Engaged: %w", len(seen), n, err)
 	}
+	return seen, nil
 }
 
 // forEach runs do for every item, setupWorkers at a time, and returns the first error.
@@ -199,7 +180,7 @@ func forEach[T any](ctx context.Context, items []T, do func(T) error) error {
 // clear removes the fleet of n clusters with the operator stopped, so that the next size
 // starts from nothing (the operator is stopped first): the syncs, their VidraResources and revisions, the enrollment
 // Secrets and VidraClusters on the hub, the delivered objects on the members.
-func (f *fleetRun) clear(ctx context.Context, n int) error {
+func (f *fleetRun) clear(ctx context.Context) error {
 	hub := f.fleet.Hub.Client
 	for k := range f.FleetBundles {
 		sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: fleetArtifact(k)}}
@@ -231,11 +212,7 @@ func (f *fleetRun) clear(ctx context.Context, n int) error {
 	if err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.HasLabels{fleetLabel}); err != nil {
 		return err
 	}
-	clusters, err := f.prepare(ctx, n)
-	if err != nil {
-		return err
-	}
-	return forEach(ctx, clusters, func(c fleetCluster) error {
+	return forEach(ctx, f.clusters, func(c fleetCluster) error {
 		vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
 		if err := client.IgnoreNotFound(hub.Delete(ctx, vc)); err != nil {
 			return err

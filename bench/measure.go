@@ -9,8 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -52,11 +54,19 @@ func (b *bench) measureEnroll(ctx context.Context, r *results) error {
 	return nil
 }
 
-// bundle is a manifest of n ConfigMaps named <prefix>-<i>.
-func bundle(prefix string, n int) string {
+// bundle is a manifest of n ConfigMaps named <prefix>-<i>, in the destination's namespace.
+func bundle(prefix string, n int) string { return bundleIn(prefix, "", n) }
+
+// bundleIn is a manifest of n ConfigMaps named <prefix>-<i> in namespace ("": the
+// destination's).
+func bundleIn(prefix, namespace string, n int) string {
+	meta := ""
+	if namespace != "" {
+		meta = "\n  namespace: " + namespace
+	}
 	var docs []string
 	for i := range n {
-		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-%d\ndata:\n  k: v\n", prefix, i))
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-%d%s\ndata:\n  k: v\n", prefix, i, meta))
 	}
 	return strings.Join(docs, "---\n")
 }
@@ -111,39 +121,47 @@ func (b *bench) waitReadyOf(ctx context.Context, counts func(*vidrav1alpha1.Vidr
 		return err
 	}
 	ready := map[string]bool{}
-	note := func(vr *vidrav1alpha1.VidraResource) {
-		if counts(vr) && conditions.IsReady(vr) {
+	note := func(obj runtime.Object) {
+		if vr, ok := obj.(*vidrav1alpha1.VidraResource); ok && counts(vr) && conditions.IsReady(vr) {
 			ready[vr.Name] = true
 		}
 	}
+	err = watchUntil(ctx, hub, func() client.ObjectList { return &vidrav1alpha1.VidraResourceList{} }, note, func() bool { return len(ready) >= n })
+	if err != nil {
+		return fmt.Errorf("%d of %d VidraResources Ready: %w", len(ready), n, err)
+	}
+	return nil
+}
+
+// watchUntil lists the objects of newList's kind, then watches them, showing each to
+// note, until done says so or ctx ends; a watch the server ends is listed and watched
+// again.
+func watchUntil(ctx context.Context, hub client.WithWatch, newList func() client.ObjectList, note func(runtime.Object), done func() bool) error {
 	for {
-		var list vidrav1alpha1.VidraResourceList
-		if err := hub.List(ctx, &list); err != nil {
-			return fmt.Errorf("wait for Ready: %w", err)
+		list := newList()
+		if err := hub.List(ctx, list); err != nil {
+			return err
 		}
-		for i := range list.Items {
-			note(&list.Items[i])
+		if err := apimeta.EachListItem(list, func(obj runtime.Object) error { note(obj); return nil }); err != nil {
+			return err
 		}
-		if len(ready) >= n {
+		if done() {
 			return nil
 		}
-		w, err := hub.Watch(ctx, &vidrav1alpha1.VidraResourceList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		w, err := hub.Watch(ctx, newList(), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
 		if err != nil {
-			return fmt.Errorf("wait for Ready: %w", err)
+			return err
 		}
 		for ev := range w.ResultChan() {
-			if vr, ok := ev.Object.(*vidrav1alpha1.VidraResource); ok {
-				note(vr)
-			}
-			if len(ready) >= n {
+			note(ev.Object)
+			if done() {
 				w.Stop()
 				return nil
 			}
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%d of %d VidraResources Ready: %w", len(ready), n, ctx.Err())
+			return ctx.Err()
 		}
-		// The watch ended (a timeout on the server's side): list and watch again.
 	}
 }
 
