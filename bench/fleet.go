@@ -37,7 +37,8 @@ type fleetResult struct {
 
 	// Memory: at the operator's start (no fleet cluster), then per engaged cluster before
 	// any bundle, and per idle cluster with its bundles delivered; HeapPerManagedObjectKiB
-	// is what delivering added to the heap per object now managed.
+	// is what delivering added to the heap (its spans in use) per object now managed, and
+	// LiveHeapPerManagedObjectKiB to the objects reachable in it.
 	StartRSSMiB                 float64 `json:"startRSSMiB"`
 	StartHeapMiB                float64 `json:"startHeapMiB"`
 	IdleRSSMiB                  float64 `json:"idleRSSMiB"`
@@ -49,6 +50,7 @@ type fleetResult struct {
 	HeapPerIdleClusterMiB       float64 `json:"heapPerIdleClusterMiB"`
 	GoroutinesPerIdleCluster    float64 `json:"goroutinesPerIdleCluster"`
 	HeapPerManagedObjectKiB     float64 `json:"heapPerManagedObjectKiB"`
+	LiveHeapPerManagedObjectKiB float64 `json:"liveHeapPerManagedObjectKiB"`
 
 	// Idle: over IdleWindowSeconds with nothing changing, the operator's requests per
 	// cluster per minute to the members (probes, watches, resync reads) and to the hub,
@@ -132,7 +134,9 @@ func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
 	}
 	fr.IdleRSSMiB, fr.IdleHeapMiB = idle.rssMiB, idle.heapMiB
 	fr.RSSPerIdleClusterMiB, fr.HeapPerIdleClusterMiB, fr.GoroutinesPerIdleCluster = perCluster(idle)
-	fr.HeapPerManagedObjectKiB = (idle.heapMiB - engaged.heapMiB) * 1024 / float64(n*f.FleetBundles*f.Objects)
+	objects := float64(n * f.FleetBundles * f.Objects)
+	fr.HeapPerManagedObjectKiB = (idle.heapMiB - engaged.heapMiB) * 1024 / objects
+	fr.LiveHeapPerManagedObjectKiB = (idle.liveHeapMiB - engaged.liveHeapMiB) * 1024 / objects
 	return fr, f.measureIdleFleet(ctx, clusters, &fr)
 }
 

@@ -43,6 +43,7 @@ func fleetPanels() []fleetPanel {
 		}},
 		{title: "Heap per managed object", unit: "KiB", target: 2, series: []fleetSeries{
 			{"heap added by delivering / objects", func(f fleetResult) float64 { return f.HeapPerManagedObjectKiB }},
+			{"of it, live objects", func(f fleetResult) float64 { return f.LiveHeapPerManagedObjectKiB }},
 		}},
 		{title: "Idle requests per cluster", unit: "per minute", target: 2, series: []fleetSeries{
 			{"to its member", func(f fleetResult) float64 { return f.IdleMemberRequestsPerClusterMin }},

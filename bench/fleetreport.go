@@ -56,8 +56,8 @@ func printFleet(w io.Writer, fleet []fleetResult) {
 			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.CPUSecondsPer1000Objects)
 		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.IdleRSSMiB, f.IdleHeapMiB)
 		fmt.Fprintf(w, "  per engaged cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (before its bundles)\n", f.RSSPerEngagedClusterMiB, f.HeapPerEngagedClusterMiB, f.GoroutinesPerEngagedCluster)
-		fmt.Fprintf(w, "  per idle cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (with its bundles); %.2f KiB heap per managed object\n",
-			f.RSSPerIdleClusterMiB, f.HeapPerIdleClusterMiB, f.GoroutinesPerIdleCluster, f.HeapPerManagedObjectKiB)
+		fmt.Fprintf(w, "  per idle cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (with its bundles); %.2f KiB heap (%.2f KiB live) per managed object\n",
+			f.RSSPerIdleClusterMiB, f.HeapPerIdleClusterMiB, f.GoroutinesPerIdleCluster, f.HeapPerManagedObjectKiB, f.LiveHeapPerManagedObjectKiB)
 		fmt.Fprintf(w, "  idle, over %.0f s\t%.2f requests per cluster per minute to its member (%s), %.2f to the hub (%s); the operator's hub writes %.2f per minute; the hub's writes by anyone %.2f per minute (%s)\n",
 			f.IdleWindowSeconds, f.IdleMemberRequestsPerClusterMin, orNone(f.IdleMemberRequests), f.IdleHubRequestsPerClusterMin, orNone(f.IdleHubRequests),
 			f.IdleOperatorHubWritesPerMinute, f.IdleHubWritesPerMinute, orNone(f.IdleHubWritesPerMinuteByResource))

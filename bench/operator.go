@@ -137,7 +137,9 @@ func (b *bench) stopOperator() {
 }
 
 // memory is the operator's resident set, Go heap and goroutines.
-type memory struct{ rssMiB, heapMiB, goroutines float64 }
+// memory is the operator's: heapMiB is the heap's spans in use, liveHeapMiB the objects
+// in them (after a garbage collection, what is reachable).
+type memory struct{ rssMiB, heapMiB, liveHeapMiB, goroutines float64 }
 
 func (b *bench) memory(ctx context.Context) (memory, error) {
 	var m memory
@@ -159,6 +161,7 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 		return m, err
 	}
 	m.heapMiB = values["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	m.liveHeapMiB = values["go_memstats_heap_alloc_bytes"] / (1 << 20)
 	m.goroutines = values["go_goroutines"]
 	return m, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/pullagent"
+	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/hublink"
 	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
@@ -68,7 +69,7 @@ func NewAgent(ctx context.Context, member *rest.Config, opts Options) (*Operator
 		return nil, err
 	}
 	hubCache, err := cache.New(hubCfg, cache.Options{Scheme: scheme, Mapper: hubMapper,
-		DefaultNamespaces: map[string]cache.Config{link.Namespace: {}}})
+		DefaultNamespaces: map[string]cache.Config{link.Namespace: {}}, DefaultTransform: apply.TrimCached})
 	if err != nil {
 		return nil, fmt.Errorf("cache of the hub's bundles: %w", err)
 	}

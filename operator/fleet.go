@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/sharding"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
@@ -49,8 +50,9 @@ func newClusterProvider(opts Options, scheme *runtime.Scheme, shard *sharding.Co
 		Scheme:            scheme,
 		Metrics:           opts.Metrics,
 		// Member caches hold only what Vidra manages, so memory follows Vidra's objects
-		// rather than the size of each cluster.
-		Cache: cache.Options{DefaultLabelSelector: managedSelector()},
+		// rather than the size of each cluster; of their metadata, not the managed fields'
+		// field by field lists, which no reader needs.
+		Cache: cache.Options{DefaultLabelSelector: managedSelector(), DefaultTransform: apply.TrimCached},
 	})
 }
 
@@ -126,6 +128,10 @@ func managedSelector() labels.Selector {
 // from the API server, not a cache).
 func cacheOptions(opts Options, cfg *rest.Config) cache.Options {
 	c := hubCacheOptions(opts.Logger, cfg)
+	// Nothing reads the managed fields of what the hub caches (its VidraResources' list
+	// every field of their status); standalone, the drift watches are this cache's, and
+	// keep of them who wrote what they watch.
+	c.DefaultTransform = apply.TrimCached
 	if opts.agent == nil || opts.agent.Namespaces == nil {
 		return c
 	}

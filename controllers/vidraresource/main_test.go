@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
@@ -37,13 +38,18 @@ var watches *vidraresource.DriftWatches
 // store is the operator's content store.
 var store *content.Store
 
+// engaged finds the operator's engaged clusters.
+var engaged interface {
+	GetCluster(context.Context, multicluster.ClusterName) (cluster.Cluster, error)
+}
+
 // limiters are the engaged clusters' rate limiters: they count, and never throttle.
 var limiters = &countingLimiters{counts: map[multicluster.ClusterName]*atomic.Int64{}}
 
 func TestMain(m *testing.M) {
 	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{Configure: func(o *operator.Options) { o.ClusterRateLimiter = limiters.forCluster }},
 		func(f *testfleet.Fleet, op *testoperator.Operator) {
-			fleet, registry, watches, store = f, op.Registry, op.Watches, op.Content
+			fleet, registry, watches, store, engaged = f, op.Registry, op.Watches, op.Content, op.Manager
 		}))
 }
 

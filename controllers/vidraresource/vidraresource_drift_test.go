@@ -1,14 +1,18 @@
 package vidraresource_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
@@ -108,4 +112,55 @@ func TestUnchangedReconcileWritesNothing(t *testing.T) {
 	if after.ResourceVersion != poked.ResourceVersion {
 		t.Errorf("the VidraResource was written by an unchanged reconcile: status %+v, was %+v", after.Status, poked.Status)
 	}
+}
+
+// TestDriftWatchesCacheWhoWroteNotEachField: a member's cache holds every object Vidra
+// manages there, so of its managed fields it keeps who wrote the object, how and when
+// (what drift is judged on) and whether Vidra's apply owns the owners set, not the fields
+// each manager wrote.
+func TestDriftWatchesCacheWhoWroteNotEachField(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[0]
+	deliver(t, "trimmed", vidrav1alpha1.Destination{Cluster: member.Name, ReconcileOnEvents: true}, cmManifest("trimmed"))
+	ready(t, "trimmed")
+	cl, err := engaged.GetCluster(ctx, multicluster.ClusterName(member.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, cached := configMapMetadata(), configMapMetadata()
+	if err := member.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "trimmed"}, live); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 10*time.Second, "the object is in the member's cache at its resourceVersion", func() (bool, error) {
+		err := cl.GetCache().Get(ctx, client.ObjectKey{Namespace: "default", Name: "trimmed"}, cached)
+		return err == nil && cached.ResourceVersion == live.ResourceVersion, client.IgnoreNotFound(err)
+	})
+	if len(cached.ManagedFields) != len(live.ManagedFields) {
+		t.Fatalf("cached managers %+v, live %+v", cached.ManagedFields, live.ManagedFields)
+	}
+	fields := 0
+	for i, e := range live.ManagedFields {
+		got := cached.ManagedFields[i]
+		if got.Manager != e.Manager || got.Operation != e.Operation || !got.Time.Equal(e.Time) {
+			t.Errorf("cached entry %+v, live %+v", got, e)
+		}
+		if e.FieldsV1 != nil && bytes.Contains(e.FieldsV1.GetRawBytes(), []byte(`"f:data"`)) {
+			fields++
+		}
+		if got.FieldsV1 != nil && bytes.Contains(got.FieldsV1.GetRawBytes(), []byte(`"f:data"`)) {
+			t.Errorf("the cache keeps the fields %s wrote: %s", got.Manager, got.FieldsV1.GetRawString())
+		}
+		if c, l := ownership.AppliesOwners(cached, e.Manager), ownership.AppliesOwners(live, e.Manager); c != l {
+			t.Errorf("cached, %s applies the owners set: %v; live: %v", e.Manager, c, l)
+		}
+	}
+	if fields == 0 {
+		t.Fatalf("the live object's managed fields list no data field: %+v", live.ManagedFields)
+	}
+}
+
+func configMapMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return m
 }

@@ -4,6 +4,9 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 
 	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
@@ -18,17 +21,26 @@ const maxMemo = 1 << 16
 // resourceVersion, so with the owner still in its set), instead of after a read. An
 // object that changed since fails the condition and is read then. The zero value is
 // ready to use; one Memo serves one cluster.
+//
+// A fleet's every managed object has an entry, so an entry holds only what a later apply
+// reads of the object, not its metadata.
 type Memo struct {
 	mu      sync.Mutex
-	objects map[memoKey]*metav1.PartialObjectMetadata
-	// applied are the resourceVersion each owner's last apply left each object at, and a
-	// digest of what it declared, whether or not it declares the owners set.
-	applied map[memoKey]appliedAs
+	entries map[memoKey]*memoEntry
 }
 
-type appliedAs struct{ resourceVersion, declared string }
-
 type memoKey struct{ owner, object string }
+
+// memoEntry is the resourceVersion an owner's last apply left an object at and a digest
+// of what it declared, whether or not it declares the owners set; and when it does, what
+// a later apply reads of the object: its UID, owners set, label and apply manager.
+type memoEntry struct {
+	resourceVersion, declared string
+	declaresOwners            bool
+	uid                       types.UID
+	owners, fieldManager      string
+	managed                   bool
+}
 
 // recall returns the object as owner's apply left it, or nil.
 func (m *Memo) recall(owner string, ref inventory.Ref) *metav1.PartialObjectMetadata {
@@ -36,11 +48,28 @@ func (m *Memo) recall(owner string, ref inventory.Ref) *metav1.PartialObjectMeta
 		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if obj := m.objects[memoKey{owner, ref.Key()}]; obj != nil {
-		return obj.DeepCopy()
+	entry := m.entries[memoKey{owner, ref.Key()}]
+	m.mu.Unlock()
+	if entry == nil || !entry.declaresOwners {
+		return nil
 	}
-	return nil
+	return entry.object(ref)
+}
+
+// object is the object's metadata as a later apply reads it.
+func (e *memoEntry) object(ref inventory.Ref) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(ref.GVK)
+	obj.Namespace, obj.Name = ref.Namespace, ref.Name
+	obj.UID, obj.ResourceVersion = e.uid, e.resourceVersion
+	obj.Annotations = map[string]string{vidrav1alpha1.OwnersAnnotation: e.owners}
+	if e.managed {
+		obj.Labels = map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}
+	}
+	obj.ManagedFields = []metav1.ManagedFieldsEntry{{
+		Manager: e.fieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: ownsOwnersFields,
+	}}
+	return obj
 }
 
 // unchanged says whether owner's last apply of the object declared exactly declared and
@@ -51,13 +80,13 @@ func (m *Memo) unchanged(owner string, ref inventory.Ref, declared, resourceVers
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	a, ok := m.applied[memoKey{owner, ref.Key()}]
-	return ok && a.declared == declared && a.resourceVersion == resourceVersion
+	entry := m.entries[memoKey{owner, ref.Key()}]
+	return entry != nil && entry.declared == declared && entry.resourceVersion == resourceVersion
 }
 
-// remember keeps the object as owner's apply (by fieldManager) left it, when that apply
-// declares the owners set; otherwise the object is forgotten, as the next apply must read
-// it to know the set.
+// remember keeps the object as owner's apply (by fieldManager) left it; when that apply
+// does not declare the owners set, the object itself is not kept, as the next apply must
+// read it to know the set.
 func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *metav1.PartialObjectMetadata, declared string) {
 	if m == nil {
 		return
@@ -66,32 +95,21 @@ func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *meta
 		m.forget(owner, ref)
 		return
 	}
+	entry := &memoEntry{resourceVersion: obj.ResourceVersion, declared: declared}
+	if ownership.AppliesOwners(obj, fieldManager) {
+		entry.declaresOwners = true
+		entry.uid, entry.fieldManager = obj.UID, fieldManager
+		entry.owners = obj.Annotations[vidrav1alpha1.OwnersAnnotation]
+		entry.managed = ownership.IsManaged(obj)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := memoKey{owner, ref.Key()}
-	if m.applied == nil {
-		m.applied = map[memoKey]appliedAs{}
+	if m.entries == nil {
+		m.entries = map[memoKey]*memoEntry{}
 	}
-	if _, ok := m.applied[key]; ok || len(m.applied) < maxMemo {
-		m.applied[key] = appliedAs{resourceVersion: obj.ResourceVersion, declared: declared}
-	}
-	if !ownership.AppliesOwners(obj, fieldManager) {
-		delete(m.objects, key)
-		return
-	}
-	kept := obj.DeepCopy()
-	// Only this owner's apply entry matters to a later apply; the rest is not kept.
-	kept.ManagedFields = nil
-	for _, e := range obj.ManagedFields {
-		if e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			kept.ManagedFields = append(kept.ManagedFields, e)
-		}
-	}
-	if m.objects == nil {
-		m.objects = map[memoKey]*metav1.PartialObjectMetadata{}
-	}
-	if _, ok := m.objects[key]; ok || len(m.objects) < maxMemo {
-		m.objects[key] = kept
+	if _, ok := m.entries[key]; ok || len(m.entries) < maxMemo {
+		m.entries[key] = entry
 	}
 }
 
@@ -102,8 +120,7 @@ func (m *Memo) forget(owner string, ref inventory.Ref) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.objects, memoKey{owner, ref.Key()})
-	delete(m.applied, memoKey{owner, ref.Key()})
+	delete(m.entries, memoKey{owner, ref.Key()})
 }
 
 // Forget drops everything remembered for owner (it is gone, or its cluster is).
@@ -113,14 +130,9 @@ func (m *Memo) Forget(owner string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for key := range m.objects {
+	for key := range m.entries {
 		if key.owner == owner {
-			delete(m.objects, key)
-		}
-	}
-	for key := range m.applied {
-		if key.owner == owner {
-			delete(m.applied, key)
+			delete(m.entries, key)
 		}
 	}
 }
