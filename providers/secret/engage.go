@@ -32,6 +32,10 @@ type engagedCluster struct {
 	cluster cluster.Cluster
 	conns   *connTracker
 	probe   discovery.ServerVersionInterface
+	// heard is when its API server last answered anyone; probedAt when a probe last
+	// returned (the probe loop's own).
+	heard    *heardFrom
+	probedAt time.Time
 	// ctx is the cluster's lifetime, handed to the manager on engage: it ends when the
 	// cluster is disengaged, which stops every controller's work on it.
 	ctx    context.Context
@@ -76,6 +80,8 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	// lets every connection of a disengaged or rotated cluster be closed.
 	conns := newConnTracker(net.Dialer{Timeout: p.opts.ProbeTimeout, KeepAlive: 30 * time.Second})
 	restCfg.Dial = conns.DialContext
+	heard := newHeardFrom()
+	restCfg.Wrap(heard.wrap)
 	httpClient, err := rest.HTTPClientFor(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP client: %w", err)
@@ -132,7 +138,7 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	clusterCtx, cancel := context.WithCancel(context.Background())
 	ec := &engagedCluster{
 		name: name, secret: secret, hash: hash, server: cfg.Server, namespaces: namespaces,
-		cluster: cl, conns: conns, probe: probe,
+		cluster: cl, conns: conns, probe: probe, heard: heard, probedAt: time.Now(),
 		ctx: clusterCtx, cancel: cancel, stopped: make(chan struct{}),
 		phase: vidrav1alpha1.ClusterEngaged, version: version.GitVersion, lastProbe: metav1.Now(),
 	}

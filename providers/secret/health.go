@@ -23,10 +23,15 @@ func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
 		case <-ticker.C:
 		}
 		p.renewIfDue(ctx, ec)
+		if p.heardSinceProbe(ec) {
+			continue
+		}
+		p.metrics.probes.WithLabelValues(string(ec.name)).Inc()
 		version, err := ec.probe.ServerVersion()
 		if ctx.Err() != nil {
 			return
 		}
+		ec.probedAt = time.Now()
 		now := p.opts.Clock.Now()
 		ec.mu.Lock()
 		before := ec.phase
@@ -61,6 +66,25 @@ func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
 			p.log.Error(err, "write VidraCluster status", "cluster", ec.name)
 		}
 	}
+}
+
+// heardSinceProbe says whether the engaged cluster's API server answered someone since
+// its last probe, within a probe interval: then it is not probed this time, and the
+// gauge of its last probe shows when it was heard from. A cluster not Engaged is probed.
+func (p *Provider) heardSinceProbe(ec *engagedCluster) bool {
+	now := p.opts.Clock.Now()
+	ec.mu.Lock()
+	engaged := ec.phase == vidrav1alpha1.ClusterEngaged && !ec.creds.expired(now)
+	expires := ec.creds.lifetime.ExpiresAt
+	ec.mu.Unlock()
+	if !engaged || !ec.heard.since(ec.probedAt, p.opts.ProbeInterval) {
+		return false
+	}
+	p.metrics.lastProbe.WithLabelValues(string(ec.name)).Set(float64(ec.heard.at().Unix()))
+	if !expires.IsZero() {
+		p.metrics.credentialExpiry.WithLabelValues(string(ec.name)).Set(expires.Sub(now).Seconds())
+	}
+	return true
 }
 
 func boolGauge(b bool) float64 {

@@ -12,8 +12,10 @@ type metrics struct {
 	// lastProbe is when each engaged cluster was last probed: the VidraCluster's status is
 	// written only when a probe changes it, so this is where a probe's freshness shows.
 	lastProbe *prometheus.GaugeVec
-	engaged   prometheus.Counter
-	rejected  *prometheus.CounterVec
+	// probes counts the probes sent: none while a cluster is heard from otherwise.
+	probes   *prometheus.CounterVec
+	engaged  prometheus.Counter
+	rejected *prometheus.CounterVec
 	// credentialExpiry is the time left on a cluster's token, where it has an expiry.
 	credentialExpiry *prometheus.GaugeVec
 }
@@ -26,7 +28,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"cluster"}),
 		lastProbe: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vidra_cluster_last_probe_timestamp_seconds",
-			Help: "When the engaged cluster's API server was last probed (Unix time), whatever the answer.",
+			Help: "When the engaged cluster's API server last answered a probe, or anyone in its stead (Unix time); a failed probe counts too.",
+		}, []string{"cluster"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_cluster_probes_total",
+			Help: "Probes sent to the engaged cluster's API server; none is sent while it is heard from otherwise.",
 		}, []string{"cluster"}),
 		engaged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vidra_cluster_engaged_total",
@@ -41,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Seconds until the token the hub uses on the cluster expires (negative once expired); absent for credentials without an expiry.",
 		}, []string{"cluster"}),
 	}
-	for _, c := range []prometheus.Collector{m.ready, m.lastProbe, m.engaged, m.rejected, m.credentialExpiry} {
+	for _, c := range []prometheus.Collector{m.ready, m.lastProbe, m.probes, m.engaged, m.rejected, m.credentialExpiry} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register cluster provider metrics: %w", err)
 		}

@@ -1,8 +1,13 @@
 package secret_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
@@ -74,4 +79,60 @@ func TestAnIdleClusterCostsTheHubNoWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	vidraCluster(t, "edge-idle", 20*time.Second, "Engaged again", phaseIs(vidrav1alpha1.ClusterEngaged))
+}
+
+// TestAClusterHeardFromIsNotProbed: while a cluster's watch brings news, its API server
+// has answered, so it is not probed as well (an idle fleet's watch bookmarks save it as
+// many requests); once the watch falls silent the probes come back, and a paused cluster
+// goes Unreachable as ever.
+func TestAClusterHeardFromIsNotProbed(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[1]
+	enroll(t, "edge-heard-kubeconfig", "edge-heard", member.Kubeconfig, nil)
+	vidraCluster(t, "edge-heard", 15*time.Second, "Engaged", phaseIs(vidrav1alpha1.ClusterEngaged))
+	cl, err := provider.Get(ctx, "edge-heard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "heard", Namespace: "default",
+		Labels: map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}}}
+	if err := member.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = member.Client.Delete(context.Background(), cm) })
+	probes := func() float64 {
+		return metricValue(t, "vidra_cluster_probes_total", map[string]string{"cluster": "edge-heard"})
+	}
+
+	// Ten probe intervals (300ms) of a change every 50ms, seen by the cluster's watch.
+	before := probes()
+	for i := range 60 {
+		cm.Data = map[string]string{"i": strconv.Itoa(i)}
+		if err := member.Client.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	busy := probes() - before
+
+	before = probes()
+	time.Sleep(3 * time.Second)
+	quiet := probes() - before
+	t.Logf("probes in ten intervals: %v while heard from, %v once quiet", busy, quiet)
+	if busy > 3 {
+		t.Errorf("probed %v times in ten intervals while its watch brought news", busy)
+	}
+	if quiet < 5 {
+		t.Errorf("probed %v times in ten quiet intervals", quiet)
+	}
+
+	member.PauseInTest(t)
+	vidraCluster(t, "edge-heard", 20*time.Second, "Unreachable", phaseIs(vidrav1alpha1.ClusterUnreachable))
+	if err := member.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	vidraCluster(t, "edge-heard", 20*time.Second, "Engaged again", phaseIs(vidrav1alpha1.ClusterEngaged))
 }

@@ -246,6 +246,7 @@ func (p *Provider) stopOwned(key types.NamespacedName, name string) {
 	ec.stop()
 	p.metrics.ready.DeleteLabelValues(name)
 	p.metrics.lastProbe.DeleteLabelValues(name)
+	p.metrics.probes.DeleteLabelValues(name)
 	p.metrics.credentialExpiry.DeleteLabelValues(name)
 }
 
