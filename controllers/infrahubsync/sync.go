@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,22 +185,36 @@ func branchOf(ihs *vidrav1alpha1.InfrahubSync) string {
 	return "main"
 }
 
-// eventRemoved records an Event for each artifact that left the listing.
+// eventRemoved records an Event for each artifact that left the listing, the first
+// fanout.MaxItemEvents of them one by one and the rest in one Event: a thousand artifacts
+// gone at once (a branch merged, a site decommissioned) cost the hub a dozen writes.
 func (r *Reconciler) eventRemoved(ihs *vidrav1alpha1.InfrahubSync, listed []infrahub.Artifact, previous map[string]vidrav1alpha1.ArtifactStatus) {
 	isListed := map[string]bool{}
 	for _, a := range listed {
 		isListed[a.ID] = true
 	}
-	for id, st := range previous {
+	var folded []string
+	recorded := 0
+	for _, id := range slices.Sorted(maps.Keys(previous)) {
+		st := previous[id]
 		if isListed[id] {
 			continue
 		}
+		if recorded == fanout.MaxItemEvents {
+			folded = append(folded, fmt.Sprintf("%s (target %s)", st.Name, st.Target))
+			continue
+		}
+		recorded++
 		var related *vidrav1alpha1.VidraResource
 		if len(st.VidraResources) > 0 {
 			related = &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: st.VidraResources[0]}}
 		}
 		r.event(ihs, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactRemoved,
 			fmt.Sprintf("artifact %s (%s, target %s) is no longer in Infrahub: removed %s", st.Name, id, st.Target, strings.Join(st.VidraResources, ", ")))
+	}
+	if len(folded) > 0 {
+		r.event(ihs, nil, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactRemoved,
+			fanout.SummingUp("artifact", "no longer in Infrahub, their VidraResources removed", folded))
 	}
 }
 

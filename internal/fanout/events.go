@@ -9,11 +9,11 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
 
-// maxItemEvents bounds the Events one delivery records for its items, one each; the
-// rest are summed up in one Event per reason. A sync of a thousand artifacts that all
+// MaxItemEvents bounds the Events one delivery records for its items, one each; the
+// rest are summed up in one Event per reason (see SummingUp). A sync of a thousand artifacts that all
 // change at once (a branch merged in Infrahub, a new chart version for a fleet) would
 // otherwise cost the hub a thousand writes, a fifth of what delivering them costs.
-const maxItemEvents = 10
+const MaxItemEvents = 10
 
 // maxFoldedNames bounds the items a summing-up Event names.
 const maxFoldedNames = 10
@@ -43,7 +43,7 @@ func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, de
 	default:
 		return
 	}
-	if d.itemEvents.recorded < maxItemEvents {
+	if d.itemEvents.recorded < MaxItemEvents {
 		d.itemEvents.recorded++
 		d.cfg.Events.Record(d.sync.Object, desired[0], corev1.EventTypeNormal, reason, note)
 		return
@@ -69,12 +69,18 @@ func (d *Delivery) recordFoldedEvents() {
 		if reason == vidrav1alpha1.EventArtifactUpdated {
 			what = "changed and updated"
 		}
-		shown := items[:min(len(items), maxFoldedNames)]
-		note := fmt.Sprintf("%d more %ss %s: %s", len(items), d.sync.Noun, what, strings.Join(shown, ", "))
-		if len(items) > len(shown) {
-			note += fmt.Sprintf(" and %d others", len(items)-len(shown))
-		}
-		d.cfg.Events.Record(d.sync.Object, nil, corev1.EventTypeNormal, reason, note)
+		d.cfg.Events.Record(d.sync.Object, nil, corev1.EventTypeNormal, reason, SummingUp(d.sync.Noun, what, items))
 	}
 	d.itemEvents = itemEvents{}
+}
+
+// SummingUp is the note of the Event that sums up the items of one reason past
+// MaxItemEvents: how many, and the first of them by name.
+func SummingUp(noun, what string, items []string) string {
+	shown := items[:min(len(items), maxFoldedNames)]
+	note := fmt.Sprintf("%d more %ss %s: %s", len(items), noun, what, strings.Join(shown, ", "))
+	if len(items) > len(shown) {
+		note += fmt.Sprintf(" and %d others", len(items)-len(shown))
+	}
+	return note
 }
