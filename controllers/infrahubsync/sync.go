@@ -201,7 +201,7 @@ func (r *Reconciler) eventRemoved(ihs *vidrav1alpha1.InfrahubSync, listed []infr
 			continue
 		}
 		if recorded == fanout.MaxItemEvents {
-			folded = append(folded, fmt.Sprintf("%s (target %s)", st.Name, st.Target))
+			folded = append(folded, fanout.ItemName(st.Name, st.Target))
 			continue
 		}
 		recorded++

@@ -51,11 +51,7 @@ func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, de
 	if d.itemEvents.folded == nil {
 		d.itemEvents.folded = map[string][]string{}
 	}
-	named := it.Name
-	if it.Target != "" {
-		named += " (target " + it.Target + ")"
-	}
-	d.itemEvents.folded[reason] = append(d.itemEvents.folded[reason], named)
+	d.itemEvents.folded[reason] = append(d.itemEvents.folded[reason], ItemName(it.Name, it.Target))
 }
 
 // recordFoldedEvents records one Event per reason for the items past the bound.
@@ -72,6 +68,14 @@ func (d *Delivery) recordFoldedEvents() {
 		d.cfg.Events.Record(d.sync.Object, nil, corev1.EventTypeNormal, reason, SummingUp(d.sync.Noun, what, items))
 	}
 	d.itemEvents = itemEvents{}
+}
+
+// ItemName names an item in a summing-up Event: its name, with its target if it has one.
+func ItemName(name, target string) string {
+	if target == "" {
+		return name
+	}
+	return name + " (target " + target + ")"
 }
 
 // SummingUp is the note of the Event that sums up the items of one reason past

@@ -51,9 +51,7 @@ func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
 		if ec.creds.expired(now) {
 			ec.phase = vidrav1alpha1.ClusterUnreachable
 		}
-		if expires := ec.creds.lifetime.ExpiresAt; !expires.IsZero() {
-			p.metrics.credentialExpiry.WithLabelValues(string(ec.name)).Set(expires.Sub(now).Seconds())
-		}
+		expires := ec.creds.lifetime.ExpiresAt
 		after := ec.phase
 		ec.mu.Unlock()
 
@@ -62,6 +60,7 @@ func (p *Provider) probeLoop(ctx context.Context, ec *engagedCluster) {
 		}
 		p.metrics.ready.WithLabelValues(string(ec.name)).Set(boolGauge(after == vidrav1alpha1.ClusterEngaged))
 		p.metrics.lastProbe.WithLabelValues(string(ec.name)).Set(float64(now.Unix()))
+		p.showCredentialExpiry(ec, expires, now)
 		if err := p.writeEngagedStatus(ctx, ec, nil, errString(err)); err != nil && ctx.Err() == nil {
 			p.log.Error(err, "write VidraCluster status", "cluster", ec.name)
 		}
@@ -81,10 +80,15 @@ func (p *Provider) heardSinceProbe(ec *engagedCluster) bool {
 		return false
 	}
 	p.metrics.lastProbe.WithLabelValues(string(ec.name)).Set(float64(ec.heard.at().Unix()))
+	p.showCredentialExpiry(ec, expires, now)
+	return true
+}
+
+// showCredentialExpiry sets the time left on the cluster's token, where it has an expiry.
+func (p *Provider) showCredentialExpiry(ec *engagedCluster, expires, now time.Time) {
 	if !expires.IsZero() {
 		p.metrics.credentialExpiry.WithLabelValues(string(ec.name)).Set(expires.Sub(now).Seconds())
 	}
-	return true
 }
 
 func boolGauge(b bool) float64 {

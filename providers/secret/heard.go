@@ -25,12 +25,8 @@ func (h *heardFrom) record() { h.last.Store(int64(time.Since(h.start))) }
 
 // since says whether the cluster was heard from after t and within the last d.
 func (h *heardFrom) since(t time.Time, d time.Duration) bool {
-	last := h.last.Load()
-	if last == 0 {
-		return false
-	}
-	at := h.start.Add(time.Duration(last))
-	return at.After(t) && time.Since(at) < d
+	at := h.at()
+	return !at.IsZero() && at.After(t) && time.Since(at) < d
 }
 
 // at is when the cluster was last heard from; zero if never.
