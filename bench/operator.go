@@ -168,31 +168,35 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 
 // settled measures memory once it has been still for a moment: the operator's own
 // start-up or last burst of work is not what is measured. The heap is measured live,
-// after a garbage collection, and its profile is kept as <dir>/heap-<label>.pprof.
+// after a garbage collection; its profile is kept as <dir>/heap-<label>.pprof, and the
+// operator's goroutines, grouped by stack, as <dir>/goroutines-<label>.txt.
 func (b *bench) settled(ctx context.Context, label string) (memory, error) {
 	time.Sleep(3 * time.Second)
-	if err := b.heapProfile(ctx, label); err != nil {
+	if err := b.saveProfile(ctx, "heap?gc=1", "heap-"+label+".pprof"); err != nil {
+		return memory{}, err
+	}
+	if err := b.saveProfile(ctx, "goroutine?debug=1", "goroutines-"+label+".txt"); err != nil {
 		return memory{}, err
 	}
 	return b.memory(ctx)
 }
 
-// heapProfile collects garbage in the operator (gc=1) and saves its heap profile.
-func (b *bench) heapProfile(ctx context.Context, label string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.pprof+"/heap?gc=1", nil)
+// saveProfile saves the operator's profile at path (under /debug/pprof) as file.
+func (b *bench) saveProfile(ctx context.Context, path, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.pprof+"/"+path, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("heap profile: %w", err)
+		return fmt.Errorf("profile %s: %w", path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	profile, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("heap profile: %w", err)
+		return fmt.Errorf("profile %s: %w", path, err)
 	}
-	return os.WriteFile(filepath.Join(b.dir, "heap-"+label+".pprof"), profile, 0o600)
+	return os.WriteFile(filepath.Join(b.dir, file), profile, 0o600)
 }
 
 // scrape reads the operator's unlabeled metrics.

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
@@ -62,6 +64,24 @@ func (o *Operator) setupControllers(opts Options) error {
 	return o.setupInfrahubSync(metrics.syncs, opts)
 }
 
+// driftScope has drift watches look on each cluster only where its cache may: an
+// identity narrowed to namespaces may not list the others.
+func (o *Operator) driftScope(opts Options) vidraresource.NamespaceScope {
+	var local []string
+	if opts.agent != nil {
+		local = opts.agent.Namespaces
+	}
+	return func(name multicluster.ClusterName, cl cluster.Cluster) ([]string, bool) {
+		switch {
+		case name == destination.LocalCluster:
+			return local, true
+		case o.Provider == nil:
+			return nil, true
+		}
+		return o.Provider.WatchedNamespaces(name, cl)
+	}
+}
+
 // setupVidraResources registers the VidraResource controller and its drift watches.
 func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
@@ -70,6 +90,7 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 		return fmt.Errorf("local service account: %w", err)
 	}
 	o.Watches = vidraresource.NewDriftWatches(opts.Logger.WithName("drift"), o.HubID)
+	o.Watches.Scope = o.driftScope(opts)
 	r := &vidraresource.Reconciler{
 		Content:             o.Content,
 		Metrics:             metrics,

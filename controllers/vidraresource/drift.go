@@ -5,31 +5,29 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // DriftWatches watches, per destination cluster, the kinds VidraResources use there —
-// metadata only, through the cluster's cache, which holds only objects Vidra manages — and
-// requeues the owners of an object someone changed or deleted. A kind's watch starts when
-// a VidraResource first uses it on a cluster and stops when none does any more.
+// the metadata of the objects Vidra manages, and of those only what drift and ownership
+// read (metawatch) — and requeues the owners of an object someone changed or deleted. A
+// kind's watch starts when a VidraResource first uses it on a cluster and stops when none
+// does any more, or when the cluster is disengaged.
 type DriftWatches struct {
 	log   logr.Logger
 	hubID string
+	// Scope says which namespaces a cluster's watches may list; nil: all, on every cluster.
+	Scope NamespaceScope
 	// events feeds the VidraResource controller.
 	events chan event.TypedGenericEvent[*vidrav1alpha1.VidraResource]
 
@@ -38,17 +36,6 @@ type DriftWatches struct {
 	// periodicOnly holds VidraResources with reconcileOnEvents false: as in the original
 	// Vidra, their drift is repaired by the periodic resync only.
 	periodicOnly map[string]bool
-}
-
-type clusterWatches struct {
-	cluster cluster.Cluster
-	kinds   map[schema.GroupVersionKind]*kindWatch
-}
-
-type kindWatch struct {
-	users        map[string]bool // VidraResource names
-	registration toolscache.ResourceEventHandlerRegistration
-	informer     cache.Informer
 }
 
 // NewDriftWatches returns watches that requeue VidraResources of hubID.
@@ -72,11 +59,14 @@ func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionK
 	} else {
 		w.periodicOnly[vr] = true
 	}
-	cw := w.clusterLocked(dest)
 	for _, gvk := range kinds {
-		if _, err := w.watchLocked(dest, cw, vr, gvk); err != nil {
+		if _, err := w.watchLocked(dest, vr, gvk); err != nil {
 			w.log.Error(err, "cannot watch kind for drift; the periodic resync still repairs it", "cluster", dest.name, "kind", gvk.String())
 		}
+	}
+	cw := w.clusters[dest.name]
+	if cw == nil || cw.cluster != dest.cluster {
+		return
 	}
 	for gvk, kw := range cw.kinds {
 		if kw.users[vr] && !slices.Contains(kinds, gvk) {
@@ -85,35 +75,12 @@ func (w *DriftWatches) Use(dest *target, vr string, kinds []schema.GroupVersionK
 	}
 }
 
-// clusterLocked returns the destination's watches; w.mu is held.
-func (w *DriftWatches) clusterLocked(dest *target) *clusterWatches {
-	cw := w.clusters[dest.name]
-	if cw == nil || cw.cluster != dest.cluster {
-		// New, or re-engaged with another cluster object: the old watches died with it.
-		cw = &clusterWatches{cluster: dest.cluster, kinds: map[schema.GroupVersionKind]*kindWatch{}}
-		w.clusters[dest.name] = cw
-	}
-	return cw
-}
-
-// watchLocked makes sure the kind is watched on the cluster for vr; w.mu is held.
-func (w *DriftWatches) watchLocked(dest *target, cw *clusterWatches, vr string, gvk schema.GroupVersionKind) (*kindWatch, error) {
-	kw := cw.kinds[gvk]
-	if kw == nil {
-		var err error
-		if kw, err = w.start(dest.cluster, gvk); err != nil {
-			return nil, err
-		}
-		cw.kinds[gvk] = kw
-	}
-	kw.users[vr] = true
-	return kw, nil
-}
-
 // Engage requeues the VidraResources that watched the cluster when it is engaged again
 // with another cluster object (its kubeconfig rotated, or its token was renewed): their
-// watches died with the old one, and a reconcile sets them up on the new one.
+// watches stopped with the old one, and a reconcile sets them up on the new one. The
+// cluster's watches stop when it is disengaged (ctx ends).
 func (w *DriftWatches) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	context.AfterFunc(ctx, func() { w.disengaged(name, cl) })
 	w.mu.Lock()
 	var users []string
 	if cw := w.clusters[name]; cw != nil && cw.cluster != cl {
@@ -141,9 +108,15 @@ func (w *DriftWatches) Engage(ctx context.Context, name multicluster.ClusterName
 	return nil
 }
 
-// Start makes the watches a runnable of the manager, so that it engages them.
+// Start makes the watches a runnable of the manager, so that it engages them; they all
+// stop with it.
 func (w *DriftWatches) Start(ctx context.Context) error {
 	<-ctx.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, cw := range w.clusters {
+		cw.stop()
+	}
 	return nil
 }
 
@@ -179,54 +152,9 @@ func (w *DriftWatches) Release(name multicluster.ClusterName, vr string) {
 	}
 }
 
-func (w *DriftWatches) drop(cw *clusterWatches, gvk schema.GroupVersionKind, kw *kindWatch, vr string) {
-	delete(kw.users, vr)
-	if len(kw.users) > 0 {
-		return
-	}
-	_ = kw.informer.RemoveEventHandler(kw.registration)
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	if err := cw.cluster.GetCache().RemoveInformer(context.Background(), obj); err != nil {
-		w.log.Error(err, "stop watching kind", "kind", gvk.String())
-	}
-	delete(cw.kinds, gvk)
-}
-
-func (w *DriftWatches) start(cl cluster.Cluster, gvk schema.GroupVersionKind) (*kindWatch, error) {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	informer, err := cl.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, err
-	}
-	registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			if changedBySomeone(oldObj, newObj) {
-				w.requeueOwners(newObj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			w.requeueOwners(obj)
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &kindWatch{users: map[string]bool{}, registration: registration, informer: informer}, nil
-}
-
 // changedBySomeone ignores status-only writes (controllers report status all the time)
 // and keeps changes of the object's declared state.
-func changedBySomeone(oldObj, newObj any) bool {
-	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
-	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
-	if !ok1 || !ok2 {
-		return true
-	}
+func changedBySomeone(o, n *metav1.PartialObjectMetadata) bool {
 	if o.Generation != n.Generation {
 		return true
 	}
@@ -246,11 +174,7 @@ func specManagers(o *metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry {
 }
 
 // requeueOwners requeues every VidraResource of this hub in the object's owners set.
-func (w *DriftWatches) requeueOwners(obj any) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return
-	}
+func (w *DriftWatches) requeueOwners(m *metav1.PartialObjectMetadata) {
 	owners, err := ownership.Owners(m)
 	if err != nil {
 		return
@@ -281,67 +205,3 @@ func requeueEvent(name string) event.TypedGenericEvent[*vidrav1alpha1.VidraResou
 	vr.Name = name
 	return event.TypedGenericEvent[*vidrav1alpha1.VidraResource]{Object: vr}
 }
-
-// Watched lists the kinds watched on a cluster, sorted.
-func (w *DriftWatches) Watched(name multicluster.ClusterName) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var kinds []string
-	if cw := w.clusters[name]; cw != nil {
-		for gvk := range cw.kinds {
-			kinds = append(kinds, gvk.Kind)
-		}
-	}
-	slices.Sort(kinds)
-	return kinds
-}
-
-// ResourceVersion is the object's resourceVersion as the drift watch of its kind on the
-// destination has it (see Cached).
-func (w *DriftWatches) ResourceVersion(ctx context.Context, dest *target, ref inventory.Ref) (string, bool) {
-	obj, ok := w.Cached(ctx, dest, ref)
-	if !ok {
-		return "", false
-	}
-	return obj.ResourceVersion, true
-}
-
-// Cached is the object's metadata as the drift watch of its kind on the destination has
-// it, if that watch runs and has synced; the cache holds only objects Vidra manages, so
-// an object absent from it is unknown, not gone.
-func (w *DriftWatches) Cached(ctx context.Context, dest *target, ref inventory.Ref) (*metav1.PartialObjectMetadata, bool) {
-	w.mu.Lock()
-	cw := w.clusters[dest.name]
-	var kw *kindWatch
-	if cw != nil && cw.cluster == dest.cluster {
-		kw = cw.kinds[ref.GVK]
-	}
-	w.mu.Unlock()
-	if kw == nil || !kw.informer.HasSynced() {
-		return nil, false
-	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(ref.GVK)
-	if err := dest.cluster.GetCache().Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-// Synced makes sure the kind is watched on the destination for the VidraResource (which is
-// about to use it) and says whether its cache has synced, waiting a moment for it.
-func (w *DriftWatches) Synced(ctx context.Context, dest *target, vr string, gvk schema.GroupVersionKind) bool {
-	w.mu.Lock()
-	kw, err := w.watchLocked(dest, w.clusterLocked(dest), vr, gvk)
-	w.mu.Unlock()
-	if err != nil {
-		return false
-	}
-	informer := kw.informer
-	ctx, cancel := context.WithTimeout(ctx, syncWait)
-	defer cancel()
-	return toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
-}
-
-// syncWait bounds the wait for a new watch's cache; past it, the object is read.
-const syncWait = 5 * time.Second

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
@@ -114,10 +115,10 @@ func TestUnchangedReconcileWritesNothing(t *testing.T) {
 	}
 }
 
-// TestDriftWatchesCacheWhoWroteNotEachField: a member's cache holds every object Vidra
-// manages there, so of its managed fields it keeps who wrote the object, how and when
-// (what drift is judged on) and whether Vidra's apply owns the owners set, not the fields
-// each manager wrote.
+// TestDriftWatchesCacheWhoWroteNotEachField: a drift watch holds every object Vidra
+// manages of its kind on a member, so of its managed fields it keeps who wrote the object,
+// how and when (what drift is judged on) and whether Vidra's apply owns the owners set,
+// not the fields each manager wrote.
 func TestDriftWatchesCacheWhoWroteNotEachField(t *testing.T) {
 	ctx := context.Background()
 	member := fleet.Members[0]
@@ -127,14 +128,20 @@ func TestDriftWatchesCacheWhoWroteNotEachField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, cached := configMapMetadata(), configMapMetadata()
+	live := configMapMetadata()
+	var cached *metav1.PartialObjectMetadata
 	if err := member.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "trimmed"}, live); err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 10*time.Second, "the object is in the member's cache at its resourceVersion", func() (bool, error) {
-		err := cl.GetCache().Get(ctx, client.ObjectKey{Namespace: "default", Name: "trimmed"}, cached)
-		return err == nil && cached.ResourceVersion == live.ResourceVersion, client.IgnoreNotFound(err)
+	ref := inventory.Ref{GVK: live.GroupVersionKind(), Namespace: "default", Name: "trimmed"}
+	testfleet.Eventually(t, 10*time.Second, "the object is in the drift watch at its resourceVersion", func() (bool, error) {
+		var ok bool
+		cached, ok = watches.CachedOn(ctx, multicluster.ClusterName(member.Name), cl, ref)
+		return ok && cached.ResourceVersion == live.ResourceVersion, nil
 	})
+	if cached.UID != live.UID || !ownership.IsManaged(cached) || cached.Annotations[vidrav1alpha1.OwnersAnnotation] != live.Annotations[vidrav1alpha1.OwnersAnnotation] {
+		t.Errorf("cached %+v, live %+v", cached.ObjectMeta, live.ObjectMeta)
+	}
 	if len(cached.ManagedFields) != len(live.ManagedFields) {
 		t.Fatalf("cached managers %+v, live %+v", cached.ManagedFields, live.ManagedFields)
 	}

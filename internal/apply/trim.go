@@ -19,11 +19,11 @@ var (
 	ownsNotOwnersFields = metav1.NewFieldsV1(`{}`)
 )
 
-// trimManagedFields keeps of obj's managed fields each entry's manager, operation, time,
+// TrimManagedFields keeps of obj's managed fields each entry's manager, operation, time,
 // subresource and API version, and of Vidra's applies whether they own the owners
 // annotation. A trimmed object must never be sent back in an update: the managed fields
 // it carries would replace the API server's.
-func trimManagedFields(obj metav1.Object) {
+func TrimManagedFields(obj metav1.Object) {
 	entries := obj.GetManagedFields()
 	if len(entries) == 0 {
 		return
@@ -49,7 +49,7 @@ func trimManagedFields(obj metav1.Object) {
 func TrimCached(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *metav1.PartialObjectMetadata:
-		trimManagedFields(o)
+		TrimManagedFields(o)
 	case metav1.Object:
 		o.SetManagedFields(nil)
 	}

@@ -40,7 +40,7 @@ type engagedCluster struct {
 	// cluster is disengaged, which stops every controller's work on it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// stopped is closed once the cluster's cache and probe loop have returned.
+	// stopped is closed once the cluster's cache and probes have stopped.
 	stopped chan struct{}
 
 	// mu guards the observed state below and orders the status writes made from it.
@@ -142,17 +142,14 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 		ctx: clusterCtx, cancel: cancel, stopped: make(chan struct{}),
 		phase: vidrav1alpha1.ClusterEngaged, version: version.GitVersion, lastProbe: metav1.Now(),
 	}
-	cacheDone := make(chan struct{})
+	probesDone := make(chan struct{})
+	p.probeEvery(clusterCtx, ec, func() { close(probesDone) })
 	go func() {
-		defer close(cacheDone)
+		defer close(ec.stopped)
 		if err := cl.Start(clusterCtx); err != nil {
 			p.log.Error(err, "cluster cache stopped", "cluster", name)
 		}
-	}()
-	go func() {
-		defer close(ec.stopped)
-		p.probeLoop(clusterCtx, ec)
-		<-cacheDone
+		<-probesDone
 	}()
 
 	syncCtx, cancelSync := context.WithTimeout(ctx, p.opts.SyncTimeout)

@@ -280,6 +280,18 @@ func (p *Provider) Policy(name multicluster.ClusterName) (pol policy.Policy, eng
 	return ec.policy, true, nil
 }
 
+// WatchedNamespaces are the namespaces the cluster engaged as cl under name watches (its
+// policy's, nil for all); current is false when cl is no longer that cluster.
+func (p *Provider) WatchedNamespaces(name multicluster.ClusterName, cl cluster.Cluster) (namespaces []string, current bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ec := p.clusters[name]
+	if ec == nil || ec.cluster != cl {
+		return nil, false
+	}
+	return ec.namespaces, true
+}
+
 // Start records the Aware that engages clusters and blocks until ctx ends; then every
 // engaged cluster is disengaged. The manager calls it.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {

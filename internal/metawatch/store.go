@@ -1,0 +1,111 @@
+package metawatch
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// store is the Watch as its reflector writes to it.
+type store Watch
+
+var _ toolscache.ReflectorStore = &store{}
+
+// change is an object the watch had that changed or went.
+type change struct {
+	key      key
+	was, now *record
+}
+
+func (s *store) Add(obj any) error {
+	return s.Update(obj)
+}
+
+func (s *store) Update(obj any) error {
+	m, err := s.metadata(obj)
+	if err != nil {
+		return err
+	}
+	k, r := keyOf(m.Namespace, m.Name), recordOf(m, s.opts.Keep)
+	s.mu.Lock()
+	was := s.records[k]
+	s.records[k] = r
+	s.mu.Unlock()
+	if was != nil && !was.same(r) {
+		s.tell(change{k, was, r})
+	}
+	return nil
+}
+
+func (s *store) Delete(obj any) error {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return fmt.Errorf("watch of %s: delete of %T", s.opts.Kind, obj)
+	}
+	k := keyOf(m.Namespace, m.Name)
+	s.mu.Lock()
+	was := s.records[k]
+	delete(s.records, k)
+	s.mu.Unlock()
+	if was != nil {
+		s.tell(change{key: k, was: was})
+	}
+	return nil
+}
+
+// Replace takes a new list (at a start, or after the watch could not resume): what
+// changed or went meanwhile is reported as the watch would have.
+func (s *store) Replace(list []any, _ string) error {
+	records := make(map[key]*record, len(list))
+	for _, obj := range list {
+		m, err := s.metadata(obj)
+		if err != nil {
+			return err
+		}
+		records[keyOf(m.Namespace, m.Name)] = recordOf(m, s.opts.Keep)
+	}
+	s.mu.Lock()
+	old := s.records
+	s.records = records
+	s.mu.Unlock()
+	s.synced.Store(true)
+	for k, was := range old {
+		if now := records[k]; now == nil || !was.same(now) {
+			s.tell(change{k, was, now})
+		}
+	}
+	return nil
+}
+
+// Resync has nothing to do: the watch never resyncs.
+func (s *store) Resync() error {
+	return nil
+}
+
+// metadata is obj, transformed.
+func (s *store) metadata(obj any) (*metav1.PartialObjectMetadata, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil, fmt.Errorf("watch of %s: got %T", s.opts.Kind, obj)
+	}
+	if s.opts.Transform != nil {
+		s.opts.Transform(m)
+	}
+	return m, nil
+}
+
+func (s *store) tell(c change) {
+	if s.opts.OnChange == nil {
+		return
+	}
+	namespace := c.key.namespace.Value()
+	var now *metav1.PartialObjectMetadata
+	if c.now != nil {
+		now = c.now.object(s.opts.Kind, namespace, c.key.name)
+	}
+	s.opts.OnChange(c.was.object(s.opts.Kind, namespace, c.key.name), now)
+}
