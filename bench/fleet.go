@@ -159,6 +159,8 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 		return err
 	}
 	start := time.Now()
+	f.startProfiles(ctx, fmt.Sprintf("fleet-%d-deliver", len(clusters)))
+	defer f.waitProfiles()
 	dest := vidrav1alpha1.InfrahubSyncDestination{ClusterFromTarget: true}
 	for k := range f.FleetBundles {
 		if err := f.fleet.Hub.Client.Create(ctx, infrahubSync(fleetArtifact(k), infrahub.URL(), fleetArtifact(k), dest)); err != nil {
