@@ -159,8 +159,6 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 		return err
 	}
 	start := time.Now()
-	f.startProfiles(ctx, fmt.Sprintf("fleet-%d-deliver", len(clusters)))
-	defer f.waitProfiles()
 	dest := vidrav1alpha1.InfrahubSyncDestination{ClusterFromTarget: true}
 	for k := range f.FleetBundles {
 		if err := f.fleet.Hub.Client.Create(ctx, infrahubSync(fleetArtifact(k), infrahub.URL(), fleetArtifact(k), dest)); err != nil {
@@ -168,6 +166,14 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 		}
 	}
 	bundles := len(clusters) * f.FleetBundles
+	if f.profiler != nil {
+		// Profiled from half way: the steady delivery, not the syncs' first fan-out.
+		if err := f.waitReadyCount(ctx, vidrav1alpha1.InfrahubSyncLabel, bundles/2, 30*time.Minute); err != nil {
+			return err
+		}
+		f.startProfiles(ctx, fmt.Sprintf("fleet-%d-deliver", len(clusters)))
+		defer f.waitProfiles()
+	}
 	if err := f.waitReadyCount(ctx, vidrav1alpha1.InfrahubSyncLabel, bundles, 30*time.Minute); err != nil {
 		return err
 	}

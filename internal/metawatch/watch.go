@@ -9,6 +9,7 @@ package metawatch
 
 import (
 	"context"
+	"io"
 	"sync"
 	"sync/atomic"
 	"unique"
@@ -81,11 +82,13 @@ func (w *Watch) Run(ctx context.Context) {
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = selector
-			return resource.List(ctx, o)
+			list, err := resource.List(ctx, o)
+			return list, stopping(ctx, err)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = selector
-			return resource.Watch(ctx, o)
+			w, err := resource.Watch(ctx, o)
+			return w, stopping(ctx, err)
 		},
 	}
 	name := w.opts.Kind.String()
@@ -94,6 +97,16 @@ func (w *Watch) Run(ctx context.Context) {
 	}
 	toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, (*store)(w),
 		toolscache.ReflectorOptions{Name: name, TypeDescription: w.opts.Kind.String()}).RunWithContext(ctx)
+}
+
+// stopping turns the error of a request cut short by the watch's end into io.EOF, which
+// the reflector takes for a watch that closed normally: a watch stopped on purpose (its
+// kind unused, its cluster gone) logs no error.
+func stopping(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return io.EOF
+	}
+	return err
 }
 
 func (w *Watch) resource() metadata.ResourceInterface {
