@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -16,8 +15,8 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/sharding"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
@@ -52,7 +51,7 @@ func newClusterProvider(opts Options, scheme *runtime.Scheme, shard *sharding.Co
 		// Member caches hold only what Vidra manages, so memory follows Vidra's objects
 		// rather than the size of each cluster; of their metadata, not the managed fields'
 		// field by field lists, which no reader needs.
-		Cache: cache.Options{DefaultLabelSelector: managedSelector(), DefaultTransform: apply.TrimCached},
+		Cache: cache.Options{DefaultLabelSelector: ownership.ManagedSelector(), DefaultTransform: apply.TrimCached},
 	})
 }
 
@@ -117,11 +116,6 @@ func shardID(shard *sharding.Coordinator) string {
 	return shard.PeerID()
 }
 
-// managedSelector selects the objects Vidra manages.
-func managedSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
-}
-
 // cacheOptions are the cache options of the operator's own cluster: the hub's, or an
 // agent's member, whose cache an identity narrowed to namespaces narrows too: the agent
 // may read only where it may deliver (its own namespace's content and history are read
@@ -154,5 +148,5 @@ func hubCacheOptions(log logr.Logger, cfg *rest.Config) cache.Options {
 		log.V(1).Info("the hub serves no KubeVirt VirtualMachines", "reason", err.Error())
 		return cache.Options{}
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachine{}: {Label: managedSelector()}}}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachine{}: {Label: ownership.ManagedSelector()}}}
 }

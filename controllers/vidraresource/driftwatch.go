@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -22,6 +21,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/inventory"
 	"github.com/vidra-operator/vidra/internal/metawatch"
+	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
 // NamespaceScope says which namespaces the watches of the cluster engaged as cl under
@@ -75,16 +75,13 @@ func (w *DriftWatches) clusterLocked(dest *target) (*clusterWatches, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
+	kinds := map[schema.GroupVersionKind]*kindWatch{}
 	if cw != nil {
-		// Re-engaged with another cluster object: the old watches go, their users stay.
+		// Re-engaged with another cluster object: the old watches stop, their users stay.
 		cw.stop()
+		kinds = cw.kinds
 	}
-	next := &clusterWatches{name: dest.name, cluster: dest.cluster, kinds: map[schema.GroupVersionKind]*kindWatch{}, namespaces: namespaces, metadata: client}
-	if cw != nil {
-		for gvk, kw := range cw.kinds {
-			next.kinds[gvk] = &kindWatch{users: kw.users}
-		}
-	}
+	next := &clusterWatches{name: dest.name, cluster: dest.cluster, kinds: kinds, namespaces: namespaces, metadata: client}
 	w.clusters[dest.name] = next
 	return next, nil
 }
@@ -129,7 +126,7 @@ func (w *DriftWatches) start(cw *clusterWatches, gvk schema.GroupVersionKind, kw
 	for _, ns := range namespaces {
 		mw := metawatch.New(metawatch.Options{
 			Client: cw.metadata, Resource: mapping.Resource, Kind: gvk, Namespace: ns,
-			Selector: managedSelector, Keep: keep, OnChange: w.changed,
+			Selector: ownership.ManagedSelector(), Keep: keep, OnChange: w.changed,
 			Transform: func(m *metav1.PartialObjectMetadata) { apply.TrimManagedFields(m) },
 		})
 		kw.watches[ns] = mw
@@ -137,9 +134,6 @@ func (w *DriftWatches) start(cw *clusterWatches, gvk schema.GroupVersionKind, kw
 	}
 	return nil
 }
-
-// managedSelector selects the objects Vidra manages.
-var managedSelector = labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
 
 // changed requeues the owners of an object someone changed or removed.
 func (w *DriftWatches) changed(was, now *metav1.PartialObjectMetadata) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -55,4 +56,9 @@ func encode(owners []string) string {
 // IsManaged says whether Vidra manages the object (it carries the managed-by label).
 func IsManaged(obj client.Object) bool {
 	return obj.GetLabels()[vidrav1alpha1.ManagedByLabel] == vidrav1alpha1.ManagedByValue
+}
+
+// ManagedSelector selects the objects Vidra manages (IsManaged).
+func ManagedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue})
 }
