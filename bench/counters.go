@@ -28,12 +28,14 @@ type counters struct {
 	// requests by host ("127.0.0.1:port"), each by method.
 	requests   map[string]tally
 	reconciles float64
+	// results are the reconciles by result (success, error, requeue, requeue_after).
+	results    tally
 	cpuSeconds float64
 }
 
 // counters reads the operator's counters.
 func (b *bench) counters(ctx context.Context) (counters, error) {
-	c := counters{requests: map[string]tally{}}
+	c := counters{requests: map[string]tally{}, results: tally{}}
 	cpu, err := processCPUSeconds(b.operator.Process.Pid)
 	if err != nil {
 		return c, err
@@ -70,6 +72,7 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 			c.requests[host][labels["method"]] += v
 		case strings.HasPrefix(series, "controller_runtime_reconcile_total{") && parseLabels(series)["controller"] == "vidraresource":
 			c.reconciles += v
+			c.results[parseLabels(series)["result"]] += v
 		}
 	}
 	return c, scanner.Err()
@@ -77,7 +80,8 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 
 // since is what the operator did between before and c.
 func (c counters) since(before counters) counters {
-	d := counters{requests: map[string]tally{}, reconciles: c.reconciles - before.reconciles, cpuSeconds: c.cpuSeconds - before.cpuSeconds}
+	d := counters{requests: map[string]tally{}, reconciles: c.reconciles - before.reconciles,
+		results: c.results.since(before.results), cpuSeconds: c.cpuSeconds - before.cpuSeconds}
 	for host, methods := range c.requests {
 		d.requests[host] = methods.since(before.requests[host])
 	}
@@ -86,7 +90,8 @@ func (c counters) since(before counters) counters {
 
 // plus adds two deltas.
 func (c counters) plus(o counters) counters {
-	sum := counters{requests: map[string]tally{}, reconciles: c.reconciles + o.reconciles, cpuSeconds: c.cpuSeconds + o.cpuSeconds}
+	sum := counters{requests: map[string]tally{}, reconciles: c.reconciles + o.reconciles,
+		results: c.results.added(o.results), cpuSeconds: c.cpuSeconds + o.cpuSeconds}
 	for _, part := range []counters{c, o} {
 		for host, methods := range part.requests {
 			sum.requests[host] = sum.requests[host].added(methods)

@@ -34,6 +34,13 @@ type fleetResult struct {
 	HubWrites                string  `json:"hubWritesPerBundleByKind"`
 	MemberRequestsPerObject  float64 `json:"memberRequestsPerObject"`
 	CPUSecondsPer1000Objects float64 `json:"operatorCPUSecondsPer1000Objects"`
+	// ReconcilesPerBundle are the operator's VidraResource reconciles meanwhile, per
+	// bundle (Reconciles: by result); HubCPU and MembersCPU are the CPU time of the hub's
+	// and the members' API servers and etcds per 1,000 objects.
+	ReconcilesPerBundle             float64 `json:"reconcilesPerBundle"`
+	Reconciles                      string  `json:"reconcilesPerBundleByResult"`
+	HubCPUSecondsPer1000Objects     float64 `json:"hubCPUSecondsPer1000Objects"`
+	MembersCPUSecondsPer1000Objects float64 `json:"membersCPUSecondsPer1000Objects"`
 
 	// Memory: at the operator's start (no fleet cluster), then per engaged cluster before
 	// any bundle, and per idle cluster with its bundles delivered; HeapPerManagedObjectKiB
@@ -101,7 +108,7 @@ type fleetRun struct {
 // and measures each step.
 func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
 	fr := fleetResult{Clusters: n, ControlPlanes: len(f.members), BundlesPerCluster: f.FleetBundles, ObjectsPerBundle: f.Objects}
-	if err := f.restartOperator(ctx, fmt.Sprintf("fleet-%d", n)); err != nil {
+	if err := f.restartOperator(ctx, fmt.Sprintf("fleet-%d", n), f.FleetResync); err != nil {
 		return fr, err
 	}
 	clusters, err := f.prepare(ctx, n)
@@ -189,6 +196,10 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 	fr.HubWritesPerBundle, fr.HubWrites = writes.total()/float64(bundles), writes.per(float64(bundles))
 	fr.MemberRequestsPerObject = after.memberRequests(clusters).since(before.memberRequests(clusters)).total() / objects
 	fr.CPUSecondsPer1000Objects = (after.operator.cpuSeconds - before.operator.cpuSeconds) * 1000 / objects
+	reconciles := after.operator.since(before.operator)
+	fr.ReconcilesPerBundle, fr.Reconciles = reconciles.reconciles/float64(bundles), reconciles.results.per(float64(bundles))
+	fr.HubCPUSecondsPer1000Objects = (after.hubCPU - before.hubCPU) * 1000 / objects
+	fr.MembersCPUSecondsPer1000Objects = (after.membersCPU - before.membersCPU) * 1000 / objects
 	return nil
 }
 

@@ -242,6 +242,8 @@ func (f *fleetRun) clearRevisions(ctx context.Context, uids map[string]bool) err
 type fleetCounters struct {
 	operator  counters
 	hubWrites tally
+	// hubCPU and membersCPU are the CPU seconds of the control planes so far.
+	hubCPU, membersCPU float64
 }
 
 func (f *fleetRun) fleetCounters(ctx context.Context) (fleetCounters, error) {
@@ -250,7 +252,15 @@ func (f *fleetRun) fleetCounters(ctx context.Context) (fleetCounters, error) {
 		return fleetCounters{}, err
 	}
 	w, err := f.hubRequests(ctx, anyWrite)
-	return fleetCounters{operator: c, hubWrites: w}, err
+	if err != nil {
+		return fleetCounters{}, err
+	}
+	hubCPU, err := controlPlaneCPUSeconds([]*testfleet.Cluster{f.fleet.Hub})
+	if err != nil {
+		return fleetCounters{}, err
+	}
+	membersCPU, err := controlPlaneCPUSeconds(f.members)
+	return fleetCounters{operator: c, hubWrites: w, hubCPU: hubCPU, membersCPU: membersCPU}, err
 }
 
 // memberRequests are the operator's requests to the clusters' fronts, by method.

@@ -49,6 +49,7 @@ type settings struct {
 	FleetClusters []int         `json:"fleetClusters"`
 	FleetBundles  int           `json:"fleetBundlesPerCluster"`
 	FleetIdle     time.Duration `json:"fleetIdleWindow"`
+	FleetResync   time.Duration `json:"fleetResyncInterval"`
 	FleetPlot     string        `json:"-"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
@@ -76,6 +77,7 @@ func main() {
 	fleetClusters := flag.String("fleet-clusters", "100", "Comma-separated fleet sizes of the fleet phase, each measured on a fresh operator (100,300,1000).")
 	flag.IntVar(&s.FleetBundles, "fleet-bundles", 10, "Bundles (of -objects ConfigMaps) per cluster of the fleet phase, each from an InfrahubSync of its own.")
 	flag.DurationVar(&s.FleetIdle, "fleet-idle", 60*time.Second, "How long an idle fleet's requests are counted.")
+	flag.DurationVar(&s.FleetResync, "fleet-resync", 10*time.Minute, "The operator's --resync-interval in the fleet phase: its default, as the chart runs it (-resync's 30s would ask 333 reconciles a second of 1,000 clusters' 10,000 VidraResources).")
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), and from half way through the delivery of each fleet size, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
@@ -90,8 +92,8 @@ func main() {
 		os.Exit(2)
 	}
 	var err error
-	if s.FleetClusters, err = sizes(*fleetClusters); err != nil || s.FleetBundles < 1 || s.FleetIdle <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -fleet-clusters must be positive sizes, -fleet-bundles at least 1, -fleet-idle positive", err)
+	if s.FleetClusters, err = sizes(*fleetClusters); err != nil || s.FleetBundles < 1 || s.FleetIdle <= 0 || s.FleetResync <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -fleet-clusters must be positive sizes, -fleet-bundles at least 1, -fleet-idle and -fleet-resync positive", err)
 		os.Exit(2)
 	}
 	if *phases != "" {

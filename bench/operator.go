@@ -61,12 +61,12 @@ func (b *bench) startOperator(ctx context.Context) error {
 	if err := b.installFinalizerPolicy(ctx); err != nil {
 		return err
 	}
-	return b.launchOperator(ctx, "vidra")
+	return b.launchOperator(ctx, "vidra", b.Resync)
 }
 
-// launchOperator starts bin/vidra against the hub, logging to <dir>/<label>.log, and
-// returns once its metrics answer.
-func (b *bench) launchOperator(ctx context.Context, label string) error {
+// launchOperator starts bin/vidra against the hub, resyncing every VidraResource at the
+// interval given, logging to <dir>/<label>.log, and returns once its metrics answer.
+func (b *bench) launchOperator(ctx context.Context, label string, resync time.Duration) error {
 	kubeconfig, err := b.fleet.Hub.WriteKubeconfig(b.dir)
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func (b *bench) launchOperator(ctx context.Context, label string) error {
 	b.operator = exec.Command(filepath.Join(b.root, "bin", "vidra"),
 		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
 		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr,
-		"--max-concurrent-reconciles="+strconv.Itoa(b.Workers), "--resync-interval="+b.Resync.String(), "--zap-log-level=error")
+		"--max-concurrent-reconciles="+strconv.Itoa(b.Workers), "--resync-interval="+resync.String(), "--zap-log-level=error")
 	b.operator.Stdout, b.operator.Stderr = logFile, logFile
 	if err := b.operator.Start(); err != nil {
 		return fmt.Errorf("start bin/vidra (make build): %w", err)
@@ -102,9 +102,9 @@ func (b *bench) launchOperator(ctx context.Context, label string) error {
 
 // restartOperator stops the operator and starts a new one: figures that follow are
 // measured from a fresh process.
-func (b *bench) restartOperator(ctx context.Context, label string) error {
+func (b *bench) restartOperator(ctx context.Context, label string, resync time.Duration) error {
 	b.stopOperator()
-	return b.launchOperator(ctx, label)
+	return b.launchOperator(ctx, label, resync)
 }
 
 // installFinalizerPolicy installs the chart's MutatingAdmissionPolicy on the hub, as

@@ -44,7 +44,7 @@ func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.Vidr
 	setCondition(vr, vidrav1alpha1.ConditionReady, metav1.ConditionTrue, vidrav1alpha1.ReasonDryRun, msg)
 	setCondition(vr, vidrav1alpha1.ConditionReconciling, metav1.ConditionFalse, vidrav1alpha1.ReasonDryRun, msg)
 	vr.Status.DeployState = vidrav1alpha1.StateSucceeded
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}
+	return r.resync()
 }
 
 // previewPending computes the preview of the content waiting for this VidraResource

@@ -77,7 +77,7 @@ func (r *Reconciler) reconcilePull(ctx context.Context, vr *vidrav1alpha1.VidraR
 	}
 	showAgentReport(vr, bundle, cluster, len(d.objects))
 	// The agent's reports requeue it; the resync looks at the published bundle again.
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	return r.resync(), nil
 }
 
 // mirrorContent copies the stored content the VidraResource names (its bundle and the

@@ -224,7 +224,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 			return o.result, o.err
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	return r.resync(), nil
 }
 
 // delivery is one reconcile's delivery of a VidraResource's bundle: what each step found,

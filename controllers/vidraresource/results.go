@@ -9,7 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
@@ -59,13 +61,13 @@ func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.
 	switch {
 	case len(conflicts) > 0:
 		markNotReady(vr, vidrav1alpha1.ReasonConflict, "conflicts with other owners: "+strings.Join(conflicts, "; "))
-		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+		return r.resync(), nil
 	case errors.Is(applyErr, apply.ErrStalled):
 		// Retrying cannot help until the bundle changes; the resync looks again in case
 		// what refused it (another CRD holding its names) went away.
 		markStalled(vr, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
 		r.event(vr, corev1.EventTypeWarning, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
-		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+		return r.resync(), nil
 	case applyErr != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonApplyFailed, applyErr.Error())
 		return ctrl.Result{}, applyErr
@@ -74,5 +76,13 @@ func (r *Reconciler) summarize(vr *vidrav1alpha1.VidraResource, results []apply.
 		return ctrl.Result{}, pruneErr
 	}
 	markReady(vr, fmt.Sprintf("applied %d objects", len(vr.Status.ManagedResources)), changed)
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	return r.resync(), nil
+}
+
+// resync is the result of a reconcile with nothing left to wait for: looked at again after
+// the resync interval, and then behind every VidraResource with news (created, changed,
+// drifted), so that a fleet's periodic checks never hold up a delivery. A resync that
+// finds drift repairs it all the same.
+func (r *Reconciler) resync() ctrl.Result {
+	return ctrl.Result{RequeueAfter: r.ResyncInterval, Priority: ptr.To(handler.LowPriority)}
 }
