@@ -129,6 +129,10 @@ rules:
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]
   verbs: ["*"]
+# The revision history, and its index.
+- apiGroups: ["apps"]
+  resources: ["controllerrevisions"]
+  verbs: ["*"]
 # The VM rollout, on a cluster that runs KubeVirt.
 - apiGroups: ["kubevirt.io"]
   resources: ["virtualmachines"]

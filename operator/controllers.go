@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -82,12 +83,30 @@ func (o *Operator) driftScope(opts Options) vidraresource.NamespaceScope {
 	}
 }
 
+// revisionHistory keeps the VidraResources' revisions in namespace, read through an index
+// every replica watches (each records the revisions of its own clusters).
+func revisionHistory(local manager.Manager, namespace string) (*history.History, error) {
+	mc, err := metadata.NewForConfig(local.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("revision index: %w", err)
+	}
+	index := history.NewIndex(mc, namespace)
+	if err := local.Add(everyReplica(index.Run)); err != nil {
+		return nil, fmt.Errorf("add revision index: %w", err)
+	}
+	return &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: namespace, Index: index}, nil
+}
+
 // setupVidraResources registers the VidraResource controller and its drift watches.
 func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
 	localSA, err := ParseServiceAccount(opts.LocalServiceAccount)
 	if err != nil {
 		return fmt.Errorf("local service account: %w", err)
+	}
+	revisions, err := revisionHistory(local, opts.ContentNamespace)
+	if err != nil {
+		return err
 	}
 	o.Watches = vidraresource.NewDriftWatches(opts.Logger.WithName("drift"), o.HubID)
 	o.Watches.Scope = o.driftScope(opts)
@@ -104,7 +123,7 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 		RequestTimeout:      opts.RequestTimeout,
 		Recorder:            local.GetEventRecorder(eventSource),
 		Watches:             o.Watches,
-		History:             &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: opts.ContentNamespace},
+		History:             revisions,
 		HubGuard:            policy.HubGuard{Namespaces: opts.protectedNamespaces()},
 		LocalServiceAccount: localSA,
 	}

@@ -54,6 +54,9 @@ type History struct {
 	Reader client.Reader
 	// Namespace holds them: the operator's.
 	Namespace string
+	// Index, when set, is read in place of lists where it can say (see Index); it must
+	// watch Namespace. Nil: every record lists.
+	Index *Index
 
 	// compressors are gzip writers kept between records: each new one allocates
 	// hundreds of KiB, more than most manifests it compresses.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -17,7 +18,7 @@ import (
 // it delivered name: objects a reconcile recorded, and perhaps applied, before it
 // stopped without writing its status.
 func (h *History) Pending(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]vidrav1alpha1.ManagedResource, error) {
-	revisions, err := h.list(ctx, vr)
+	revisions, err := h.revisionsOf(ctx, vr, func(cr *appsv1.ControllerRevision) bool { return cr.Revision > vr.Status.Revision })
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +100,41 @@ func numbers(revisions []Revision) string {
 		parts = append(parts, fmt.Sprint(r.Number))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// revisionsOf are the VidraResource's revisions: as the index has them, when it can say,
+// with the data of those need picks read (nil: none); else listed, with all their data.
+func (h *History) revisionsOf(ctx context.Context, vr *vidrav1alpha1.VidraResource, need func(*appsv1.ControllerRevision) bool) ([]appsv1.ControllerRevision, error) {
+	if revisions, ok := h.Index.revisions(vr.UID); ok {
+		err := h.readData(ctx, revisions, need)
+		if err == nil {
+			return revisions, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		// Gone since the watch heard of it: the list says what is left.
+	}
+	revisions, err := h.list(ctx, vr)
+	if err != nil {
+		return nil, err
+	}
+	h.Index.listed(vr.UID, revisions)
+	return revisions, nil
+}
+
+// readData reads whole the revisions need picks.
+func (h *History) readData(ctx context.Context, revisions []appsv1.ControllerRevision, need func(*appsv1.ControllerRevision) bool) error {
+	for i := range revisions {
+		cr := &revisions[i]
+		if need == nil || !need(cr) {
+			continue
+		}
+		if err := h.Reader.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return fmt.Errorf("read revision %s: %w", cr.Name, err)
+		}
+	}
+	return nil
 }
 
 func (h *History) list(ctx context.Context, vr *vidrav1alpha1.VidraResource) ([]appsv1.ControllerRevision, error) {

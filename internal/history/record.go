@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -64,18 +65,21 @@ type Recorded struct {
 // beyond the limit are deleted, oldest first. With a limit of 0 none is kept and 0 is
 // returned.
 func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e Entry) (Recorded, error) {
-	revisions, err := h.list(ctx, vr)
+	// Read whole: those pending, which name objects, and the one of this content.
+	revisions, err := h.revisionsOf(ctx, vr, func(cr *appsv1.ControllerRevision) bool {
+		return cr.Revision > e.Delivered || cr.Annotations[vidrav1alpha1.RevisionDigestAnnotation] == e.Digest
+	})
 	if err != nil {
 		return Recorded{}, err
 	}
 	rec := Recorded{Pending: pending(revisions, e.Delivered), Read: true}
 	if e.Limit <= 0 {
-		return rec, h.prune(ctx, revisions, 0, e.keeps(nil))
+		return rec, h.prune(ctx, vr, revisions, 0, e.keeps(nil))
 	}
 	newest, same := newestAndSame(revisions, e.Digest)
 	if same != nil && same == newest {
 		rec.Number, rec.Inventory = same.Revision, inventoryOf(same)
-		return rec, h.prune(ctx, revisions, e.Limit, e.keeps(rec.Inventory)) // a lowered limit applies at once
+		return rec, h.prune(ctx, vr, revisions, e.Limit, e.keeps(rec.Inventory)) // a lowered limit applies at once
 	}
 	next := int64(1)
 	if newest != nil {
@@ -90,7 +94,7 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 			return rec, err
 		}
 		rec.Number, rec.Inventory = next, inventoryOf(same)
-		return rec, h.prune(ctx, revisions, e.Limit, e.keeps(rec.Inventory))
+		return rec, h.prune(ctx, vr, revisions, e.Limit, e.keeps(rec.Inventory))
 	}
 	// The new revision names what it applies and what pending revisions named: once it
 	// is written, they are no longer the only record of their objects.
@@ -100,7 +104,7 @@ func (h *History) Record(ctx context.Context, vr *vidrav1alpha1.VidraResource, e
 		return rec, err
 	}
 	rec.Number, rec.Inventory = next, named
-	return rec, h.prune(ctx, append(revisions, *cr), e.Limit, e.keeps(named))
+	return rec, h.prune(ctx, vr, append(revisions, *cr), e.Limit, e.keeps(named))
 }
 
 // keeps says which revisions the limit must keep: those numbered above the delivered one
@@ -137,7 +141,9 @@ func (h *History) recordResult(ctx context.Context, vr *vidrav1alpha1.VidraResou
 		patched.Annotations = map[string]string{}
 	}
 	patched.Annotations[vidrav1alpha1.RevisionResultAnnotation] = result
-	if err := h.Client.Patch(ctx, patched, client.MergeFrom(newest)); err != nil && !apierrors.IsNotFound(err) {
+	err := h.Client.Patch(ctx, patched, client.MergeFrom(newest))
+	h.noteWrite(vr, patched, err)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("record the result of revision %d of %s: %w", newest.Revision, vr.Name, err)
 	}
 	return nil
@@ -155,8 +161,11 @@ func (h *History) renumber(ctx context.Context, vr *vidrav1alpha1.VidraResource,
 	patched.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = e.SyncRevision
 	patched.Annotations[checksumAnnotation] = e.Checksum
 	patched.Annotations[recordedAnnotation] = time.Now().UTC().Format(time.RFC3339)
+	patched.Annotations[numberAnnotation] = strconv.FormatInt(next, 10)
 	delete(patched.Annotations, vidrav1alpha1.RevisionResultAnnotation)
-	if err := h.Client.Patch(ctx, patched, client.MergeFromWithOptions(same, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := h.Client.Patch(ctx, patched, client.MergeFromWithOptions(same, client.MergeFromWithOptimisticLock{}))
+	h.noteWrite(vr, patched, err)
+	if err != nil {
 		return fmt.Errorf("renumber revision %d of %s: %w", same.Revision, vr.Name, err)
 	}
 	same.Revision = next
@@ -182,6 +191,7 @@ func (h *History) create(ctx context.Context, vr *vidrav1alpha1.VidraResource, n
 				checksumAnnotation:                     e.Checksum,
 				recordedAnnotation:                     time.Now().UTC().Format(time.RFC3339),
 				vidraResourceAnnotation:                vr.Name,
+				numberAnnotation:                       strconv.FormatInt(next, 10),
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: vidrav1alpha1.GroupVersion.String(), Kind: "VidraResource",
@@ -195,14 +205,17 @@ func (h *History) create(ctx context.Context, vr *vidrav1alpha1.VidraResource, n
 	if kind, sync := vidrav1alpha1.SyncOf(vr.Labels); sync != "" {
 		cr.Labels[kind.Label] = sync
 	}
-	if err := h.Client.Create(ctx, cr); err != nil {
+	err = h.Client.Create(ctx, cr)
+	h.noteWrite(vr, cr, err)
+	if err != nil {
 		return nil, fmt.Errorf("create revision %d of %s: %w", next, vr.Name, err)
 	}
 	return cr, nil
 }
 
-// prune deletes the oldest revisions beyond limit, but none that keep (nil: none) holds.
-func (h *History) prune(ctx context.Context, revisions []appsv1.ControllerRevision, limit int, keep func(*appsv1.ControllerRevision) bool) error {
+// prune deletes the VidraResource's oldest revisions beyond limit, but none that keep
+// (nil: none) holds.
+func (h *History) prune(ctx context.Context, vr *vidrav1alpha1.VidraResource, revisions []appsv1.ControllerRevision, limit int, keep func(*appsv1.ControllerRevision) bool) error {
 	if len(revisions) <= limit {
 		return nil
 	}
@@ -212,7 +225,15 @@ func (h *History) prune(ctx context.Context, revisions []appsv1.ControllerRevisi
 		if keep != nil && keep(&cr) {
 			continue
 		}
-		if err := h.Client.Delete(ctx, &cr, client.Preconditions{UID: &cr.UID}); err != nil && !apierrors.IsNotFound(err) {
+		err := h.Client.Delete(ctx, &cr, client.Preconditions{UID: &cr.UID})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		if err == nil {
+			cr.ResourceVersion = "" // gone
+		}
+		h.noteWrite(vr, &cr, err)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("delete revision %s: %w", cr.Name, err))
 		}
 	}
@@ -222,9 +243,26 @@ func (h *History) prune(ctx context.Context, revisions []appsv1.ControllerRevisi
 // Forget deletes every revision of the VidraResource, as the garbage collector would once
 // it is gone: its stored content is then free to be collected at once.
 func (h *History) Forget(ctx context.Context, vr *vidrav1alpha1.VidraResource) error {
-	revisions, err := h.list(ctx, vr)
+	revisions, err := h.revisionsOf(ctx, vr, nil)
 	if err != nil {
 		return err
 	}
-	return h.prune(ctx, revisions, 0, nil)
+	if err := h.prune(ctx, vr, revisions, 0, nil); err != nil {
+		return err
+	}
+	h.Index.forget(vr.UID)
+	return nil
+}
+
+// noteWrite tells the index what a write of a revision left: its resourceVersion now
+// ("" when gone), or, when the write failed, that its effect is unknown.
+func (h *History) noteWrite(vr *vidrav1alpha1.VidraResource, cr *appsv1.ControllerRevision, err error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		h.Index.wrote(vr.UID, cr.Name, "")
+	case err != nil:
+		h.Index.failed(vr.UID)
+	default:
+		h.Index.wrote(vr.UID, cr.Name, cr.ResourceVersion)
+	}
 }

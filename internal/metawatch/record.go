@@ -114,6 +114,19 @@ func asMap(pairs []pair) map[string]string {
 	return m
 }
 
+// label is the value of the kept label key; none for an empty key.
+func (r *record) label(key string) (string, bool) {
+	if key == "" {
+		return "", false
+	}
+	for _, p := range r.labels {
+		if p.key.Value() == key {
+			return p.value.Value(), true
+		}
+	}
+	return "", false
+}
+
 // same says whether two records are of one object at one resourceVersion.
 func (r *record) same(o *record) bool {
 	return r.uid == o.uid && r.resourceVersion == o.resourceVersion

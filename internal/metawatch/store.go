@@ -31,6 +31,8 @@ func (s *store) Update(obj any) error {
 	s.mu.Lock()
 	was := s.records[k]
 	s.records[k] = r
+	s.unindex(k, was)
+	s.index(k, r)
 	s.mu.Unlock()
 	if was != nil && !was.same(r) {
 		s.tell(change{k, was, r})
@@ -50,6 +52,7 @@ func (s *store) Delete(obj any) error {
 	s.mu.Lock()
 	was := s.records[k]
 	delete(s.records, k)
+	s.unindex(k, was)
 	s.mu.Unlock()
 	if was != nil {
 		s.tell(change{key: k, was: was})
@@ -71,6 +74,10 @@ func (s *store) Replace(list []any, _ string) error {
 	s.mu.Lock()
 	old := s.records
 	s.records = records
+	s.byLabel = map[string]map[key]struct{}{}
+	for k, r := range records {
+		s.index(k, r)
+	}
 	s.mu.Unlock()
 	s.synced.Store(true)
 	for k, was := range old {
@@ -79,6 +86,35 @@ func (s *store) Replace(list []any, _ string) error {
 		}
 	}
 	return nil
+}
+
+// index adds the record's key under its IndexLabel's value; s.mu is held.
+func (s *store) index(k key, r *record) {
+	value, ok := r.label(s.opts.IndexLabel)
+	if !ok {
+		return
+	}
+	keys := s.byLabel[value]
+	if keys == nil {
+		keys = map[key]struct{}{}
+		s.byLabel[value] = keys
+	}
+	keys[k] = struct{}{}
+}
+
+// unindex removes what index added for the record (nil: none); s.mu is held.
+func (s *store) unindex(k key, r *record) {
+	if r == nil {
+		return
+	}
+	value, ok := r.label(s.opts.IndexLabel)
+	if !ok {
+		return
+	}
+	delete(s.byLabel[value], k)
+	if len(s.byLabel[value]) == 0 {
+		delete(s.byLabel, value)
+	}
 }
 
 // Resync has nothing to do: the watch never resyncs.

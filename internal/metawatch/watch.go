@@ -40,6 +40,9 @@ type Options struct {
 	// Selector selects the objects watched; nil for all.
 	Selector labels.Selector
 	Keep     Keep
+	// IndexLabel, when set, groups the objects by that label's value, which ByLabel reads;
+	// Keep.Labels must name it.
+	IndexLabel string
 	// Transform, when set, changes an object before it is kept.
 	Transform func(*metav1.PartialObjectMetadata)
 	// OnChange, when set, is told of an object the watch had that changed (now is its new
@@ -53,6 +56,8 @@ type Watch struct {
 	opts    Options
 	mu      sync.RWMutex
 	records map[key]*record
+	// byLabel holds the keys of the records by their IndexLabel's value.
+	byLabel map[string]map[key]struct{}
 	synced  atomic.Bool
 }
 
@@ -68,7 +73,7 @@ func keyOf(namespace, name string) key {
 
 // New returns a watch that runs once Run is called.
 func New(opts Options) *Watch {
-	return &Watch{opts: opts, records: map[key]*record{}}
+	return &Watch{opts: opts, records: map[key]*record{}, byLabel: map[string]map[key]struct{}{}}
 }
 
 // Run lists and watches until ctx ends, listing again whenever the watch cannot resume;
@@ -139,4 +144,17 @@ func (w *Watch) Len() int {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return len(w.records)
+}
+
+// ByLabel is the metadata of the objects whose IndexLabel has the value, as the watch has
+// them, in no order.
+func (w *Watch) ByLabel(value string) []*metav1.PartialObjectMetadata {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	keys := w.byLabel[value]
+	out := make([]*metav1.PartialObjectMetadata, 0, len(keys))
+	for k := range keys {
+		out = append(out, w.records[k].object(w.opts.Kind, k.namespace.Value(), k.name))
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package metawatch
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -217,5 +218,53 @@ func TestAWatchListedAgainReportsWhatChangedMeanwhile(t *testing.T) {
 	}
 	if _, ok := w.Get("ns", "new"); !ok {
 		t.Error("the new object is not kept")
+	}
+}
+
+// TestAWatchGroupsItsObjectsByTheIndexLabel: ByLabel follows the objects as they come,
+// move from one value of the index label to another, go, and are listed again.
+func TestAWatchGroupsItsObjectsByTheIndexLabel(t *testing.T) {
+	w := New(Options{Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), IndexLabel: "group", Keep: Keep{Labels: []string{"group"}}})
+	s := (*store)(w)
+	object := func(name, group, rv string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("u-" + name), ResourceVersion: rv}}
+		if group != "" {
+			m.Labels = map[string]string{"group": group}
+		}
+		return m
+	}
+	names := func(group string) []string {
+		var out []string
+		for _, m := range w.ByLabel(group) {
+			out = append(out, m.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, obj := range []*metav1.PartialObjectMetadata{object("a1", "a", "1"), object("a2", "a", "1"), object("b1", "b", "1"), object("none", "", "1")} {
+		if err := s.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := names("a"); !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Errorf("group a: %v, want a1 and a2", got)
+	}
+	if err := s.Update(object("a2", "b", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(object("b1", "b", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if got, moved := names("a"), names("b"); !slices.Equal(got, []string{"a1"}) || !slices.Equal(moved, []string{"a2"}) {
+		t.Errorf("after a2 moved to b and b1 went: a %v, b %v", got, moved)
+	}
+	if got := w.ByLabel("b"); len(got) != 1 || got[0].ResourceVersion != "2" || got[0].Labels["group"] != "b" {
+		t.Errorf("group b holds %+v, want a2 at resourceVersion 2", got)
+	}
+	if err := s.Replace([]any{object("c1", "c", "3"), object("a1", "c", "3")}, "3"); err != nil {
+		t.Fatal(err)
+	}
+	if a, b, c := names("a"), names("b"), names("c"); len(a) != 0 || len(b) != 0 || !slices.Equal(c, []string{"a1", "c1"}) {
+		t.Errorf("listed again: a %v, b %v, c %v; want only c, with a1 and c1", a, b, c)
 	}
 }
