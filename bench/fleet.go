@@ -84,6 +84,14 @@ func (b *bench) measureFleet(ctx context.Context, r *results) error {
 			return fmt.Errorf("%d clusters: %w", n, err)
 		}
 		r.Fleet = append(r.Fleet, fr)
+		if i == len(b.FleetClusters)-1 && b.FleetReplicas > 1 {
+			fmt.Fprintf(b.log, "  the fleet of %d clusters on %d replicas...\n", n, b.FleetReplicas)
+			sr, err := f.measureSharded(ctx)
+			if err != nil {
+				sr.Error = err.Error()
+			}
+			r.FleetSharded = &sr
+		}
 		if i < len(b.FleetClusters)-1 {
 			b.stopOperator()
 			if err := f.clear(ctx); err != nil {

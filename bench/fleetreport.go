@@ -24,7 +24,7 @@ func sizes(list string) ([]int, error) {
 
 // fleetTargets are the fleet phase's targets, each size's, and the largest size's
 // throughput against the smallest's.
-func fleetTargets(fleet []fleetResult) []check {
+func fleetTargets(fleet []fleetResult, sharded *shardedResult) []check {
 	var checks []check
 	for _, f := range fleet {
 		at := fmt.Sprintf("fleet of %d: ", f.Clusters)
@@ -37,6 +37,14 @@ func fleetTargets(fleet []fleetResult) []check {
 			check{at + "requests per idle cluster per minute", idle, "<= 2", idle <= 2},
 			check{at + "idle operator's hub writes per minute", f.IdleOperatorHubWritesPerMinute, "== 0", f.IdleOperatorHubWritesPerMinute == 0})
 	}
+	if sharded != nil {
+		at := fmt.Sprintf("fleet of %d on %d replicas: ", sharded.Clusters, sharded.Replicas)
+		bound := sharded.LeaseDurationSeconds + 15
+		done := sharded.Error == ""
+		checks = append(checks,
+			check{at + "largest distance from an even share", sharded.Spread, "<= 0.1", done && sharded.Spread <= 0.1},
+			check{at + "a killed replica's clusters taken over (s)", sharded.TakeoverSeconds, fmt.Sprintf("<= %.0f", bound), done && sharded.TakeoverSeconds <= bound})
+	}
 	if len(fleet) > 1 {
 		small, large := fleet[0], fleet[len(fleet)-1]
 		ratio := large.ObjectsPerSecond / small.ObjectsPerSecond
@@ -45,8 +53,10 @@ func fleetTargets(fleet []fleetResult) []check {
 	return checks
 }
 
-// printFleet adds the fleet phase's figures, one block per size, to the table.
-func printFleet(w io.Writer, fleet []fleetResult) {
+// printFleet adds the fleet phase's figures, one block per size, to the table, and the
+// sharded fleet's.
+func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
+	defer printSharded(w, sharded)
 	for _, f := range fleet {
 		objects := f.Clusters * f.BundlesPerCluster * f.ObjectsPerBundle
 		fmt.Fprintf(w, "fleet of %d clusters\t%d fronts on 127.77.0.0/16 over %d control planes; %d bundles x %d objects each, from %d InfrahubSyncs (clusterFromTarget)\n",
@@ -54,7 +64,7 @@ func printFleet(w io.Writer, fleet []fleetResult) {
 		fmt.Fprintf(w, "  enroll\tp50 %.0f ms, p95 %.0f ms per cluster; all %d Engaged %.1f s after the first Secret\n", f.EngageP50Ms, f.EngageP95Ms, f.Clusters, f.EngageTotalSeconds)
 		fmt.Fprintf(w, "  deliver\t%.1f s from the syncs to every bundle Ready, %.0f objects/s (%d objects); %.2f hub writes per bundle (%s); %.2f member requests per object; %.2f s operator CPU per 1000 objects\n",
 			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.CPUSecondsPer1000Objects)
-		fmt.Fprintf(w, "  work	%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s\n",
+		fmt.Fprintf(w, "  work\t%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s\n",
 			f.ReconcilesPerBundle, f.Reconciles, f.HubCPUSecondsPer1000Objects, f.MembersCPUSecondsPer1000Objects)
 		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.IdleRSSMiB, f.IdleHeapMiB)
 		fmt.Fprintf(w, "  per engaged cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (before its bundles)\n", f.RSSPerEngagedClusterMiB, f.HeapPerEngagedClusterMiB, f.GoroutinesPerEngagedCluster)
@@ -63,5 +73,18 @@ func printFleet(w io.Writer, fleet []fleetResult) {
 		fmt.Fprintf(w, "  idle, over %.0f s\t%.2f requests per cluster per minute to its member (%s), %.2f to the hub (%s); the operator's hub writes %.2f per minute; the hub's writes by anyone %.2f per minute (%s)\n",
 			f.IdleWindowSeconds, f.IdleMemberRequestsPerClusterMin, orNone(f.IdleMemberRequests), f.IdleHubRequestsPerClusterMin, orNone(f.IdleHubRequests),
 			f.IdleOperatorHubWritesPerMinute, f.IdleHubWritesPerMinute, orNone(f.IdleHubWritesPerMinuteByResource))
+	}
+}
+
+func printSharded(w io.Writer, s *shardedResult) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "fleet of %d on %d replicas\t--sharding, --shard-lease-duration %.0fs, in place of the one operator, the fleet delivered\n", s.Clusters, s.Replicas, s.LeaseDurationSeconds)
+	fmt.Fprintf(w, "  split\t%.1f s from the replicas' start to every fence held as hashed; clusters per replica %v (%.1f%% from an even share at most)\n",
+		s.SplitSeconds, s.ClustersPerReplica, s.Spread*100)
+	fmt.Fprintf(w, "  failover\t%.1f s from a replica killed to its clusters' fences held by the survivors\n", s.TakeoverSeconds)
+	if s.Error != "" {
+		fmt.Fprintf(w, "  failed\t%s\n", s.Error)
 	}
 }

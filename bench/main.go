@@ -50,6 +50,7 @@ type settings struct {
 	FleetBundles  int           `json:"fleetBundlesPerCluster"`
 	FleetIdle     time.Duration `json:"fleetIdleWindow"`
 	FleetResync   time.Duration `json:"fleetResyncInterval"`
+	FleetReplicas int           `json:"fleetReplicas,omitempty"`
 	FleetPlot     string        `json:"-"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
@@ -77,6 +78,7 @@ func main() {
 	fleetClusters := flag.String("fleet-clusters", "100", "Comma-separated fleet sizes of the fleet phase, each measured on a fresh operator (100,300,1000).")
 	flag.IntVar(&s.FleetBundles, "fleet-bundles", 10, "Bundles (of -objects ConfigMaps) per cluster of the fleet phase, each from an InfrahubSync of its own.")
 	flag.DurationVar(&s.FleetIdle, "fleet-idle", 60*time.Second, "How long an idle fleet's requests are counted.")
+	flag.IntVar(&s.FleetReplicas, "fleet-replicas", 0, "After the largest fleet, this many replicas with --sharding take it over from the one operator; then one is killed. 0 or 1: none.")
 	flag.DurationVar(&s.FleetResync, "fleet-resync", 10*time.Minute, "The operator's --resync-interval in the fleet phase: its default, as the chart runs it (-resync's 30s would ask 333 reconciles a second of 1,000 clusters' 10,000 VidraResources).")
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), and from half way through the delivery of each fleet size, into this directory.")
@@ -250,6 +252,8 @@ type results struct {
 	Pull *pullResult `json:"pull,omitempty"`
 	// Fleet is the fleet phase's, one per size, when it ran.
 	Fleet []fleetResult `json:"fleet,omitempty"`
+	// FleetSharded is the largest fleet on -fleet-replicas replicas, when they ran.
+	FleetSharded *shardedResult `json:"fleetSharded,omitempty"`
 	// Noisy is the noisy phase's, when it ran.
 	Noisy                   *noisyResult `json:"noisy,omitempty"`
 	Targets                 []check      `json:"targets"`
@@ -272,6 +276,9 @@ func (r *results) judge() {
 		r.Targets = append(r.Targets,
 			check{w.Name + ": operator/limit", w.OperatorToLimit, ">= 0.6", w.OperatorToLimit >= 0.6},
 			check{w.Name + ": member requests per object", w.MemberRequestsPerObject, "<= 1.1", w.MemberRequestsPerObject <= 1.1})
+		if w.Name == "bulk" {
+			r.Targets = append(r.Targets, check{w.Name + ": operator/Flux's engine", w.OperatorToFlux, ">= 1.5", w.OperatorToFlux >= 1.5})
+		}
 	}
 	if r.ResyncReconciles > 0 {
 		r.Targets = append(r.Targets,
@@ -294,7 +301,7 @@ func (r *results) judge() {
 			check{"noisy: beside a member whose webhook holds every write / quiet", n.SlowWebhookMs / n.QuietMs, "<= 2", n.SlowWebhookMs <= 2*n.QuietMs},
 			check{"noisy: an InfrahubSync beside syncs of a trickling Infrahub / quiet", n.SyncTricklingMs / n.SyncQuietMs, "<= 2", n.SyncTricklingMs <= 2*n.SyncQuietMs})
 	}
-	r.Targets = append(r.Targets, fleetTargets(r.Fleet)...)
+	r.Targets = append(r.Targets, fleetTargets(r.Fleet, r.FleetSharded)...)
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
 		// --agent-heartbeat: at the default 30s, 4 requests a minute, and nothing else.
@@ -317,6 +324,8 @@ func (r *results) print(w io.Writer) {
 			fmt.Fprintf(tw, "  spread limit\t%.0f objects/s (%s) with the same applies spread over every member at once; operator/spread limit %.2f (not a target)\n",
 				w.SpreadLimitObjectsPerSec, rates(w.SpreadLimitRates), w.OperatorToSpreadLimit)
 		}
+		fmt.Fprintf(tw, "  Flux's engine\t%.0f objects/s (%s) applying the same bundles with ssa.ResourceManager.ApplyAllStaged, %.2f member requests per object; operator/Flux %.2f\n",
+			w.FluxObjectsPerSec, rates(w.FluxRates), w.FluxMemberRequestsPerObject, w.OperatorToFlux)
 		fmt.Fprintf(tw, "  requests\t%.2f per object to the members (%s), %.1f hub writes per VidraResource (%s)\n", w.MemberRequestsPerObject, w.MemberRequests, w.HubWritesPerResource, w.HubWrites)
 		fmt.Fprintf(tw, "  CPU per 1000 objects\t%.2f s operator + %.2f s members' control planes + %.2f s hub's; tight loop %.2f s + %.2f s members'\n",
 			w.CPUSecondsPer1000, w.MembersCPUSecondsPer1000, w.HubCPUSecondsPer1000, w.LimitCPUSecondsPer1000, w.LimitMembersCPUSecondsPer1000)
@@ -347,7 +356,7 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprintf(tw, "  change to Ready\tp50 %.0f ms, p90 %.0f ms, max %.0f ms (%d changes, hub VidraResource changed -> hub Ready for its generation); %.2f agent requests to the hub per change (%s)\n",
 			p.ChangeToReadyP50Ms, p.ChangeToReadyP90Ms, p.ChangeToReadyMaxMs, p.Changes, p.RequestsPerChange, orNone(p.RequestsPerChangeByKind))
 	}
-	printFleet(tw, r.Fleet)
+	printFleet(tw, r.Fleet, r.FleetSharded)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")
 	for _, c := range r.Targets {
 		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%v\n", c.Name, c.Value, c.Target, c.Met)

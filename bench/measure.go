@@ -208,6 +208,13 @@ type workload struct {
 	LimitCPUSecondsPer1000        float64 `json:"limitCPUSecondsPer1000Objects"`
 	LimitMembersCPUSecondsPer1000 float64 `json:"limitMembersCPUSecondsPer1000Objects"`
 	OperatorToLimit               float64 `json:"operatorToLimit"`
+	// The same bundles applied by Flux's engine (fluxPeer) after each round: its rate,
+	// every round's, its requests to the members per object, and operator/Flux, the
+	// median of the rounds' ratios.
+	FluxObjectsPerSec           float64   `json:"fluxObjectsPerSecond"`
+	FluxRates                   []float64 `json:"fluxObjectsPerSecondByRound"`
+	FluxMemberRequestsPerObject float64   `json:"fluxMemberRequestsPerObject"`
+	OperatorToFlux              float64   `json:"operatorToFlux"`
 }
 
 // measureWorkload delivers the workload through the operator, counting what it cost,
@@ -225,7 +232,8 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 			}
 		}()
 	}
-	var delivered, limits, spread []float64
+	var delivered, limits, spread, fluxRates []float64
+	var fluxRequestsPerObject float64
 	var delta counters
 	writes := tally{}
 	var membersCPU, hubCPU, limitCPU, limitMembersCPU float64
@@ -278,6 +286,11 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 		limits = append(limits, limit)
 		limitCPU += cpu
 		limitMembersCPU += membersAfter - membersBefore
+		flux, fluxRequests, err := b.fluxPeer(ctx, members, w.Resources, w.Objects)
+		if err != nil {
+			return err
+		}
+		fluxRates, fluxRequestsPerObject = append(fluxRates, flux), fluxRequestsPerObject+fluxRequests/float64(b.Rounds)
 		if len(members) > 1 {
 			rate, _, err := b.limit(ctx, members, w.Resources*w.Objects, true)
 			if err != nil {
@@ -305,6 +318,8 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 	// machine as it was then: the median of those ratios.
 	w.OperatorToLimit = median(quotients(delivered, limits))
 	w.OperatorRates, w.LimitRates = delivered, limits
+	w.FluxRates, w.FluxObjectsPerSec, w.FluxMemberRequestsPerObject = fluxRates, median(fluxRates), fluxRequestsPerObject
+	w.OperatorToFlux = median(quotients(delivered, fluxRates))
 	if len(spread) > 0 {
 		w.SpreadLimitRates, w.SpreadLimitObjectsPerSec, w.OperatorToSpreadLimit = spread, median(spread), median(quotients(delivered, spread))
 	}

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
@@ -76,18 +75,9 @@ func (r *replicas) stopAll(t *testing.T) {
 
 // expectedOwners is where rendezvous hashing places each member among the peers.
 func expectedOwners(members []string, peers []string) map[string]string {
-	var infos []sharder.PeerInfo
-	for _, p := range peers {
-		infos = append(infos, sharder.PeerInfo{ID: p, Weight: 1})
-	}
-	hrw := sharder.NewHRW()
 	owners := map[string]string{}
 	for _, m := range members {
-		for _, p := range infos {
-			if hrw.ShouldOwn(m, infos, p) {
-				owners[m] = p.ID
-			}
-		}
+		owners[m] = sharding.OwnerAmong(m, peers)
 	}
 	return owners
 }

@@ -100,6 +100,7 @@ func New(leases client.Client, elected <-chan struct{}, log logr.Logger, opts Op
 	}
 	c.inner = sharded.New(leases, log,
 		sharded.WithPeerRegistry(registry),
+		sharded.WithSharder(Rendezvous{}),
 		sharded.WithShardLease(opts.Namespace, FenceLeasePrefix),
 		sharded.WithPerClusterLease(true),
 		sharded.WithLeaseTimings(opts.LeaseDuration, opts.LeaseDuration/3, 750*time.Millisecond),

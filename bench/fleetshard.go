@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vidra-operator/vidra/internal/sharding"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+)
+
+// shardLeaseDuration is the replicas' --shard-lease-duration, the operator's default: how
+// long a killed replica's fences are honoured.
+const shardLeaseDuration = 15 * time.Second
+
+// shardedResult is the largest fleet, delivered, taken over by -fleet-replicas replicas
+// (--sharding) in place of the one operator: how they split it, and how long the
+// survivors take to take over a killed replica's clusters.
+type shardedResult struct {
+	Clusters int `json:"clusters"`
+	Replicas int `json:"replicas"`
+	// SplitSeconds is from the replicas' start to every cluster's fence held by the
+	// replica rendezvous hashing picks; ClustersPerReplica is then each one's share, and
+	// Spread the largest distance of a share from the mean, as a fraction of the mean.
+	SplitSeconds       float64 `json:"splitSeconds"`
+	ClustersPerReplica []int   `json:"clustersPerReplica"`
+	Spread             float64 `json:"spread"`
+	// TakeoverSeconds is from one replica killed (SIGKILL) to every one of its clusters'
+	// fences held by the survivor the hash picks among them; LeaseDurationSeconds is the
+	// replicas' --shard-lease-duration, which a killed holder's fences outlive.
+	TakeoverSeconds      float64 `json:"takeoverSeconds"`
+	LeaseDurationSeconds float64 `json:"leaseDurationSeconds"`
+	// Error says why the replicas did not split the fleet or take it over, when they did
+	// not: a figure of its own, the others of the run are kept.
+	Error string `json:"error,omitempty"`
+}
+
+// measureSharded stops the operator of the fleet just measured and starts -fleet-replicas
+// replicas with --sharding in its place; once they have split the fleet, it kills one.
+func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
+	n := len(f.clusters)
+	sr := shardedResult{Clusters: n, Replicas: f.FleetReplicas, LeaseDurationSeconds: shardLeaseDuration.Seconds()}
+	names := make([]string, n)
+	for i, c := range f.clusters {
+		names[i] = c.name
+	}
+	f.stopOperator()
+	var peers []string
+	replicas := map[string]*exec.Cmd{}
+	defer func() {
+		for _, cmd := range replicas {
+			_ = testfleet.Terminate(cmd, 30*time.Second)
+		}
+	}()
+	start := time.Now()
+	for i := range f.FleetReplicas {
+		id := fmt.Sprintf("bench-%d", i)
+		cmd, err := f.startReplica(id)
+		if err != nil {
+			return sr, err
+		}
+		replicas[id], peers = cmd, append(peers, id)
+	}
+	held, err := f.waitForFences(ctx, names, peers, 5*time.Minute)
+	if err != nil {
+		return sr, fmt.Errorf("the replicas split the fleet: %w", err)
+	}
+	sr.SplitSeconds = time.Since(start).Seconds()
+	mean := float64(n) / float64(len(peers))
+	for _, p := range peers {
+		share := 0
+		for _, holder := range held {
+			if holder == p {
+				share++
+			}
+		}
+		sr.ClustersPerReplica = append(sr.ClustersPerReplica, share)
+		sr.Spread = max(sr.Spread, abs(float64(share)-mean)/mean)
+	}
+	killed := peers[0]
+	if err := replicas[killed].Process.Kill(); err != nil {
+		return sr, fmt.Errorf("kill %s: %w", killed, err)
+	}
+	_ = replicas[killed].Wait()
+	delete(replicas, killed)
+	start = time.Now()
+	if _, err := f.waitForFences(ctx, names, peers[1:], 3*time.Minute); err != nil {
+		return sr, fmt.Errorf("the survivors take over %s's clusters: %w", killed, err)
+	}
+	sr.TakeoverSeconds = time.Since(start).Seconds()
+	return sr, nil
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// startReplica starts bin/vidra as one replica of a sharded operator, logging to
+// <dir>/replica-<id>.log.
+func (f *fleetRun) startReplica(id string) (*exec.Cmd, error) {
+	kubeconfig, err := f.fleet.Hub.WriteKubeconfig(f.dir)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(f.dir, "replica-"+id+".log"))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(f.log, "replica log: %s\n", logFile.Name())
+	cmd := exec.Command(filepath.Join(f.root, "bin", "vidra"),
+		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
+		"--leader-election-namespace="+namespace, "--sharding", "--shard-id="+id,
+		"--shard-lease-duration="+shardLeaseDuration.String(), "--metrics-bind-address=0",
+		"--health-probe-bind-address=0", "--webhook-bind-address=0",
+		"--max-concurrent-reconciles="+fmt.Sprint(f.Workers), "--resync-interval="+f.FleetResync.String(), "--zap-log-level=error")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start replica %s (make build): %w", id, err)
+	}
+	return cmd, nil
+}
+
+// waitForFences waits until every cluster's fence Lease is held, live, by the peer
+// rendezvous hashing places it on, and returns the holders.
+func (f *fleetRun) waitForFences(ctx context.Context, clusters, peers []string, timeout time.Duration) (map[string]string, error) {
+	want := map[string]string{}
+	for _, c := range clusters {
+		want[c] = sharding.OwnerAmong(c, peers)
+	}
+	var held map[string]string
+	placed := 0
+	err := testfleet.WaitFor(ctx, 500*time.Millisecond, timeout, "fences held as hashed", func() (bool, error) {
+		var err error
+		if held, err = f.fenceHolders(ctx); err != nil {
+			return false, err
+		}
+		placed = len(clusters) - len(slices.DeleteFunc(slices.Clone(clusters), func(c string) bool { return held[c] == want[c] }))
+		return placed == len(clusters), nil
+	})
+	if err != nil {
+		return held, fmt.Errorf("%d of %d fences held as hashed: %w", placed, len(clusters), err)
+	}
+	return held, nil
+}
+
+// fenceHolders are the live holders of the clusters' fence Leases, by cluster.
+func (f *fleetRun) fenceHolders(ctx context.Context) (map[string]string, error) {
+	var leases coordinationv1.LeaseList
+	if err := f.fleet.Hub.Client.List(ctx, &leases, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	prefix := sharding.FenceLeasePrefix + "-"
+	holders := map[string]string{}
+	for _, l := range leases.Items {
+		s := l.Spec
+		cluster, ok := strings.CutPrefix(l.Name, prefix)
+		if !ok || s.HolderIdentity == nil || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+			continue
+		}
+		if time.Now().Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)) {
+			holders[cluster] = *s.HolderIdentity
+		}
+	}
+	return holders, nil
+}
