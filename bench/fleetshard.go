@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -83,7 +83,7 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 			}
 		}
 		sr.ClustersPerReplica = append(sr.ClustersPerReplica, share)
-		sr.Spread = max(sr.Spread, abs(float64(share)-mean)/mean)
+		sr.Spread = max(sr.Spread, math.Abs(float64(share)-mean)/mean)
 	}
 	killed := peers[0]
 	if err := replicas[killed].Process.Kill(); err != nil {
@@ -99,13 +99,6 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 	return sr, nil
 }
 
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // startReplica starts bin/vidra as one replica of a sharded operator, logging to
 // <dir>/replica-<id>.log.
 func (f *fleetRun) startReplica(id string) (*exec.Cmd, error) {
@@ -118,12 +111,10 @@ func (f *fleetRun) startReplica(id string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	fmt.Fprintf(f.log, "replica log: %s\n", logFile.Name())
-	cmd := exec.Command(filepath.Join(f.root, "bin", "vidra"),
-		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
+	cmd := f.vidraCommand(kubeconfig, f.FleetResync,
 		"--leader-election-namespace="+namespace, "--sharding", "--shard-id="+id,
 		"--shard-lease-duration="+shardLeaseDuration.String(), "--metrics-bind-address=0",
-		"--health-probe-bind-address=0", "--webhook-bind-address=0",
-		"--max-concurrent-reconciles="+fmt.Sprint(f.Workers), "--resync-interval="+f.FleetResync.String(), "--zap-log-level=error")
+		"--health-probe-bind-address=0", "--webhook-bind-address=0")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start replica %s (make build): %w", id, err)
@@ -145,7 +136,12 @@ func (f *fleetRun) waitForFences(ctx context.Context, clusters, peers []string, 
 		if held, err = f.fenceHolders(ctx); err != nil {
 			return false, err
 		}
-		placed = len(clusters) - len(slices.DeleteFunc(slices.Clone(clusters), func(c string) bool { return held[c] == want[c] }))
+		placed = 0
+		for _, c := range clusters {
+			if held[c] == want[c] {
+				placed++
+			}
+		}
 		return placed == len(clusters), nil
 	})
 	if err != nil {

@@ -86,10 +86,8 @@ func (b *bench) launchOperator(ctx context.Context, label string, resync time.Du
 		return err
 	}
 	fmt.Fprintf(b.log, "operator log: %s\noperator profiles: %s (go tool pprof %s/profile?seconds=20)\n", logFile.Name(), b.pprof, b.pprof)
-	b.operator = exec.Command(filepath.Join(b.root, "bin", "vidra"),
-		"--kubeconfig="+kubeconfig, "--hub-id=bench", "--cluster-secret-namespace="+namespace,
-		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr,
-		"--max-concurrent-reconciles="+strconv.Itoa(b.Workers), "--resync-interval="+resync.String(), "--zap-log-level=error")
+	b.operator = b.vidraCommand(kubeconfig, resync,
+		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr)
 	b.operator.Stdout, b.operator.Stderr = logFile, logFile
 	if err := b.operator.Start(); err != nil {
 		return fmt.Errorf("start bin/vidra (make build): %w", err)
@@ -98,6 +96,13 @@ func (b *bench) launchOperator(ctx context.Context, label string, resync time.Du
 		_, err := b.scrape(ctx)
 		return err == nil, err
 	})
+}
+
+// vidraCommand is bin/vidra against the hub as the bench runs it, with more flags.
+func (b *bench) vidraCommand(kubeconfig string, resync time.Duration, flags ...string) *exec.Cmd {
+	args := append([]string{"--kubeconfig=" + kubeconfig, "--hub-id=bench", "--cluster-secret-namespace=" + namespace,
+		"--max-concurrent-reconciles=" + strconv.Itoa(b.Workers), "--resync-interval=" + resync.String(), "--zap-log-level=error"}, flags...)
+	return exec.Command(filepath.Join(b.root, "bin", "vidra"), args...)
 }
 
 // restartOperator stops the operator and starts a new one: figures that follow are
