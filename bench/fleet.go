@@ -77,6 +77,12 @@ type fleetResult struct {
 func (b *bench) measureFleet(ctx context.Context, r *results) error {
 	f := &fleetRun{bench: b}
 	defer func() { _ = f.fronts.close() }()
+	// The earlier phases' VidraResources would be reconciled by the fleet's fresh operator
+	// in the middle of its figures: the fleet starts on a hub holding none.
+	b.stopOperator()
+	if err := f.clearVidraResources(ctx); err != nil {
+		return fmt.Errorf("clear the earlier phases' VidraResources: %w", err)
+	}
 	for i, n := range b.FleetClusters {
 		fmt.Fprintf(b.log, "  a fleet of %d clusters...\n", n)
 		fr, err := f.measure(ctx, n)

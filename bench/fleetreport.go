@@ -83,6 +83,8 @@ func printSharded(w io.Writer, s *shardedResult) {
 	fmt.Fprintf(w, "fleet of %d on %d replicas\t--sharding, --shard-lease-duration %.0fs, in place of the one operator, the fleet delivered\n", s.Clusters, s.Replicas, s.LeaseDurationSeconds)
 	fmt.Fprintf(w, "  split\t%.1f s from the replicas' start to every fence held as hashed; clusters per replica %v (%.1f%% from an even share at most)\n",
 		s.SplitSeconds, s.ClustersPerReplica, s.Spread*100)
+	fmt.Fprintf(w, "  leases\t%.0f requests on Leases during the split; idle, %.1f a minute (%s)\n",
+		s.SplitLeaseRequests, s.IdleLeaseRequestsPerMinute, orNone(s.IdleLeaseRequests))
 	fmt.Fprintf(w, "  failover\t%.1f s from a replica killed to its clusters' fences held by the survivors\n", s.TakeoverSeconds)
 	if s.Error != "" {
 		fmt.Fprintf(w, "  failed\t%s\n", s.Error)

@@ -188,8 +188,27 @@ func (f *fleetRun) clear(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := f.clearVidraResources(ctx, client.HasLabels{vidrav1alpha1.InfrahubSyncLabel}); err != nil {
+		return err
+	}
+	if err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.HasLabels{fleetLabel}); err != nil {
+		return err
+	}
+	return forEach(ctx, f.clusters, func(c fleetCluster) error {
+		vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
+		if err := client.IgnoreNotFound(hub.Delete(ctx, vc)); err != nil {
+			return err
+		}
+		return c.member.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(c.name), client.HasLabels{vidrav1alpha1.ManagedByLabel})
+	})
+}
+
+// clearVidraResources deletes the hub's VidraResources that match opts, finalizers and
+// all, and their revisions.
+func (f *fleetRun) clearVidraResources(ctx context.Context, opts ...client.ListOption) error {
+	hub := f.fleet.Hub.Client
 	var vrs vidrav1alpha1.VidraResourceList
-	if err := hub.List(ctx, &vrs, client.HasLabels{vidrav1alpha1.InfrahubSyncLabel}); err != nil {
+	if err := hub.List(ctx, &vrs, opts...); err != nil {
 		return err
 	}
 	uids := map[string]bool{}
@@ -206,19 +225,7 @@ func (f *fleetRun) clear(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := f.clearRevisions(ctx, uids); err != nil {
-		return err
-	}
-	if err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.HasLabels{fleetLabel}); err != nil {
-		return err
-	}
-	return forEach(ctx, f.clusters, func(c fleetCluster) error {
-		vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
-		if err := client.IgnoreNotFound(hub.Delete(ctx, vc)); err != nil {
-			return err
-		}
-		return c.member.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(c.name), client.HasLabels{vidrav1alpha1.ManagedByLabel})
-	})
+	return f.clearRevisions(ctx, uids)
 }
 
 // clearRevisions deletes the revision history of the VidraResources whose UIDs are given.

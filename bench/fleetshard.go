@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/vidra-operator/vidra/internal/sharding"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
+
+// shardIdleWindow is how long the split fleet's Lease requests are counted.
+const shardIdleWindow = 30 * time.Second
 
 // shardLeaseDuration is the replicas' --shard-lease-duration, the operator's default: how
 // long a killed replica's fences are honoured.
@@ -38,6 +38,13 @@ type shardedResult struct {
 	// replicas' --shard-lease-duration, which a killed holder's fences outlive.
 	TakeoverSeconds      float64 `json:"takeoverSeconds"`
 	LeaseDurationSeconds float64 `json:"leaseDurationSeconds"`
+	// SplitLeaseRequests are the hub's requests on Leases, by anyone, from the replicas'
+	// start to the split; IdleLeaseRequestsPerMinute over shardIdleWindow after it, when
+	// only renewals remain (the replicas' peer Leases, the leader's, the API server's
+	// own): none of them grows with the clusters.
+	SplitLeaseRequests         float64 `json:"splitLeaseRequests"`
+	IdleLeaseRequestsPerMinute float64 `json:"idleLeaseRequestsPerMinute"`
+	IdleLeaseRequests          string  `json:"idleLeaseRequestsPerMinuteByVerb"`
 	// Error says why the replicas did not split the fleet or take it over, when they did
 	// not: a figure of its own, the others of the run are kept.
 	Error string `json:"error,omitempty"`
@@ -60,6 +67,10 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 			_ = testfleet.Terminate(cmd, 30*time.Second)
 		}
 	}()
+	leasesBefore, err := f.hubRequests(ctx, onLeases)
+	if err != nil {
+		return sr, err
+	}
 	start := time.Now()
 	for i := range f.FleetReplicas {
 		id := fmt.Sprintf("bench-%d", i)
@@ -74,6 +85,9 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 		return sr, fmt.Errorf("the replicas split the fleet: %w", err)
 	}
 	sr.SplitSeconds = time.Since(start).Seconds()
+	if err := f.countIdleLeases(ctx, leasesBefore, &sr); err != nil {
+		return sr, err
+	}
 	mean := float64(n) / float64(len(peers))
 	for _, p := range peers {
 		share := 0
@@ -98,6 +112,31 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 	sr.TakeoverSeconds = time.Since(start).Seconds()
 	return sr, nil
 }
+
+// countIdleLeases counts the Lease requests of the split, and then of shardIdleWindow.
+func (f *fleetRun) countIdleLeases(ctx context.Context, before tally, sr *shardedResult) error {
+	split, err := f.hubRequests(ctx, onLeases)
+	if err != nil {
+		return err
+	}
+	sr.SplitLeaseRequests = split.since(before).total()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(shardIdleWindow):
+	}
+	idle, err := f.hubRequests(ctx, onLeases)
+	if err != nil {
+		return err
+	}
+	perMinute := idle.since(split)
+	sr.IdleLeaseRequestsPerMinute = perMinute.total() / shardIdleWindow.Minutes()
+	sr.IdleLeaseRequests = perMinute.per(shardIdleWindow.Minutes())
+	return nil
+}
+
+// onLeases says whether a request of the hub's is on Leases.
+func onLeases(labels map[string]string) bool { return labels["resource"] == "leases" }
 
 // startReplica starts bin/vidra as one replica of a sharded operator, logging to
 // <dir>/replica-<id>.log.
@@ -152,20 +191,14 @@ func (f *fleetRun) waitForFences(ctx context.Context, clusters, peers []string, 
 
 // fenceHolders are the live holders of the clusters' fence Leases, by cluster.
 func (f *fleetRun) fenceHolders(ctx context.Context) (map[string]string, error) {
-	var leases coordinationv1.LeaseList
-	if err := f.fleet.Hub.Client.List(ctx, &leases, client.InNamespace(namespace)); err != nil {
+	held, err := sharding.FenceHolders(ctx, f.fleet.Hub.Client, namespace)
+	if err != nil {
 		return nil, err
 	}
-	prefix := sharding.FenceLeasePrefix + "-"
 	holders := map[string]string{}
-	for _, l := range leases.Items {
-		s := l.Spec
-		cluster, ok := strings.CutPrefix(l.Name, prefix)
-		if !ok || s.HolderIdentity == nil || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
-			continue
-		}
-		if time.Now().Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)) {
-			holders[cluster] = *s.HolderIdentity
+	for lease, holder := range held {
+		if cluster, ok := strings.CutPrefix(lease, sharding.FenceLeasePrefix+"-"); ok {
+			holders[cluster] = holder
 		}
 	}
 	return holders, nil

@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
@@ -31,8 +30,8 @@ import (
 
 const (
 	namespace = testoperator.Namespace
-	// leaseDuration is the replicas' --shard-lease-duration: how long a silent peer is
-	// kept, and a silent holder's fence honoured.
+	// leaseDuration is the replicas' --shard-lease-duration: how long a silent peer, and
+	// with it the fences it holds, is honoured.
 	leaseDuration = 15 * time.Second
 	// takeoverBound is the promise: a killed replica's clusters are taken over within
 	// the lease duration plus 15 s.
@@ -84,16 +83,14 @@ func expectedOwners(members []string, peers []string) map[string]string {
 
 // fenceHolders are the live holders of the members' fence Leases.
 func fenceHolders(ctx context.Context, c client.Client, members []string) (map[string]string, error) {
+	held, err := sharding.FenceHolders(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
 	holders := map[string]string{}
 	for _, m := range members {
-		lease := &coordinationv1.Lease{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: sharding.FenceLeasePrefix + "-" + m}, lease); err != nil {
-			return nil, fmt.Errorf("fence of %s: %w", m, err)
-		}
-		s := lease.Spec
-		if s.RenewTime != nil && s.LeaseDurationSeconds != nil &&
-			time.Now().Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds)*time.Second)) {
-			holders[m] = ptr.Deref(s.HolderIdentity, "")
+		if holder, ok := held[sharding.FenceName(multicluster.ClusterName(m))]; ok {
+			holders[m] = holder
 		}
 	}
 	return holders, nil

@@ -1,25 +1,20 @@
-// Package sharding splits the fleet across operator replicas. It wraps
-// multicluster-runtime's sharded coordinator (peer Leases, rendezvous hashing, one fence
-// Lease per cluster), works around how that coordinator derives cluster contexts, and
+// Package sharding splits the fleet across operator replicas: peer Leases, rendezvous
+// hashing, one fence Lease per cluster, written only when the cluster changes hands. It
 // answers the one question the controllers ask: does this replica reconcile cluster X now?
 package sharding
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 )
@@ -49,20 +44,26 @@ type Options struct {
 // Coordinator engages a cluster's controllers on exactly one replica at a time. It is a
 // multicluster-runtime manager Coordinator: the cluster provider engages every cluster
 // on every replica, and the coordinator starts the controllers only where the rendezvous
-// hash places the cluster and the cluster's fence Lease is held.
+// hash places the cluster, once this replica holds the cluster's fence (fence.go).
+//
+// It takes the place of multicluster-runtime's sharded coordinator (v0.24.1), whose
+// fences are renewed one by one (a read and a write per cluster every renewal, under one
+// lock that engagements wait on) and which started a cluster under another cluster's
+// engagement context, so that disengaging one cluster stopped another.
 type Coordinator struct {
-	inner   *sharded.Coordinator
 	leases  client.Client
+	peers   *peerRegistry
 	self    string
 	opts    Options
 	elected <-chan struct{}
 	log     logr.Logger
+	// decide asks the decision loop for a pass now (buffered, one pending at most).
+	decide chan struct{}
 
-	mu sync.Mutex
+	mu     sync.Mutex
+	awares []multicluster.Aware
 	// engaged: clusters the provider engaged here, whether or not this replica owns them.
-	engaged map[multicluster.ClusterName]*engagement
-	// owned: clusters whose controllers run here, by the context they run under.
-	owned    map[multicluster.ClusterName]context.Context
+	engaged  map[multicluster.ClusterName]*engagement
 	onGained []func(multicluster.ClusterName)
 	onLost   []func(multicluster.ClusterName)
 }
@@ -72,6 +73,14 @@ type engagement struct {
 	cluster cluster.Cluster
 	// lifetime ends when the provider disengages the cluster.
 	lifetime context.Context
+	// run is the context the cluster's controllers run under here, nil when they do
+	// not run here; stop ends it.
+	run  context.Context
+	stop context.CancelFunc
+	// fenced: this replica took the cluster's fence and has not handed it back.
+	fenced bool
+	// retry is when taking the fence is tried again after it failed.
+	retry time.Time
 }
 
 // New returns a Coordinator whose Leases are read and written with leases (an uncached
@@ -88,27 +97,18 @@ func New(leases client.Client, elected <-chan struct{}, log logr.Logger, opts Op
 	if opts.Probe == 0 {
 		opts.Probe = 2 * time.Second
 	}
-	registry := newPeerRegistry(leases, opts.Namespace, sanitize.DNS1123(opts.PeerID), opts.LeaseDuration, log.WithName("peers"))
-	c := &Coordinator{
+	decide := make(chan struct{}, 1)
+	peers := newPeerRegistry(leases, opts.Namespace, sanitize.DNS1123(opts.PeerID), opts.LeaseDuration, decide, log.WithName("peers"))
+	return &Coordinator{
 		leases:  leases,
-		self:    registry.Self().ID,
+		peers:   peers,
+		self:    peers.Self().ID,
 		opts:    opts,
 		elected: elected,
 		log:     log,
+		decide:  decide,
 		engaged: map[multicluster.ClusterName]*engagement{},
-		owned:   map[multicluster.ClusterName]context.Context{},
-	}
-	c.inner = sharded.New(leases, log,
-		sharded.WithPeerRegistry(registry),
-		sharded.WithSharder(Rendezvous{}),
-		sharded.WithShardLease(opts.Namespace, FenceLeasePrefix),
-		sharded.WithPerClusterLease(true),
-		sharded.WithLeaseTimings(opts.LeaseDuration, opts.LeaseDuration/3, 750*time.Millisecond),
-		sharded.WithSynchronizationIntervals(opts.Probe, 15*time.Second),
-	)
-	// First among the awares, so ownership is known before any controller starts.
-	c.inner.AddAware(ownershipAware{c})
-	return c, nil
+	}, nil
 }
 
 var _ mcmanager.Coordinator = &Coordinator{}
@@ -117,7 +117,11 @@ var _ mcmanager.Coordinator = &Coordinator{}
 func (c *Coordinator) PeerID() string { return c.self }
 
 // AddAware registers a component engaged for the clusters this replica owns.
-func (c *Coordinator) AddAware(a multicluster.Aware) { c.inner.AddAware(a) }
+func (c *Coordinator) AddAware(a multicluster.Aware) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.awares = append(c.awares, a)
+}
 
 // OnGained registers fn, called when this replica starts owning a cluster. Register
 // before the manager starts.
@@ -135,102 +139,59 @@ func (c *Coordinator) OnLost(fn func(multicluster.ClusterName)) {
 	c.onLost = append(c.onLost, fn)
 }
 
-// Engage hands a cluster the provider engaged to the sharded coordinator. The context
-// given to it is not the provider's: see disengaged.
+// Engage records a cluster the provider engaged; the decision loop starts its
+// controllers if it belongs here. A cluster engaged again replaces its engagement.
 func (c *Coordinator) Engage(lifetime context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	c.mu.Lock()
+	if err := lifetime.Err(); err != nil {
+		return err
+	}
 	eng := &engagement{cluster: cl, lifetime: lifetime}
+	c.mu.Lock()
+	if previous := c.engaged[name]; previous != nil {
+		eng.fenced = previous.fenced
+		if previous.stop != nil {
+			previous.stop()
+			previous.run, previous.stop = nil, nil
+		}
+	}
 	c.engaged[name] = eng
 	c.mu.Unlock()
-	context.AfterFunc(lifetime, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.engaged[name] == eng {
-			delete(c.engaged, name)
-		}
-	})
-	return c.engageInner(lifetime, name, cl)
-}
-
-// engageInner engages the cluster in the sharded coordinator under a context that ends,
-// with a disengaged cause naming the cluster, when the cluster's lifetime does.
-func (c *Coordinator) engageInner(lifetime context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(lifetime))
-	context.AfterFunc(lifetime, func() { cancel(&disengaged{cluster: name}) })
-	if err := c.inner.Engage(ctx, name, cl); err != nil {
-		cancel(err)
-		return fmt.Errorf("engage cluster %s in the sharded coordinator: %w", name, err)
-	}
+	context.AfterFunc(lifetime, func() { c.disengaged(name, eng) })
+	c.wake()
 	return nil
 }
 
-// disengaged is the cause of an engagement context's end: its cluster was disengaged.
-//
-// The sharded coordinator (v0.24.1) recomputes ownership of every cluster right after
-// one is engaged, under that cluster's engagement context, so a cluster started in that
-// pass runs under a context derived from another cluster's: when that other cluster is
-// disengaged, it stops too, while the coordinator still counts it as running. The cause
-// tells the two apart, and a cluster stopped for another's sake is engaged again.
-type disengaged struct{ cluster multicluster.ClusterName }
-
-func (d *disengaged) Error() string { return fmt.Sprintf("cluster %s was disengaged", d.cluster) }
-
-// ownershipAware records which clusters run here; the sharded coordinator engages it
-// first, under the context the cluster's controllers run under.
-type ownershipAware struct{ c *Coordinator }
-
-func (a ownershipAware) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
-	c := a.c
+// disengaged forgets a cluster the provider let go, and hands its fence back.
+func (c *Coordinator) disengaged(name multicluster.ClusterName, eng *engagement) {
 	c.mu.Lock()
-	c.owned[name] = ctx
-	gained := slices.Clone(c.onGained)
-	c.mu.Unlock()
-	c.log.Info("cluster owned by this replica", "cluster", name, "peer", c.self)
-	context.AfterFunc(ctx, func() { c.released(ctx, name) })
-	for _, fn := range gained {
-		fn(name)
-	}
-	return nil
-}
-
-// released forgets a cluster whose controllers stopped here and, when they stopped only
-// because another cluster was disengaged, engages it again.
-func (c *Coordinator) released(ctx context.Context, name multicluster.ClusterName) {
-	c.mu.Lock()
-	current := c.owned[name] == ctx
+	current, fenced := c.engaged[name] == eng, eng.fenced
 	if current {
-		delete(c.owned, name)
+		delete(c.engaged, name)
 	}
-	eng := c.engaged[name]
-	lost := slices.Clone(c.onLost)
 	c.mu.Unlock()
-
-	var cause *disengaged
-	if !errors.As(context.Cause(ctx), &cause) || cause.cluster == name {
-		c.log.Info("cluster no longer owned by this replica", "cluster", name, "peer", c.self)
-		if current {
-			for _, fn := range lost {
-				fn(name)
-			}
-		}
+	if !current || !fenced {
 		return
 	}
-	if eng == nil || eng.lifetime.Err() != nil {
-		return
-	}
-	c.log.V(1).Info("engaging again a cluster stopped with another's engagement", "cluster", name, "other", cause.cluster)
-	if err := c.engageInner(eng.lifetime, name, eng.cluster); err != nil {
-		c.log.Error(err, "engage cluster again", "cluster", name)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.releaseFence(ctx, name); err != nil {
+		c.log.Error(err, "hand back a disengaged cluster's fence; peers take it once this replica is gone", "cluster", name)
 	}
 }
 
-// Runnable runs the sharded coordinator: peer membership, fences and the decision loop.
-// On a clean stop it deletes this replica's peer Lease, so the others take its clusters
-// over without waiting for the Lease to expire.
+// wake asks the decision loop for a pass now.
+func (c *Coordinator) wake() {
+	select {
+	case c.decide <- struct{}{}:
+	default:
+	}
+}
+
+// Runnable runs the coordinator: peer membership and the decision loop. On a clean stop
+// it deletes this replica's peer Lease, which frees its fences at once.
 func (c *Coordinator) Runnable() manager.Runnable {
-	inner := c.inner.Runnable()
 	return runnable(func(ctx context.Context) error {
-		err := inner.Start(ctx)
+		err := c.run(ctx)
 		if ctx.Err() != nil {
 			c.leave()
 			return nil
@@ -261,8 +222,8 @@ func (c *Coordinator) leave() {
 // to the leader, unless another replica holds the cluster's fence.
 func (c *Coordinator) Owns(ctx context.Context, name multicluster.ClusterName) bool {
 	c.mu.Lock()
-	_, owned := c.owned[name]
-	_, engaged := c.engaged[name]
+	eng, engaged := c.engaged[name]
+	owned := engaged && eng.run != nil
 	c.mu.Unlock()
 	switch {
 	case owned:
@@ -287,30 +248,4 @@ func (c *Coordinator) isLeader() bool {
 	default:
 		return false
 	}
-}
-
-// fenceHeldByPeer reports whether another replica holds the cluster's fence.
-func (c *Coordinator) fenceHeldByPeer(ctx context.Context, name multicluster.ClusterName) (bool, error) {
-	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: c.opts.Namespace, Name: FenceLeasePrefix + "-" + sanitize.DNS1123(string(name))}
-	if err := c.leases.Get(ctx, key, lease); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("get fence Lease %s: %w", key.Name, err)
-	}
-	return heldByPeer(lease, c.self, time.Now()), nil
-}
-
-// heldByPeer reports whether someone other than self holds the Lease and renewed it
-// within its duration.
-func heldByPeer(lease *coordinationv1.Lease, self string, now time.Time) bool {
-	spec := lease.Spec
-	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || *spec.HolderIdentity == self {
-		return false
-	}
-	if spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
-		return false
-	}
-	return now.Before(spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second))
 }

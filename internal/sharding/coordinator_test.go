@@ -16,8 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/vidra-operator/vidra/internal/sharding"
@@ -69,10 +67,10 @@ func namespace(t *testing.T) string {
 }
 
 // holdFence makes another peer hold a cluster's fence for d.
-func holdFence(t *testing.T, ns, prefix string, name multicluster.ClusterName, d time.Duration) {
+func holdFence(t *testing.T, ns string, name multicluster.ClusterName, d time.Duration) {
 	t.Helper()
 	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prefix + "-" + string(name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sharding.FenceName(name)},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To("ghost"),
 			LeaseDurationSeconds: ptr.To(int32(d / time.Second)),
@@ -100,9 +98,9 @@ func startRunnable(t *testing.T, start func(context.Context) error) context.Canc
 // engageLateStarter engages b while a ghost holds its fence, then, once the ghost's fence
 // has expired, engages a: the recompute that a's engagement triggers is the one that
 // starts b. It returns a's lifetime's cancel.
-func engageLateStarter(t *testing.T, ns, fencePrefix string, engage func(context.Context, multicluster.ClusterName) error) context.CancelFunc {
+func engageLateStarter(t *testing.T, ns string, engage func(context.Context, multicluster.ClusterName) error) context.CancelFunc {
 	t.Helper()
-	holdFence(t, ns, fencePrefix, "b", 2*time.Second)
+	holdFence(t, ns, "b", 2*time.Second)
 	lifetimeB, cancelB := context.WithCancel(context.Background())
 	t.Cleanup(cancelB)
 	if err := engage(lifetimeB, "b"); err != nil {
@@ -117,36 +115,10 @@ func engageLateStarter(t *testing.T, ns, fencePrefix string, engage func(context
 	return cancelA
 }
 
-// The behaviour worked around: multicluster-runtime's sharded coordinator starts a cluster
-// under the context of whichever cluster's engagement triggered the decision, so
-// disengaging one cluster stops another. If this test fails, upstream has fixed it and
-// the workaround in Coordinator can go.
-func TestUpstreamStopsAClusterWhenAnotherIsDisengaged(t *testing.T) {
-	ns := namespace(t)
-	aware := newRunning()
-	registry := peers.NewLeaseRegistry(hub.Client, ns, "upstream-peer", "solo", 1, testLogger(t))
-	coord := sharded.New(hub.Client, testLogger(t),
-		sharded.WithPeerRegistry(registry),
-		sharded.WithShardLease(ns, "upstream-shard"),
-		sharded.WithSynchronizationIntervals(time.Hour, time.Hour), // decisions only on engagement
-	)
-	coord.AddAware(aware)
-	startRunnable(t, coord.Runnable().Start)
-
-	engage := func(ctx context.Context, name multicluster.ClusterName) error { return coord.Engage(ctx, name, nil) }
-	disengageA := engageLateStarter(t, ns, "upstream-shard", engage)
-	testfleet.Eventually(t, 10*time.Second, "a and b run", func() (bool, error) {
-		return aware.runs("a") && aware.runs("b"), nil
-	})
-
-	disengageA()
-	testfleet.Eventually(t, 10*time.Second, "b stops with a (the upstream behaviour)", func() (bool, error) {
-		return !aware.runs("b"), nil
-	})
-}
-
-// TestClusterKeepsRunningWhenAnotherIsDisengaged: with the same sequence, Coordinator
-// engages b again, and b keeps its fence.
+// TestClusterKeepsRunningWhenAnotherIsDisengaged: b is started in the pass that a's
+// engagement asks for; disengaging a leaves b running, with its fence. (Multicluster-
+// runtime's sharded coordinator started b under a's engagement context, and stopped it
+// with a.)
 func TestClusterKeepsRunningWhenAnotherIsDisengaged(t *testing.T) {
 	ns := namespace(t)
 	aware := newRunning()
@@ -158,7 +130,7 @@ func TestClusterKeepsRunningWhenAnotherIsDisengaged(t *testing.T) {
 	startRunnable(t, coord.Runnable().Start)
 
 	engage := func(ctx context.Context, name multicluster.ClusterName) error { return coord.Engage(ctx, name, nil) }
-	disengageA := engageLateStarter(t, ns, sharding.FenceLeasePrefix, engage)
+	disengageA := engageLateStarter(t, ns, engage)
 	testfleet.Eventually(t, 10*time.Second, "a and b run", func() (bool, error) {
 		return aware.runs("a") && aware.runs("b"), nil
 	})
@@ -177,7 +149,7 @@ func TestClusterKeepsRunningWhenAnotherIsDisengaged(t *testing.T) {
 // them over, and when it comes back they are split again.
 func TestEachClusterHasOneOwnerAndAStoppedPeersClustersMove(t *testing.T) {
 	ns := namespace(t)
-	names := []multicluster.ClusterName{"c1", "c2", "c3", "c4", "c5", "c6"}
+	names := sixClusters
 	var lostMu sync.Mutex
 	lost := map[string][]multicluster.ClusterName{}
 	replica := func(id string) (*sharding.Coordinator, *running, context.CancelFunc) {
@@ -206,19 +178,7 @@ func TestEachClusterHasOneOwnerAndAStoppedPeersClustersMove(t *testing.T) {
 	a, runsA, stopA := replica("replica-a")
 	b, runsB, _ := replica("replica-b")
 
-	split := func() (bool, error) {
-		ownedByA := 0
-		for _, name := range names {
-			onA, onB := a.Owns(context.Background(), name) && runsA.runs(name), b.Owns(context.Background(), name) && runsB.runs(name)
-			if onA == onB {
-				return false, fmt.Errorf("cluster %s: owned by a %v, by b %v", name, onA, onB)
-			}
-			if onA {
-				ownedByA++
-			}
-		}
-		return ownedByA > 0 && ownedByA < len(names), fmt.Errorf("a owns %d of %d", ownedByA, len(names))
-	}
+	split := func() (bool, error) { return splitBetween(a, b, runsA, runsB) }
 	testfleet.Eventually(t, 60*time.Second, "the clusters are split between both replicas", split)
 
 	stopA()
@@ -267,7 +227,7 @@ func TestLeaderOwnsWhatNoFenceCovers(t *testing.T) {
 	if !leader.Owns(ctx, "unreached") || follower.Owns(ctx, "unreached") {
 		t.Fatal("a cluster nobody engaged must belong to the leader alone")
 	}
-	holdFence(t, ns, sharding.FenceLeasePrefix, "elsewhere", time.Minute)
+	holdFence(t, ns, "elsewhere", time.Minute)
 	if leader.Owns(ctx, "elsewhere") {
 		t.Fatal("the leader must leave a cluster whose fence another replica holds")
 	}
@@ -276,7 +236,7 @@ func TestLeaderOwnsWhatNoFenceCovers(t *testing.T) {
 func fenceHolder(t *testing.T, ns string, name multicluster.ClusterName) string {
 	t.Helper()
 	lease := &coordinationv1.Lease{}
-	if err := hub.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: sharding.FenceLeasePrefix + "-" + string(name)}, lease); err != nil {
+	if err := hub.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: sharding.FenceName(name)}, lease); err != nil {
 		return ""
 	}
 	return ptr.Deref(lease.Spec.HolderIdentity, "")

@@ -3,6 +3,8 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,33 +14,56 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 )
 
 // peerLabel marks the peer Leases of Vidra's replicas.
 const peerLabel = "vidra.infrahub.operators.com/shard-peer"
 
-// peerRegistry is the sharded coordinator's peer membership, one Lease per replica, as
-// multicluster-runtime's own registry keeps it, but with the Lease's duration ours to
-// set: that registry keeps a silent peer for a fixed 30s and looks every 10s, which
-// bounds how fast a killed replica's clusters move.
+// peerRegistry is the replicas' membership, one Lease per replica, renewed every third of
+// its duration. A replica's peer Lease also backs every fence it holds: a fence is not
+// renewed on its own, it stays held while its holder's peer Lease lives.
 type peerRegistry struct {
 	leases client.Client
 	ns     string
 	self   sharder.PeerInfo
 	ttl    time.Duration
 	log    logr.Logger
+	// changed is signalled (without blocking) when the live peers change.
+	changed chan<- struct{}
+	// listed is closed once the peers have been listed.
+	listed chan struct{}
 
 	mu    sync.RWMutex
 	peers []sharder.PeerInfo
+	// renewed is when this replica's Lease was last renewed.
+	renewed time.Time
 }
 
-var _ peers.Registry = &peerRegistry{}
-
-func newPeerRegistry(leases client.Client, ns, id string, ttl time.Duration, log logr.Logger) *peerRegistry {
+func newPeerRegistry(leases client.Client, ns, id string, ttl time.Duration, changed chan<- struct{}, log logr.Logger) *peerRegistry {
 	self := sharder.PeerInfo{ID: id, Weight: 1}
-	return &peerRegistry{leases: leases, ns: ns, self: self, ttl: ttl, log: log, peers: []sharder.PeerInfo{self}}
+	return &peerRegistry{
+		leases: leases, ns: ns, self: self, ttl: ttl, log: log, changed: changed,
+		listed: make(chan struct{}), peers: []sharder.PeerInfo{self},
+	}
+}
+
+// Listed is closed once the live peers have been read once.
+func (r *peerRegistry) Listed() <-chan struct{} { return r.listed }
+
+// Live reports whether id is among the live peers as last read.
+func (r *peerRegistry) Live(id string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.ContainsFunc(r.peers, func(p sharder.PeerInfo) bool { return p.ID == id })
+}
+
+// RenewedWithin reports whether this replica's Lease was renewed within d: past that, its
+// peers may soon count it gone and take its fences.
+func (r *peerRegistry) RenewedWithin(d time.Duration, now time.Time) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return now.Sub(r.renewed) < d
 }
 
 func (r *peerRegistry) Self() sharder.PeerInfo { return r.self }
@@ -55,8 +80,13 @@ func (r *peerRegistry) Run(ctx context.Context) error {
 	ticker := time.NewTicker(r.ttl / 3)
 	defer ticker.Stop()
 	for {
+		renewedAt := time.Now()
 		if err := r.renew(ctx); err != nil && ctx.Err() == nil {
 			r.log.Error(err, "renew peer Lease; peers drop this replica if it stays unrenewed")
+		} else if err == nil {
+			r.mu.Lock()
+			r.renewed = renewedAt
+			r.mu.Unlock()
 		}
 		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
 			r.log.Error(err, "list peer Leases; keeping the last known peers")
@@ -117,8 +147,29 @@ func (r *peerRegistry) refresh(ctx context.Context) error {
 			live = append(live, sharder.PeerInfo{ID: *lease.Spec.HolderIdentity, Weight: 1})
 		}
 	}
+	slices.SortFunc(live, func(a, b sharder.PeerInfo) int { return strings.Compare(a.ID, b.ID) })
 	r.mu.Lock()
+	changed := !slices.Equal(r.peers, live)
 	r.peers = live
 	r.mu.Unlock()
+	select {
+	case <-r.listed:
+	default:
+		close(r.listed)
+	}
+	if changed {
+		r.log.Info("live peers changed", "peers", len(live))
+		select {
+		case r.changed <- struct{}{}:
+		default:
+		}
+	}
 	return nil
+}
+
+// heldByPeer reports whether someone other than self holds the Lease and renewed it
+// within its duration.
+func heldByPeer(lease *coordinationv1.Lease, self string, now time.Time) bool {
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	return holder != "" && holder != self && unexpired(lease, now)
 }
