@@ -25,6 +25,9 @@ import (
 // enrolled (which may resolve a waiting destination).
 func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 	local := r.Manager.GetLocalManager()
+	if err := indexByCluster(context.Background(), local.GetFieldIndexer()); err != nil {
+		return err
+	}
 	specOrDeletion := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 			!e.ObjectNew.GetDeletionTimestamp().IsZero()
@@ -69,23 +72,6 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 		return fmt.Errorf("set up drift watches: %w", err)
 	}
 	return nil
-}
-
-// resourcesOfCluster requeues the VidraResources that wait for, or deliver to, a cluster.
-func (r *Reconciler) resourcesOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list vidrav1alpha1.VidraResourceList
-	if err := r.Hub.List(ctx, &list); err != nil {
-		return nil
-	}
-	var requests []reconcile.Request
-	for _, vr := range list.Items {
-		// One naming a server URL that no cluster answered to yet may name this one.
-		unresolved := vr.Spec.Destination.Server != "" && vr.Status.Cluster == ""
-		if vr.Spec.Destination.Cluster == obj.GetName() || vr.Status.Cluster == obj.GetName() || unresolved {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vr)})
-		}
-	}
-	return requests
 }
 
 // resourceOfBundle is the VidraResource a VidraBundle publishes: the one of its name.
