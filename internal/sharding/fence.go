@@ -28,6 +28,11 @@ func FenceName(cluster multicluster.ClusterName) string {
 	return FenceLeasePrefix + "-" + sanitize.DNS1123(string(cluster))
 }
 
+// fenceKey is the cluster's fence Lease, in the replicas' namespace.
+func (c *Coordinator) fenceKey(name multicluster.ClusterName) client.ObjectKey {
+	return client.ObjectKey{Namespace: c.opts.Namespace, Name: FenceName(name)}
+}
+
 // fenceHolder is the replica holding the fence, or "" when it is free: no holder, or a
 // holder whose peer Lease is gone and whose fence's own duration has passed.
 func fenceHolder(lease *coordinationv1.Lease, live func(string) bool, now time.Time) string {
@@ -60,7 +65,7 @@ func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterNa
 		RenewTime:            &now,
 	}
 	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: c.opts.Namespace, Name: FenceName(name)}
+	key := c.fenceKey(name)
 	err := c.leases.Get(ctx, key, lease)
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Spec: spec}
@@ -91,7 +96,7 @@ func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterNa
 // releaseFence hands the fence back, if this replica still holds it.
 func (c *Coordinator) releaseFence(ctx context.Context, name multicluster.ClusterName) error {
 	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: c.opts.Namespace, Name: FenceName(name)}
+	key := c.fenceKey(name)
 	if err := c.leases.Get(ctx, key, lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -108,7 +113,7 @@ func (c *Coordinator) releaseFence(ctx context.Context, name multicluster.Cluste
 // fenceHeldByPeer reports whether another replica holds the cluster's fence.
 func (c *Coordinator) fenceHeldByPeer(ctx context.Context, name multicluster.ClusterName) (bool, error) {
 	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: c.opts.Namespace, Name: FenceName(name)}
+	key := c.fenceKey(name)
 	if err := c.leases.Get(ctx, key, lease); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
