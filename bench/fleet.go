@@ -166,15 +166,17 @@ func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
 func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *fleetResult) error {
 	infrahub := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
 	defer infrahub.Close()
+	arts := make([]infrahubtest.Artifact, 0, len(clusters)*f.FleetBundles)
 	for _, c := range clusters {
 		for k := range f.FleetBundles {
-			infrahub.Put("main", infrahubtest.Artifact{
+			arts = append(arts, infrahubtest.Artifact{
 				ID: fmt.Sprintf("art-%d-%s", k, c.name), Name: fleetArtifact(k), Content: c.bundle(k, f.Objects),
 				TargetID: "site-" + c.name, TargetLabel: c.name, TargetKind: "LocationSite",
 				DefinitionID: fmt.Sprintf("def-%d", k), DefinitionName: fleetArtifact(k),
 			})
 		}
 	}
+	infrahub.Put("main", arts...)
 	before, err := f.fleetCounters(ctx)
 	if err != nil {
 		return err
@@ -199,6 +201,7 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 		return err
 	}
 	elapsed := time.Since(start)
+	f.writeOwnHeap(fmt.Sprintf("fleet-%d-deliver", len(clusters)))
 	after, err := f.fleetCounters(ctx)
 	if err != nil {
 		return err

@@ -110,6 +110,7 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 		return sr, fmt.Errorf("the survivors take over %s's clusters: %w", killed, err)
 	}
 	sr.TakeoverSeconds = time.Since(start).Seconds()
+	f.writeOwnHeap(fmt.Sprintf("fleet-%d-sharded", n))
 	return sr, nil
 }
 

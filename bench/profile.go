@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -88,4 +90,30 @@ func fetchProfile(target func() (*http.Request, *http.Client, error), path strin
 		return err
 	}
 	return f.Close()
+}
+
+// writeOwnHeap writes the bench process's own heap profile as <dir>/<workload>-bench-heap.pprof:
+// the bench hosts the fleet's forwarders and the Infrahub server, and its memory is the
+// machine's too.
+func (b *bench) writeOwnHeap(workload string) {
+	p := b.profiler
+	if p == nil {
+		return
+	}
+	path := filepath.Join(p.dir, workload+"-bench-heap.pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(b.log, "  profile %s: %v\n", path, err)
+		return
+	}
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(b.log, "  profile %s: %v\n", path, err)
+		return
+	}
+	fmt.Fprintf(b.log, "  profile %s\n", path)
 }

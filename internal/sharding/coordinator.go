@@ -66,6 +66,9 @@ type Coordinator struct {
 	engaged  map[multicluster.ClusterName]*engagement
 	onGained []func(multicluster.ClusterName)
 	onLost   []func(multicluster.ClusterName)
+	// stopping is closed once the process stops: the Done of the context the
+	// coordinator runs under, which the provider's runs under too.
+	stopping <-chan struct{}
 }
 
 // engagement is a cluster as the provider engaged it.
@@ -168,14 +171,28 @@ func (c *Coordinator) disengaged(name multicluster.ClusterName, eng *engagement)
 	if current {
 		delete(c.engaged, name)
 	}
+	stopping := c.stopping
 	c.mu.Unlock()
-	if !current || !fenced {
+	if !current || !fenced || isClosed(stopping) {
+		// A stopping process disengages every cluster at once: handing each fence back
+		// would take longer than its grace period, and deleting its peer Lease (leave)
+		// frees them all in one write.
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.releaseFence(ctx, name); err != nil {
 		c.log.Error(err, "hand back a disengaged cluster's fence; peers take it once this replica is gone", "cluster", name)
+	}
+}
+
+// isClosed reports whether ch is closed; a nil ch never is.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -191,6 +208,9 @@ func (c *Coordinator) wake() {
 // it deletes this replica's peer Lease, which frees its fences at once.
 func (c *Coordinator) Runnable() manager.Runnable {
 	return runnable(func(ctx context.Context) error {
+		c.mu.Lock()
+		c.stopping = ctx.Done()
+		c.mu.Unlock()
 		err := c.run(ctx)
 		if ctx.Err() != nil {
 			c.leave()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,16 +56,17 @@ func (o *outage) client(t *testing.T) client.Client {
 }
 
 // replica runs a Coordinator named id, its Leases read and written with c, engaged for
-// sixClusters until the test ends.
-func replica(t *testing.T, ns, id string, c client.Client) (*sharding.Coordinator, *running) {
+// sixClusters until the test ends. stop ends it as a process ends: the coordinator's
+// context first, then the provider's clusters.
+func replica(t *testing.T, ns, id string, c client.Client) (coord *sharding.Coordinator, aware *running, stop func()) {
 	t.Helper()
-	aware := newRunning()
+	aware = newRunning()
 	coord, err := sharding.New(c, closed(), testLogger(t), sharding.Options{PeerID: id, Namespace: ns, LeaseDuration: fenceTestLease, Probe: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	coord.AddAware(aware)
-	startRunnable(t, coord.Runnable().Start)
+	stopRunnable := startRunnable(t, coord.Runnable().Start)
 	lifetime, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
 	for _, name := range sixClusters {
@@ -72,7 +74,37 @@ func replica(t *testing.T, ns, id string, c client.Client) (*sharding.Coordinato
 			t.Fatal(err)
 		}
 	}
-	return coord, aware
+	return coord, aware, func() { stopRunnable(); end() }
+}
+
+// fenceWrites counts the fence Leases a replica's client writes.
+type fenceWrites struct{ n atomic.Int64 }
+
+func (w *fenceWrites) client(t *testing.T) client.Client {
+	t.Helper()
+	direct, err := client.NewWithWatch(hub.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(obj client.Object) {
+		if strings.HasPrefix(obj.GetName(), sharding.FenceLeasePrefix+"-") {
+			w.n.Add(1)
+		}
+	}
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			count(obj)
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count(obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			count(obj)
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
 }
 
 // splitBetween reports whether every cluster runs on exactly one of a and b, and both
@@ -115,8 +147,8 @@ func fenceVersions(t *testing.T, ns string) map[string]string {
 // the fences held.
 func TestAnIdleFleetsFencesAreNotWritten(t *testing.T) {
 	ns := namespace(t)
-	a, runsA := replica(t, ns, "replica-a", hub.Client)
-	b, runsB := replica(t, ns, "replica-b", hub.Client)
+	a, runsA, _ := replica(t, ns, "replica-a", hub.Client)
+	b, runsB, _ := replica(t, ns, "replica-b", hub.Client)
 	testfleet.Eventually(t, 30*time.Second, "the clusters are split", func() (bool, error) {
 		return splitBetween(a, b, runsA, runsB)
 	})
@@ -148,8 +180,8 @@ func TestAnIdleFleetsFencesAreNotWritten(t *testing.T) {
 func TestAReplicaCutOffStopsBeforeItsPeersTakeOver(t *testing.T) {
 	ns := namespace(t)
 	var cut outage
-	a, runsA := replica(t, ns, "replica-a", cut.client(t))
-	b, runsB := replica(t, ns, "replica-b", hub.Client)
+	a, runsA, _ := replica(t, ns, "replica-a", cut.client(t))
+	b, runsB, _ := replica(t, ns, "replica-b", hub.Client)
 	testfleet.Eventually(t, 30*time.Second, "the clusters are split", func() (bool, error) {
 		return splitBetween(a, b, runsA, runsB)
 	})
@@ -180,5 +212,31 @@ func TestAReplicaCutOffStopsBeforeItsPeersTakeOver(t *testing.T) {
 		if holder := fenceHolder(t, ns, name); holder != "replica-b" {
 			t.Errorf("%s's fence is held by %q, want replica-b", name, holder)
 		}
+	}
+}
+
+// TestAStoppingReplicaLeavesItsFencesToItsPeerLease: a replica whose process stops writes
+// no fence as its clusters disengage (a thousand hand-backs would outlast its grace
+// period); deleting its peer Lease frees them, and the other replica takes every cluster.
+func TestAStoppingReplicaLeavesItsFencesToItsPeerLease(t *testing.T) {
+	ns := namespace(t)
+	var writes fenceWrites
+	a, runsA, stopA := replica(t, ns, "replica-a", writes.client(t))
+	b, runsB, _ := replica(t, ns, "replica-b", hub.Client)
+	testfleet.Eventually(t, 30*time.Second, "the clusters are split", func() (bool, error) {
+		return splitBetween(a, b, runsA, runsB)
+	})
+	taken := writes.n.Load()
+	stopA()
+	testfleet.Eventually(t, 30*time.Second, "b runs every cluster", func() (bool, error) {
+		for _, name := range sixClusters {
+			if !runsB.runs(name) || !b.Owns(context.Background(), name) || fenceHolder(t, ns, name) != "replica-b" {
+				return false, fmt.Errorf("b does not run %s yet", name)
+			}
+		}
+		return true, nil
+	})
+	if n := writes.n.Load() - taken; n != 0 {
+		t.Errorf("a wrote %d fences while its process stopped, want none", n)
 	}
 }

@@ -188,10 +188,15 @@ func (s *Server) CreateBranch(name string) {
 	s.branches[name] = []snapshot{{at: s.opts.Now(), arts: s.currentLocked(mainBranch)}}
 }
 
-// Put creates or replaces an artifact (by ID) on a branch. It panics on an
-// unknown branch.
-func (s *Server) Put(branch string, a Artifact) {
-	s.mutate(branch, func(arts map[string]Artifact) { arts[a.ID] = a.withDefaults() })
+// Put creates or replaces artifacts (by ID) on a branch, as one change: a fleet's
+// thousands of artifacts put one by one would keep a snapshot of the branch for each.
+// It panics on an unknown branch.
+func (s *Server) Put(branch string, arts ...Artifact) {
+	s.mutate(branch, func(current map[string]Artifact) {
+		for _, a := range arts {
+			current[a.ID] = a.withDefaults()
+		}
+	})
 }
 
 // Delete removes an artifact from a branch. It panics on an unknown branch.
