@@ -106,6 +106,7 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 	_ = replicas[killed].Wait()
 	delete(replicas, killed)
 	start = time.Now()
+	fmt.Fprintf(f.log, "  killed replica %s at %s\n", killed, start.UTC().Format(time.RFC3339Nano))
 	if _, err := f.waitForFences(ctx, names, peers[1:], 3*time.Minute); err != nil {
 		return sr, fmt.Errorf("the survivors take over %s's clusters: %w", killed, err)
 	}
@@ -154,7 +155,9 @@ func (f *fleetRun) startReplica(id string) (*exec.Cmd, error) {
 	cmd := f.vidraCommand(kubeconfig, f.FleetResync,
 		"--leader-election-namespace="+namespace, "--sharding", "--shard-id="+id,
 		"--shard-lease-duration="+shardLeaseDuration.String(), "--metrics-bind-address=0",
-		"--health-probe-bind-address=0", "--webhook-bind-address=0")
+		"--health-probe-bind-address=0", "--webhook-bind-address=0",
+		// Each cluster changing hands is logged at info: when each moved, beside the figures.
+		"--zap-log-level=info", "--zap-time-encoding=rfc3339nano")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start replica %s (make build): %w", id, err)

@@ -3,6 +3,9 @@ package vidraresource
 import (
 	"context"
 
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -13,4 +16,20 @@ import (
 // CachedOn is Cached, for the tests outside the package.
 func (w *DriftWatches) CachedOn(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster, ref inventory.Ref) (*metav1.PartialObjectMetadata, bool) {
 	return w.Cached(ctx, &target{name: name, cluster: cl}, ref)
+}
+
+// RequeuedOnGain is what ClusterGained requeues for the cluster, reading the hub's
+// VidraResources with hub (a client of the operator's cache, with its index).
+func RequeuedOnGain(hub client.Client, name multicluster.ClusterName) []string {
+	r := &Reconciler{Hub: hub, Watches: NewDriftWatches(logr.Discard(), "")}
+	r.ClusterGained(name)
+	var names []string
+	for {
+		select {
+		case e := <-r.Watches.events:
+			names = append(names, e.Object.GetName())
+		default:
+			return names
+		}
+	}
 }

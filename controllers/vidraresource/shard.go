@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -30,11 +31,29 @@ func (r *Reconciler) owned(ctx context.Context, vr *vidrav1alpha1.VidraResource)
 }
 
 // ClusterGained requeues the VidraResources of a cluster this replica has just come to own.
+// They are read from the index of the hub's cache, without copies: the coordinator waits
+// for this before it takes the next cluster's fence, and listing every VidraResource, a
+// copy of each, for each of the 340 clusters a killed replica leaves, took a survivor a
+// minute at 10,000 VidraResources.
 func (r *Reconciler) ClusterGained(name multicluster.ClusterName) {
+	ctx := context.Background()
 	label := destination.Label(name)
-	r.requeueWhere(context.Background(), func(vr *vidrav1alpha1.VidraResource) bool {
-		return vr.Status.Cluster == label || vr.Spec.Destination.Cluster == string(name)
-	})
+	keys := []string{string(name)}
+	if label != string(name) {
+		keys = append(keys, label)
+	}
+	for _, key := range keys {
+		var list vidrav1alpha1.VidraResourceList
+		if err := r.Hub.List(ctx, &list, client.MatchingFields{byClusterField: key}, client.UnsafeDisableDeepCopy); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "list VidraResources of a cluster gained", "cluster", name)
+			return
+		}
+		for i := range list.Items {
+			if vr := &list.Items[i]; vr.Status.Cluster == label || vr.Spec.Destination.Cluster == string(name) {
+				r.Watches.Requeue(vr.Name)
+			}
+		}
+	}
 }
 
 // ClusterLost stops watching a cluster another replica now owns, and forgets the objects
@@ -48,18 +67,13 @@ func (r *Reconciler) ClusterLost(name multicluster.ClusterName) {
 // RequeueAll requeues every VidraResource, as a newly elected leader does for those no
 // other replica owns.
 func (r *Reconciler) RequeueAll(ctx context.Context) {
-	r.requeueWhere(ctx, func(*vidrav1alpha1.VidraResource) bool { return true })
-}
-
-func (r *Reconciler) requeueWhere(ctx context.Context, match func(*vidrav1alpha1.VidraResource) bool) {
 	var list vidrav1alpha1.VidraResourceList
-	if err := r.Hub.List(ctx, &list); err != nil {
+	// Only names are read: the cache's objects are not copied.
+	if err := r.Hub.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "list VidraResources to requeue")
 		return
 	}
 	for i := range list.Items {
-		if match(&list.Items[i]) {
-			r.Watches.Requeue(list.Items[i].Name)
-		}
+		r.Watches.Requeue(list.Items[i].Name)
 	}
 }

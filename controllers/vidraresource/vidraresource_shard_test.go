@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
@@ -45,4 +46,24 @@ func TestALostClusterIsNoLongerWatchedUntilReconciledAgain(t *testing.T) {
 		got := &corev1.ConfigMap{}
 		return exists(t, member, got, "default", "moved") && got.Data["k"] == "v", nil
 	})
+}
+
+// TestAGainedClustersVidraResourcesAreRequeued: a replica that comes to own a cluster
+// requeues the VidraResources delivering to it, found through the index of its cache,
+// and no others.
+func TestAGainedClustersVidraResourcesAreRequeued(t *testing.T) {
+	ctx := context.Background()
+	first, second := fleet.Members[0].Name, fleet.Members[1].Name
+	deliver(t, "gained-first", vidrav1alpha1.Destination{Cluster: first}, cmManifest("gained-first"))
+	deliver(t, "gained-second", vidrav1alpha1.Destination{Cluster: second}, cmManifest("gained-second"))
+	ready(t, "gained-first")
+	ready(t, "gained-second")
+	local, err := engaged.GetCluster(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := vidraresource.RequeuedOnGain(local.GetClient(), multicluster.ClusterName(first))
+	if !slices.Contains(got, "gained-first") || slices.Contains(got, "gained-second") {
+		t.Fatalf("gaining %s requeued %v: want gained-first, not gained-second", first, got)
+	}
 }
