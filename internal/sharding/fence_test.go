@@ -28,12 +28,8 @@ type outage struct{ on atomic.Bool }
 
 func (o *outage) client(t *testing.T) client.Client {
 	t.Helper()
-	direct, err := client.NewWithWatch(hub.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cut := errors.New("the hub is out of reach")
-	return interceptor.NewClient(direct, interceptor.Funcs{
+	return hubClientWith(t, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if o.on.Load() {
 				return cut
@@ -53,6 +49,16 @@ func (o *outage) client(t *testing.T) client.Client {
 			return c.Update(ctx, obj, opts...)
 		},
 	})
+}
+
+// hubClientWith is a client of the hub whose requests pass through funcs.
+func hubClientWith(t *testing.T, funcs interceptor.Funcs) client.Client {
+	t.Helper()
+	direct, err := client.NewWithWatch(hub.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(direct, funcs)
 }
 
 // replica runs a Coordinator named id, its Leases read and written with c, engaged for
@@ -82,16 +88,12 @@ type fenceWrites struct{ n atomic.Int64 }
 
 func (w *fenceWrites) client(t *testing.T) client.Client {
 	t.Helper()
-	direct, err := client.NewWithWatch(hub.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	count := func(obj client.Object) {
 		if strings.HasPrefix(obj.GetName(), sharding.FenceLeasePrefix+"-") {
 			w.n.Add(1)
 		}
 	}
-	return interceptor.NewClient(direct, interceptor.Funcs{
+	return hubClientWith(t, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			count(obj)
 			return c.Create(ctx, obj, opts...)
