@@ -205,7 +205,8 @@ func (c *Coordinator) wake() {
 }
 
 // Runnable runs the coordinator: peer membership and the decision loop. On a clean stop
-// it deletes this replica's peer Lease, which frees its fences at once.
+// it deletes this replica's peer Lease, which frees its fences: at once, or for one
+// taken within the last Lease duration, once that has passed.
 func (c *Coordinator) Runnable() manager.Runnable {
 	return runnable(func(ctx context.Context) error {
 		c.mu.Lock()
