@@ -49,20 +49,31 @@ func indexByCluster(ctx context.Context, indexer client.FieldIndexer) error {
 
 // resourcesOfCluster requeues the VidraResources that wait for, or deliver to, a cluster.
 func (r *Reconciler) resourcesOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
-	var requests []reconcile.Request
-	seen := map[client.ObjectKey]bool{}
-	for _, key := range []string{obj.GetName(), unresolvedServer} {
+	vrs, _ := r.indexedUnder(ctx, obj.GetName(), unresolvedServer)
+	requests := make([]reconcile.Request, 0, len(vrs))
+	for _, vr := range vrs {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vr)})
+	}
+	return requests
+}
+
+// indexedUnder are the hub's cached VidraResources filed under any of keys in
+// byClusterField, each once. They are the cache's own objects, not copies: read them,
+// never change them. On an error, those listed before it are returned with it.
+func (r *Reconciler) indexedUnder(ctx context.Context, keys ...string) ([]*vidrav1alpha1.VidraResource, error) {
+	var vrs []*vidrav1alpha1.VidraResource
+	seen := map[string]bool{}
+	for _, key := range keys {
 		var list vidrav1alpha1.VidraResourceList
-		// Only names are read: the cache's objects are not copied.
 		if err := r.Hub.List(ctx, &list, client.MatchingFields{byClusterField: key}, client.UnsafeDisableDeepCopy); err != nil {
-			return requests
+			return vrs, fmt.Errorf("list VidraResources of cluster %q: %w", key, err)
 		}
 		for i := range list.Items {
-			if key := client.ObjectKeyFromObject(&list.Items[i]); !seen[key] {
-				seen[key] = true
-				requests = append(requests, reconcile.Request{NamespacedName: key})
+			if vr := &list.Items[i]; !seen[vr.Name] {
+				seen[vr.Name] = true
+				vrs = append(vrs, vr)
 			}
 		}
 	}
-	return requests
+	return vrs, nil
 }

@@ -42,16 +42,13 @@ func (r *Reconciler) ClusterGained(name multicluster.ClusterName) {
 	if label != string(name) {
 		keys = append(keys, label)
 	}
-	for _, key := range keys {
-		var list vidrav1alpha1.VidraResourceList
-		if err := r.Hub.List(ctx, &list, client.MatchingFields{byClusterField: key}, client.UnsafeDisableDeepCopy); err != nil {
-			logr.FromContextOrDiscard(ctx).Error(err, "list VidraResources of a cluster gained", "cluster", name)
-			return
-		}
-		for i := range list.Items {
-			if vr := &list.Items[i]; vr.Status.Cluster == label || vr.Spec.Destination.Cluster == string(name) {
-				r.Watches.Requeue(vr.Name)
-			}
+	vrs, err := r.indexedUnder(ctx, keys...)
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "list VidraResources of a cluster gained", "cluster", name)
+	}
+	for _, vr := range vrs {
+		if vr.Status.Cluster == label || vr.Spec.Destination.Cluster == string(name) {
+			r.Watches.Requeue(vr.Name)
 		}
 	}
 }

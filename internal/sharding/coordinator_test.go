@@ -2,7 +2,6 @@ package sharding_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -183,12 +182,7 @@ func TestEachClusterHasOneOwnerAndAStoppedPeersClustersMove(t *testing.T) {
 
 	stopA()
 	testfleet.Eventually(t, 30*time.Second, "b owns every cluster", func() (bool, error) {
-		for _, name := range names {
-			if !b.Owns(context.Background(), name) || !runsB.runs(name) || fenceHolder(t, ns, name) != "replica-b" {
-				return false, fmt.Errorf("b does not own %s yet", name)
-			}
-		}
-		return true, nil
+		return runsEvery(t, ns, "replica-b", b, runsB)
 	})
 
 	lostMu.Lock()

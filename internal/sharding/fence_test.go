@@ -125,6 +125,39 @@ func splitBetween(a, b *sharding.Coordinator, runsA, runsB *running) (bool, erro
 	return onA > 0 && onA < len(sixClusters), fmt.Errorf("a runs %d of %d", onA, len(sixClusters))
 }
 
+// pair is two replicas that have split sixClusters: a, which stop ends as a process
+// ends, and b.
+type pair struct {
+	a, b         *sharding.Coordinator
+	runsA, runsB *running
+	stopA        func()
+}
+
+// splitPair runs replica-a, its Leases read and written with clientA, and replica-b, and
+// waits until they have split sixClusters.
+func splitPair(t *testing.T, ns string, clientA client.Client) pair {
+	t.Helper()
+	var p pair
+	p.a, p.runsA, p.stopA = replica(t, ns, "replica-a", clientA)
+	p.b, p.runsB, _ = replica(t, ns, "replica-b", hub.Client)
+	testfleet.Eventually(t, 30*time.Second, "the clusters are split", func() (bool, error) {
+		return splitBetween(p.a, p.b, p.runsA, p.runsB)
+	})
+	return p
+}
+
+// runsEvery reports whether the replica id runs every one of sixClusters, owns it and
+// holds its fence.
+func runsEvery(t *testing.T, ns, id string, coord *sharding.Coordinator, runs *running) (bool, error) {
+	t.Helper()
+	for _, name := range sixClusters {
+		if !runs.runs(name) || !coord.Owns(context.Background(), name) || fenceHolder(t, ns, name) != id {
+			return false, fmt.Errorf("%s does not run %s yet", id, name)
+		}
+	}
+	return true, nil
+}
+
 // fenceVersions are the resourceVersions of the namespace's fence Leases.
 func fenceVersions(t *testing.T, ns string) map[string]string {
 	t.Helper()
@@ -149,11 +182,8 @@ func fenceVersions(t *testing.T, ns string) map[string]string {
 // the fences held.
 func TestAnIdleFleetsFencesAreNotWritten(t *testing.T) {
 	ns := namespace(t)
-	a, runsA, _ := replica(t, ns, "replica-a", hub.Client)
-	b, runsB, _ := replica(t, ns, "replica-b", hub.Client)
-	testfleet.Eventually(t, 30*time.Second, "the clusters are split", func() (bool, error) {
-		return splitBetween(a, b, runsA, runsB)
-	})
+	p := splitPair(t, ns, hub.Client)
+	a, b, runsA, runsB := p.a, p.b, p.runsA, p.runsB
 	before := fenceVersions(t, ns)
 	time.Sleep(3 * fenceTestLease)
 	if ok, err := splitBetween(a, b, runsA, runsB); !ok {
@@ -182,11 +212,8 @@ func TestAnIdleFleetsFencesAreNotWritten(t *testing.T) {
 func TestAReplicaCutOffStopsBeforeItsPeersTakeOver(t *testing.T) {
 	ns := namespace(t)
 	var cut outage
-	a, runsA, _ := replica(t, ns, "replica-a", cut.client(t))
-	b, runsB, _ := replica(t, ns, "replica-b", hub.Client)
-	testfleet.Eventually(t, 30*time.Second, "the clusters are split", func() (bool, error) {
-		return splitBetween(a, b, runsA, runsB)
-	})
+	p := splitPair(t, ns, cut.client(t))
+	a, b, runsA, runsB := p.a, p.b, p.runsA, p.runsB
 	cut.on.Store(true)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -223,20 +250,11 @@ func TestAReplicaCutOffStopsBeforeItsPeersTakeOver(t *testing.T) {
 func TestAStoppingReplicaLeavesItsFencesToItsPeerLease(t *testing.T) {
 	ns := namespace(t)
 	var writes fenceWrites
-	a, runsA, stopA := replica(t, ns, "replica-a", writes.client(t))
-	b, runsB, _ := replica(t, ns, "replica-b", hub.Client)
-	testfleet.Eventually(t, 30*time.Second, "the clusters are split", func() (bool, error) {
-		return splitBetween(a, b, runsA, runsB)
-	})
+	p := splitPair(t, ns, writes.client(t))
 	taken := writes.n.Load()
-	stopA()
+	p.stopA()
 	testfleet.Eventually(t, 30*time.Second, "b runs every cluster", func() (bool, error) {
-		for _, name := range sixClusters {
-			if !runsB.runs(name) || !b.Owns(context.Background(), name) || fenceHolder(t, ns, name) != "replica-b" {
-				return false, fmt.Errorf("b does not run %s yet", name)
-			}
-		}
-		return true, nil
+		return runsEvery(t, ns, "replica-b", p.b, p.runsB)
 	})
 	if n := writes.n.Load() - taken; n != 0 {
 		t.Errorf("a wrote %d fences while its process stopped, want none", n)
