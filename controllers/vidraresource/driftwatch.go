@@ -53,8 +53,9 @@ type kindWatch struct {
 // keep is what a drift watch keeps of an object besides its identity, resourceVersion,
 // generation, deletion and managers: what the apply reads of the destination namespace.
 var keep = metawatch.Keep{
-	Labels:      []string{vidrav1alpha1.ManagedByLabel},
-	Annotations: []string{vidrav1alpha1.OwnersAnnotation, vidrav1alpha1.PruneAnnotation},
+	Labels:        []string{vidrav1alpha1.ManagedByLabel},
+	Annotations:   []string{vidrav1alpha1.OwnersAnnotation, vidrav1alpha1.PruneAnnotation},
+	ManagedFields: true,
 }
 
 // clusterLocked returns the destination's watches, stopping those of a cluster object it

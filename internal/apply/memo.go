@@ -1,7 +1,9 @@
 package apply
 
 import (
+	"crypto/sha256"
 	"sync"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,20 +28,25 @@ const maxMemo = 1 << 16
 // reads of the object, not its metadata.
 type Memo struct {
 	mu      sync.Mutex
-	entries map[memoKey]*memoEntry
+	entries map[memoKey]memoEntry
 }
 
 type memoKey struct{ owner, object string }
 
+// declaration is a digest of what an apply declared; the zero value stands for none.
+type declaration [sha256.Size]byte
+
 // memoEntry is the resourceVersion an owner's last apply left an object at and a digest
 // of what it declared, whether or not it declares the owners set; and when it does, what
-// a later apply reads of the object: its UID, owners set, label and apply manager.
+// a later apply reads of the object: its UID, owners set, label and apply manager. The
+// owners set and the manager repeat across the objects of a bundle, so are interned.
 type memoEntry struct {
-	resourceVersion, declared string
-	declaresOwners            bool
-	uid                       types.UID
-	owners, fieldManager      string
-	managed                   bool
+	resourceVersion      string
+	uid                  types.UID
+	declared             declaration
+	owners, fieldManager unique.Handle[string]
+	declaresOwners       bool
+	managed              bool
 }
 
 // recall returns the object as owner's apply left it, or nil.
@@ -48,46 +55,46 @@ func (m *Memo) recall(owner string, ref inventory.Ref) *metav1.PartialObjectMeta
 		return nil
 	}
 	m.mu.Lock()
-	entry := m.entries[memoKey{owner, ref.Key()}]
+	entry, ok := m.entries[memoKey{owner, ref.Key()}]
 	m.mu.Unlock()
-	if entry == nil || !entry.declaresOwners {
+	if !ok || !entry.declaresOwners {
 		return nil
 	}
 	return entry.object(ref)
 }
 
 // object is the object's metadata as a later apply reads it.
-func (e *memoEntry) object(ref inventory.Ref) *metav1.PartialObjectMetadata {
+func (e memoEntry) object(ref inventory.Ref) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(ref.GVK)
 	obj.Namespace, obj.Name = ref.Namespace, ref.Name
 	obj.UID, obj.ResourceVersion = e.uid, e.resourceVersion
-	obj.Annotations = map[string]string{vidrav1alpha1.OwnersAnnotation: e.owners}
+	obj.Annotations = map[string]string{vidrav1alpha1.OwnersAnnotation: e.owners.Value()}
 	if e.managed {
 		obj.Labels = map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}
 	}
 	obj.ManagedFields = []metav1.ManagedFieldsEntry{{
-		Manager: e.fieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: ownsOwnersFields,
+		Manager: e.fieldManager.Value(), Operation: metav1.ManagedFieldsOperationApply, FieldsV1: ownsOwnersFields,
 	}}
 	return obj
 }
 
 // unchanged says whether owner's last apply of the object declared exactly declared and
 // left it at resourceVersion: applying it again would change nothing.
-func (m *Memo) unchanged(owner string, ref inventory.Ref, declared, resourceVersion string) bool {
-	if m == nil || declared == "" || resourceVersion == "" {
+func (m *Memo) unchanged(owner string, ref inventory.Ref, declared declaration, resourceVersion string) bool {
+	if m == nil || declared == (declaration{}) || resourceVersion == "" {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	entry := m.entries[memoKey{owner, ref.Key()}]
-	return entry != nil && entry.declared == declared && entry.resourceVersion == resourceVersion
+	entry, ok := m.entries[memoKey{owner, ref.Key()}]
+	return ok && entry.declared == declared && entry.resourceVersion == resourceVersion
 }
 
 // remember keeps the object as owner's apply (by fieldManager) left it; when that apply
 // does not declare the owners set, the object itself is not kept, as the next apply must
 // read it to know the set.
-func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *metav1.PartialObjectMetadata, declared string) {
+func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *metav1.PartialObjectMetadata, declared declaration) {
 	if m == nil {
 		return
 	}
@@ -95,18 +102,18 @@ func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *meta
 		m.forget(owner, ref)
 		return
 	}
-	entry := &memoEntry{resourceVersion: obj.ResourceVersion, declared: declared}
+	entry := memoEntry{resourceVersion: obj.ResourceVersion, declared: declared}
 	if ownership.AppliesOwners(obj, fieldManager) {
 		entry.declaresOwners = true
-		entry.uid, entry.fieldManager = obj.UID, fieldManager
-		entry.owners = obj.Annotations[vidrav1alpha1.OwnersAnnotation]
+		entry.uid, entry.fieldManager = obj.UID, unique.Make(fieldManager)
+		entry.owners = unique.Make(obj.Annotations[vidrav1alpha1.OwnersAnnotation])
 		entry.managed = ownership.IsManaged(obj)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := memoKey{owner, ref.Key()}
 	if m.entries == nil {
-		m.entries = map[memoKey]*memoEntry{}
+		m.entries = map[memoKey]memoEntry{}
 	}
 	if _, ok := m.entries[key]; ok || len(m.entries) < maxMemo {
 		m.entries[key] = entry

@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,7 +50,7 @@ func (e *Engine) applyOne(ctx context.Context, o *unstructured.Unstructured) Res
 		o.SetAnnotations(annotations)
 	}
 
-	var declared string // what the memo compares: only worth computing with a memo
+	var declared declaration // what the memo compares: only worth computing with a memo
 	if e.Memo != nil {
 		declared = digestOf(o)
 	}
@@ -293,14 +292,13 @@ func objectOf(m *metav1.PartialObjectMetadata) *unstructured.Unstructured {
 	return u
 }
 
-// digestOf is a digest of what the object declares ("" if it cannot be encoded).
-func digestOf(o *unstructured.Unstructured) string {
+// digestOf is a digest of what the object declares (none if it cannot be encoded).
+func digestOf(o *unstructured.Unstructured) declaration {
 	data, err := json.Marshal(o.Object)
 	if err != nil {
-		return ""
+		return declaration{}
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
+	return sha256.Sum256(data)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -46,7 +46,7 @@ func recordOf(obj *metav1.PartialObjectMetadata, keep Keep) *record {
 	if obj.DeletionTimestamp != nil {
 		r.deleted = obj.DeletionTimestamp.Unix()
 	}
-	if len(obj.ManagedFields) > 0 {
+	if keep.ManagedFields && len(obj.ManagedFields) > 0 {
 		r.managers = make([]manager, len(obj.ManagedFields))
 		for i, e := range obj.ManagedFields {
 			m := manager{

@@ -2,6 +2,7 @@ package metawatch
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -74,7 +75,7 @@ func (s *store) Replace(list []any, _ string) error {
 	s.mu.Lock()
 	old := s.records
 	s.records = records
-	s.byLabel = map[string]map[key]struct{}{}
+	s.byLabel = map[string][]key{}
 	for k, r := range records {
 		s.index(k, r)
 	}
@@ -94,12 +95,7 @@ func (s *store) index(k key, r *record) {
 	if !ok {
 		return
 	}
-	keys := s.byLabel[value]
-	if keys == nil {
-		keys = map[key]struct{}{}
-		s.byLabel[value] = keys
-	}
-	keys[k] = struct{}{}
+	s.byLabel[value] = append(s.byLabel[value], k)
 }
 
 // unindex removes what index added for the record (nil: none); s.mu is held.
@@ -111,10 +107,12 @@ func (s *store) unindex(k key, r *record) {
 	if !ok {
 		return
 	}
-	delete(s.byLabel[value], k)
-	if len(s.byLabel[value]) == 0 {
+	keys := slices.DeleteFunc(s.byLabel[value], func(o key) bool { return o == k })
+	if len(keys) == 0 {
 		delete(s.byLabel, value)
+		return
 	}
+	s.byLabel[value] = keys
 }
 
 // Resync has nothing to do: the watch never resyncs.

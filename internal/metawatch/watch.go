@@ -23,9 +23,13 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// Keep names the labels and annotations a watch keeps of each object.
+// Keep names the labels and annotations a watch keeps of each object, and whether it
+// keeps their managed-fields entries.
 type Keep struct {
 	Labels, Annotations []string
+	// ManagedFields keeps each object's managed-fields entries, as Transform left them;
+	// without it none are kept, whatever the server sent.
+	ManagedFields bool
 }
 
 // Options configure a Watch.
@@ -56,8 +60,10 @@ type Watch struct {
 	opts    Options
 	mu      sync.RWMutex
 	records map[key]*record
-	// byLabel holds the keys of the records by their IndexLabel's value.
-	byLabel map[string]map[key]struct{}
+	// byLabel holds the keys of the records by their IndexLabel's value. The keys of one
+	// value are few (a VidraResource's revisions), and a slice of them is a tenth of the
+	// smallest map.
+	byLabel map[string][]key
 	synced  atomic.Bool
 }
 
@@ -73,7 +79,7 @@ func keyOf(namespace, name string) key {
 
 // New returns a watch that runs once Run is called.
 func New(opts Options) *Watch {
-	return &Watch{opts: opts, records: map[key]*record{}, byLabel: map[string]map[key]struct{}{}}
+	return &Watch{opts: opts, records: map[key]*record{}, byLabel: map[string][]key{}}
 }
 
 // Run lists and watches until ctx ends, listing again whenever the watch cannot resume;
@@ -153,7 +159,7 @@ func (w *Watch) ByLabel(value string) []*metav1.PartialObjectMetadata {
 	defer w.mu.RUnlock()
 	keys := w.byLabel[value]
 	out := make([]*metav1.PartialObjectMetadata, 0, len(keys))
-	for k := range keys {
+	for _, k := range keys {
 		out = append(out, w.records[k].object(w.opts.Kind, k.namespace.Value(), k.name))
 	}
 	return out

@@ -61,7 +61,7 @@ func startWatch(t *testing.T, namespace string, h *heard) *Watch {
 		Client: mc, Resource: corev1.SchemeGroupVersion.WithResource("configmaps"),
 		Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespace: namespace,
 		Selector: labels.SelectorFromSet(labels.Set{"watched": "yes"}),
-		Keep:     Keep{Labels: []string{"watched"}, Annotations: []string{"kept"}},
+		Keep:     Keep{Labels: []string{"watched"}, Annotations: []string{"kept"}, ManagedFields: true},
 		OnChange: h.record,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -266,5 +266,24 @@ func TestAWatchGroupsItsObjectsByTheIndexLabel(t *testing.T) {
 	}
 	if a, b, c := names("a"), names("b"), names("c"); len(a) != 0 || len(b) != 0 || !slices.Equal(c, []string{"a1", "c1"}) {
 		t.Errorf("listed again: a %v, b %v, c %v; want only c, with a1 and c1", a, b, c)
+	}
+}
+
+// TestAWatchKeepsNoManagersUnlessTold: the managed fields the server sends are dropped
+// unless Keep asks for them (a revision index reads none, and a fleet's revisions are many).
+func TestAWatchKeepsNoManagersUnlessTold(t *testing.T) {
+	object := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: "o", UID: "u", ResourceVersion: "1",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}},
+	}}
+	for _, keep := range []bool{false, true} {
+		w := New(Options{Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Keep: Keep{ManagedFields: keep}})
+		if err := (*store)(w).Add(object.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := w.Get("ns", "o")
+		if kept := len(got.ManagedFields) == 1 && got.ManagedFields[0].Manager == "m"; kept != keep || len(got.ManagedFields) > 1 {
+			t.Errorf("Keep.ManagedFields %v: kept %+v", keep, got.ManagedFields)
+		}
 	}
 }
