@@ -118,7 +118,7 @@ func (p *Provider) connect(ctx context.Context, name multicluster.ClusterName, s
 	cl, err := cluster.New(restCfg, func(o *cluster.Options) {
 		o.Scheme = p.opts.Scheme
 		o.HTTPClient = httpClient
-		o.MapperProvider = newMemberMapper
+		o.MapperProvider = p.mappings.ForCluster
 		o.Cache = cacheOpts
 		o.Logger = p.log.WithValues("cluster", name)
 	})

@@ -7,6 +7,3 @@ import "k8s.io/apimachinery/pkg/types"
 func (p *Provider) Enrolls(key types.NamespacedName) bool {
 	return p.hasClaim(key)
 }
-
-// NewMemberMapper is the RESTMapper the provider gives a member cluster.
-var NewMemberMapper = newMemberMapper

@@ -30,6 +30,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/restmapping"
 )
 
 // Options configure a Provider. Zero values take the defaults noted.
@@ -138,6 +139,9 @@ type Provider struct {
 	opts    Options
 	log     logr.Logger
 	metrics *metrics
+	// mappings hold the REST mappings of the members' API groups, one of each group
+	// for all the members that describe it alike.
+	mappings *restmapping.Mappings
 
 	// Set by SetupWithManager.
 	hub       client.Client
@@ -197,6 +201,7 @@ func New(log logr.Logger, opts Options) (*Provider, error) {
 		opts:     opts,
 		log:      log,
 		metrics:  m,
+		mappings: restmapping.NewMappings(),
 		requeue:  make(chan event.TypedGenericEvent[*corev1.Secret], 64),
 		ready:    make(chan struct{}),
 		clusters: map[multicluster.ClusterName]*engagedCluster{},
