@@ -45,9 +45,11 @@ type fleetResult struct {
 	// Memory: at the operator's start (no fleet cluster), then per engaged cluster before
 	// any bundle, and per idle cluster with its bundles delivered; HeapPerManagedObjectKiB
 	// is what delivering added to the heap (its spans in use) per object now managed, and
-	// LiveHeapPerManagedObjectKiB to the objects reachable in it.
+	// LiveHeapPerManagedObjectKiB to the objects reachable in it. PeakRSSMiB is the most
+	// the operator's resident set reached before it idled (enrolment and delivery).
 	StartRSSMiB                 float64 `json:"startRSSMiB"`
 	StartHeapMiB                float64 `json:"startHeapMiB"`
+	PeakRSSMiB                  float64 `json:"peakRSSMiB"`
 	IdleRSSMiB                  float64 `json:"idleRSSMiB"`
 	IdleHeapMiB                 float64 `json:"idleHeapMiB"`
 	RSSPerEngagedClusterMiB     float64 `json:"rssPerEngagedClusterMiB"`
@@ -77,6 +79,7 @@ type fleetResult struct {
 func (b *bench) measureFleet(ctx context.Context, r *results) error {
 	f := &fleetRun{bench: b}
 	defer func() { _ = f.fronts.close() }()
+	defer f.closeInfrahub()
 	// The earlier phases' VidraResources would be reconciled by the fleet's fresh operator
 	// in the middle of its figures: the fleet starts on a hub holding none.
 	b.stopOperator()
@@ -116,6 +119,16 @@ type fleetRun struct {
 	addresses []string
 	// clusters are the size being measured, which clear removes.
 	clusters []fleetCluster
+	// infrahub serves the artifacts of the size being measured, until the next size
+	// starts or the phase ends: an idle fleet whose source has gone would be measured
+	// retrying it.
+	infrahub *infrahubtest.Server
+}
+
+func (f *fleetRun) closeInfrahub() {
+	if f.infrahub != nil {
+		f.infrahub.Close()
+	}
 }
 
 // measure enrolls n clusters on a fresh operator, delivers their bundles, lets them idle,
@@ -153,7 +166,7 @@ func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
 	if err != nil {
 		return fr, err
 	}
-	fr.IdleRSSMiB, fr.IdleHeapMiB = idle.rssMiB, idle.heapMiB
+	fr.IdleRSSMiB, fr.IdleHeapMiB, fr.PeakRSSMiB = idle.rssMiB, idle.heapMiB, idle.peakRSSMiB
 	fr.RSSPerIdleClusterMiB, fr.HeapPerIdleClusterMiB, fr.GoroutinesPerIdleCluster = perCluster(idle)
 	objects := float64(n * f.FleetBundles * f.Objects)
 	fr.HeapPerManagedObjectKiB = (idle.heapMiB - engaged.heapMiB) * 1024 / objects
@@ -164,8 +177,9 @@ func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
 // deliverAll creates the InfrahubSyncs of the fleet's bundles and times them until every
 // bundle is Ready, counting what that cost.
 func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *fleetResult) error {
-	infrahub := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
-	defer infrahub.Close()
+	f.closeInfrahub()
+	f.infrahub = infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
+	infrahub := f.infrahub
 	arts := make([]infrahubtest.Artifact, 0, len(clusters)*f.FleetBundles)
 	for _, c := range clusters {
 		for k := range f.FleetBundles {

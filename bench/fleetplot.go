@@ -40,6 +40,7 @@ func fleetPanels() []fleetPanel {
 			{"RSS, engaged", func(f fleetResult) float64 { return f.RSSPerEngagedClusterMiB }},
 			{"RSS, with its bundles", func(f fleetResult) float64 { return f.RSSPerIdleClusterMiB }},
 			{"heap, with its bundles", func(f fleetResult) float64 { return f.HeapPerIdleClusterMiB }},
+			{"peak RSS (delivering) / clusters", func(f fleetResult) float64 { return f.PeakRSSMiB / float64(f.Clusters) }},
 		}},
 		{title: "Heap per managed object", unit: "KiB", target: 2, series: []fleetSeries{
 			{"heap added by delivering / objects", func(f fleetResult) float64 { return f.HeapPerManagedObjectKiB }},

@@ -66,7 +66,7 @@ func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
 			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.CPUSecondsPer1000Objects)
 		fmt.Fprintf(w, "  work\t%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s\n",
 			f.ReconcilesPerBundle, f.Reconciles, f.HubCPUSecondsPer1000Objects, f.MembersCPUSecondsPer1000Objects)
-		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.IdleRSSMiB, f.IdleHeapMiB)
+		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS at most; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.PeakRSSMiB, f.IdleRSSMiB, f.IdleHeapMiB)
 		fmt.Fprintf(w, "  per engaged cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (before its bundles)\n", f.RSSPerEngagedClusterMiB, f.HeapPerEngagedClusterMiB, f.GoroutinesPerEngagedCluster)
 		fmt.Fprintf(w, "  per idle cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (with its bundles); %.2f KiB heap (%.2f KiB live) per managed object\n",
 			f.RSSPerIdleClusterMiB, f.HeapPerIdleClusterMiB, f.GoroutinesPerIdleCluster, f.HeapPerManagedObjectKiB, f.LiveHeapPerManagedObjectKiB)

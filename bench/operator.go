@@ -141,10 +141,10 @@ func (b *bench) stopOperator() {
 	_ = testfleet.Terminate(b.operator, 30*time.Second)
 }
 
-// memory is the operator's resident set, Go heap and goroutines.
 // memory is the operator's: heapMiB is the heap's spans in use, liveHeapMiB the objects
-// in them (after a garbage collection, what is reachable).
-type memory struct{ rssMiB, heapMiB, liveHeapMiB, goroutines float64 }
+// in them (after a garbage collection, what is reachable); peakRSSMiB the most its
+// resident set has been since it started.
+type memory struct{ rssMiB, peakRSSMiB, heapMiB, liveHeapMiB, goroutines float64 }
 
 func (b *bench) memory(ctx context.Context) (memory, error) {
 	var m memory
@@ -153,12 +153,14 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 		return m, err
 	}
 	for line := range strings.SplitSeq(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				return m, err
+		for field, into := range map[string]*float64{"VmRSS:": &m.rssMiB, "VmHWM:": &m.peakRSSMiB} {
+			if rest, ok := strings.CutPrefix(line, field); ok {
+				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+				if err != nil {
+					return m, err
+				}
+				*into = kb / 1024
 			}
-			m.rssMiB = kb / 1024
 		}
 	}
 	values, err := b.scrape(ctx)

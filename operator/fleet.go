@@ -15,7 +15,10 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/intern"
 	"github.com/vidra-operator/vidra/internal/ownership"
 	"github.com/vidra-operator/vidra/internal/sharding"
 	"github.com/vidra-operator/vidra/providers/secret"
@@ -116,6 +119,10 @@ func shardID(shard *sharding.Coordinator) string {
 	return shard.PeerID()
 }
 
+// internedStrings bounds the strings the hub's cache of VidraResources shares between
+// them: about 1 MiB at most.
+const internedStrings = 1 << 14
+
 // cacheOptions are the cache options of the operator's own cluster: the hub's, or an
 // agent's member, whose cache an identity narrowed to namespaces narrows too: the agent
 // may read only where it may deliver (its own namespace's content and history are read
@@ -126,6 +133,10 @@ func cacheOptions(opts Options, cfg *rest.Config) cache.Options {
 	// every field of their status); standalone, the drift watches are this cache's, and
 	// keep of them who wrote what they watch.
 	c.DefaultTransform = apply.TrimCached
+	if c.ByObject == nil {
+		c.ByObject = map[client.Object]cache.ByObject{}
+	}
+	c.ByObject[&vidrav1alpha1.VidraResource{}] = cache.ByObject{Transform: vidraresource.CompactCached(intern.NewTable(internedStrings))}
 	if opts.agent == nil || opts.agent.Namespaces == nil {
 		return c
 	}

@@ -4,17 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/utils/ptr"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/helmrepo"
-	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 func helmSync(name, repoURL, chart string, mutate ...func(*vidrav1alpha1.HelmSync)) *vidrav1alpha1.HelmSync {
@@ -35,39 +31,6 @@ func values(json string) *apiextensionsv1.JSON {
 	return &apiextensionsv1.JSON{Raw: []byte(json)}
 }
 
-// serveWidgets makes c serve the API example.vidra.dev/v1, as a CRD no Vidra bundle
-// delivered, until the test ends; it returns once discovery lists it.
-func serveWidgets(t *testing.T, c *testfleet.Cluster) {
-	t.Helper()
-	ctx := context.Background()
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.vidra.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.vidra.dev",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", Plural: "widgets", Singular: "widget", ListKind: "WidgetList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
-	}
-	if err := c.Client.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), crd) })
-	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testfleet.Eventually(t, 30*time.Second, "example.vidra.dev/v1 served on "+c.Name, func() (bool, error) {
-		_, err := dc.ServerResourcesForGroupVersion("example.vidra.dev/v1")
-		return err == nil, nil
-	})
-}
-
 // A chart from a Helm repository is rendered for each cluster as it is: a template that
 // checks for an API renders one way on the member that serves it and another on the
 // member that does not, with no version listed by hand; values come from a ConfigMap,
@@ -76,7 +39,7 @@ func serveWidgets(t *testing.T, c *testfleet.Cluster) {
 func TestHelmChartIsRenderedForEachClusterAsItIs(t *testing.T) {
 	const ns = "hs-caps"
 	withWidgets, without := fleet.Members[0], fleet.Members[1]
-	serveWidgets(t, withWidgets)
+	withWidgets.ServeKind(t, "example.vidra.dev", "Widget", apiextensionsv1.NamespaceScoped)
 	repo := helmrepo.NewRepo(t)
 	repo.Add(helmrepo.Chart(t, helmrepo.CapsChart, "1.0.0"))
 	repo.Add(helmrepo.Chart(t, helmrepo.CapsChart, "1.1.0-rc.1")) // not stable: not the default

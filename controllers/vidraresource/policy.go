@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -73,6 +74,9 @@ func (r *Reconciler) checkPlacement(ctx context.Context, d *delivery) *outcome {
 }
 
 func (r *Reconciler) stallRefused(d *delivery, denied refusal) *outcome {
+	if denied.err != nil {
+		return stop(ctrl.Result{}, denied.err)
+	}
 	if denied.why == "" {
 		return nil
 	}
@@ -90,6 +94,9 @@ func (r *Reconciler) stallRefused(d *delivery, denied refusal) *outcome {
 type refusal struct {
 	why   string
 	retry time.Duration
+	// err, when set, is why the check could not be made (a discovery request failed):
+	// nothing is refused, the check is retried with backoff.
+	err error
 	// reason is the condition's reason; empty: PolicyDenied.
 	reason string
 }
@@ -127,7 +134,10 @@ func (r *Reconciler) whyRefused(ctx context.Context, vr *vidrav1alpha1.VidraReso
 	if check == nil {
 		return refusal{}
 	}
-	placed, unmapped := r.placeForPolicy(ctx, vr, dest, objects)
+	placed, unmapped, unmappable := r.placeForPolicy(ctx, vr, dest, objects)
+	if unmappable != nil {
+		return refusal{err: fmt.Errorf("place the bundle's objects for the delivery policy: %w", unmappable)}
+	}
 	if denied := check(placed); denied != nil {
 		return refusal{why: "refused by " + r.ruleOwner(dest) + ", nothing applied: " + denied.Error()}
 	}
@@ -149,19 +159,29 @@ func (r *Reconciler) ruleOwner(dest *target) string {
 }
 
 // placeForPolicy places each object as the apply would; unmapped names the objects that
-// cannot be placed yet.
-func (r *Reconciler) placeForPolicy(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) (placed []policy.Object, unmapped []string) {
+// cannot be placed yet, their kinds not served; unmappable is why others could not be
+// mapped at all (discovery failed), so that nothing is judged.
+func (r *Reconciler) placeForPolicy(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, objects []*unstructured.Unstructured) (placed []policy.Object, unmapped []string, unmappable error) {
 	refs, errs := refsOf(r.engine(ctx, vr, dest, placement{}), objects)
+	var failed []error
 	for _, err := range errs {
-		if u := (*unplacedError)(nil); errors.As(err, &u) {
+		u := (*unplacedError)(nil)
+		switch {
+		case !errors.As(err, &u):
+		case meta.IsNoMatchError(u.err):
 			unmapped = append(unmapped, fmt.Sprintf("%s %s", policy.KindName(u.object.GroupVersionKind().GroupKind()), u.object.GetName()))
+		default: // discovery failed: whether the kind is served is not known
+			failed = append(failed, u.err)
 		}
+	}
+	if len(failed) > 0 {
+		return nil, nil, errors.Join(failed...)
 	}
 	placed = make([]policy.Object, 0, len(refs))
 	for _, ref := range refs {
 		placed = append(placed, policy.Object{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 	}
-	return placed, unmapped
+	return placed, unmapped, nil
 }
 
 // deliverRefusal checks that whoever last changed the VidraResource may deliver to its

@@ -22,11 +22,16 @@ type Mapper struct {
 	mappings  *Mappings
 	discovery discovery.DiscoveryInterface
 
-	// loading makes one load at a time, as concurrent lookups of one new group are usual
-	// (a bundle's objects are applied side by side).
+	// loading makes one load at a time. Lookups of one new group come together (a
+	// bundle's objects are applied side by side), and all but the first are answered by
+	// its load: a lookup that missed uses any load of the group that started after it.
 	loading sync.Mutex
 	mu      sync.RWMutex
 	groups  map[string]*group
+	// loads counts the loads started; loaded holds, per group, the count when its last
+	// load started.
+	loads  uint64
+	loaded map[string]uint64
 }
 
 var _ meta.RESTMapper = &Mapper{}
@@ -77,14 +82,17 @@ func (m *Mapper) ResourceSingularizer(resource string) (string, error) {
 // again when the mapping has no match: the group may have gained the kind since.
 func lookup[T any](m *Mapper, name string, ask func(meta.RESTMapper) (T, error)) (T, error) {
 	m.mu.RLock()
-	g := m.groups[name]
+	g, missedAt := m.groups[name], m.loads
+	if _, ever := m.loaded[name]; !ever {
+		missedAt = 0 // never loaded: the first load answers every lookup waiting for one
+	}
 	m.mu.RUnlock()
 	if g != nil {
 		if out, err := ask(g); !meta.IsNoMatchError(err) {
 			return out, err
 		}
 	}
-	loaded, err := m.load(name)
+	loaded, err := m.load(name, missedAt)
 	if err != nil {
 		var none T
 		return none, err
@@ -92,29 +100,48 @@ func lookup[T any](m *Mapper, name string, ask func(meta.RESTMapper) (T, error))
 	return ask(loaded)
 }
 
-// load reads the group's discovery and keeps its mapping; a group the server does not
-// serve maps nothing, and is read again when next asked for.
-func (m *Mapper) load(name string) (meta.RESTMapper, error) {
+// load reads the group's discovery and keeps its mapping, unless a load of the group
+// started after missedAt (the loads started when the lookup missed): that one's is as
+// new. A group the server does not serve maps nothing.
+func (m *Mapper) load(name string, missedAt uint64) (meta.RESTMapper, error) {
 	m.loading.Lock()
 	defer m.loading.Unlock()
+	m.mu.Lock()
+	if m.loaded[name] > missedAt {
+		defer m.mu.Unlock()
+		return m.mapping(name), nil
+	}
+	m.loads++
+	started := m.loads
+	m.mu.Unlock()
 	resources, err := m.discover(name)
 	if err != nil {
 		return nil, err
 	}
-	if resources == nil {
-		m.mu.Lock()
-		delete(m.groups, name)
-		m.mu.Unlock()
-		return meta.MultiRESTMapper(nil), nil
-	}
-	g, err := m.mappings.intern(resources)
-	if err != nil {
-		return nil, err
+	var g *group
+	if resources != nil {
+		if g, err = m.mappings.intern(resources); err != nil {
+			return nil, err
+		}
 	}
 	m.mu.Lock()
-	m.groups[name] = g
-	m.mu.Unlock()
-	return g, nil
+	defer m.mu.Unlock()
+	m.loaded[name] = started
+	if g == nil {
+		delete(m.groups, name)
+	} else {
+		m.groups[name] = g
+	}
+	return m.mapping(name), nil
+}
+
+// mapping is what the mapper maps of the group: nothing for a group not served; m.mu is
+// held.
+func (m *Mapper) mapping(name string) meta.RESTMapper {
+	if g := m.groups[name]; g != nil {
+		return g
+	}
+	return meta.MultiRESTMapper(nil)
 }
 
 // discover reads what the server serves of the group: its versions, then each version's

@@ -1,7 +1,7 @@
 package restmapping_test
 
 import (
-	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"runtime"
@@ -13,11 +13,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
 	"github.com/vidra-operator/vidra/internal/restmapping"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -77,14 +74,20 @@ func mapping(t *testing.T, m meta.RESTMapper, gk schema.GroupKind, versions ...s
 	return got
 }
 
-// TestAMapperLoadsOnlyTheGroupsItIsAskedFor: mapping a ConfigMap loads the core group
-// alone, never the aggregated document of every group; a group asked for later is loaded
-// then.
+// TestAMapperLoadsOnlyTheGroupsItIsAskedFor: mapping ConfigMaps, ten at once, loads the
+// core group alone, once, never the aggregated document of every group; a group asked
+// for later is loaded then.
 func TestAMapperLoadsOnlyTheGroupsItIsAskedFor(t *testing.T) {
 	m, log := mapperOf(t, restmapping.NewMappings(), fleet.Members[0])
-	if got := mapping(t, m, schema.GroupKind{Kind: "ConfigMap"}, "v1"); got.Resource.Resource != "configmaps" || got.Scope.Name() != meta.RESTScopeNameNamespace {
-		t.Errorf("ConfigMap mapped to %+v", got)
+	var wg sync.WaitGroup
+	for range 10 { // as a bundle's objects are applied: side by side, one load for all
+		wg.Go(func() {
+			if got, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); err != nil || got.Resource.Resource != "configmaps" || got.Scope.Name() != meta.RESTScopeNameNamespace {
+				t.Errorf("ConfigMap mapped to %+v, %v", got, err)
+			}
+		})
 	}
+	wg.Wait()
 	if got := mapping(t, m, schema.GroupKind{Kind: "Namespace"}); got.Resource.Resource != "namespaces" || got.Scope.Name() != meta.RESTScopeNameRoot {
 		t.Errorf("Namespace mapped to %+v", got)
 	}
@@ -138,15 +141,16 @@ func TestKindsInstalledAfterAMapperStartedAreFound(t *testing.T) {
 	mappings := restmapping.NewMappings()
 	first, _ := mapperOf(t, mappings, fleet.Members[0])
 	second, _ := mapperOf(t, mappings, fleet.Members[1])
-	widget := schema.GroupKind{Group: "example.vidra.dev", Kind: "Widget"}
+	// A group of its own per run: a CRD deleted by an earlier run may still be served.
+	widget := schema.GroupKind{Group: fmt.Sprintf("r%d.example.vidra.dev", time.Now().UnixNano()), Kind: "Widget"}
 	for _, m := range []*restmapping.Mapper{first, second} {
 		mapping(t, m, schema.GroupKind{Kind: "ConfigMap"})
 		if _, err := m.RESTMapping(widget); !meta.IsNoMatchError(err) {
 			t.Fatalf("a Widget before its CRD: %v, want no match", err)
 		}
 	}
-	serve(t, fleet.Members[0], "Widget", apiextensionsv1.NamespaceScoped)
-	serve(t, fleet.Members[1], "Widget", apiextensionsv1.ClusterScoped)
+	fleet.Members[0].ServeKind(t, widget.Group, "Widget", apiextensionsv1.NamespaceScoped)
+	fleet.Members[1].ServeKind(t, widget.Group, "Widget", apiextensionsv1.ClusterScoped)
 	if got := mapping(t, first, widget); got.Resource.Resource != "widgets" || got.Scope.Name() != meta.RESTScopeNameNamespace {
 		t.Errorf("Widget mapped to %+v on %s", got, fleet.Members[0].Name)
 	}
@@ -156,45 +160,11 @@ func TestKindsInstalledAfterAMapperStartedAreFound(t *testing.T) {
 	if first.Loaded(widget.Group) == second.Loaded(widget.Group) {
 		t.Errorf("servers that describe %s differently share its mapping", widget.Group)
 	}
-	serve(t, fleet.Members[0], "Gadget", apiextensionsv1.NamespaceScoped)
+	fleet.Members[0].ServeKind(t, widget.Group, "Gadget", apiextensionsv1.NamespaceScoped)
 	if got := mapping(t, first, schema.GroupKind{Group: widget.Group, Kind: "Gadget"}, "v1"); got.Resource.Resource != "gadgets" {
 		t.Errorf("Gadget mapped to %+v", got)
 	}
 	if _, err := first.RESTMapping(schema.GroupKind{Group: widget.Group, Kind: "Nothing"}); !meta.IsNoMatchError(err) {
 		t.Errorf("a kind no server has: %v, want no match", err)
 	}
-}
-
-// serve makes c serve kind in example.vidra.dev/v1 until the test ends; it returns once
-// discovery lists it.
-func serve(t *testing.T, c *testfleet.Cluster, kind string, scope apiextensionsv1.ResourceScope) {
-	t.Helper()
-	ctx := context.Background()
-	plural := strings.ToLower(kind) + "s"
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + ".example.vidra.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.vidra.dev",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, Plural: plural, Singular: strings.ToLower(kind), ListKind: kind + "List"},
-			Scope: scope,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
-	}
-	if err := c.Client.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), crd) })
-	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testfleet.Eventually(t, 30*time.Second, kind+" served on "+c.Name, func() (bool, error) {
-		list, err := dc.ServerResourcesForGroupVersion("example.vidra.dev/v1")
-		return err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == kind }), nil
-	})
 }

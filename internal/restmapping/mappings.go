@@ -46,7 +46,7 @@ func (s *Mappings) ForCluster(cfg *rest.Config, httpClient *http.Client) (meta.R
 	if err != nil {
 		return nil, fmt.Errorf("build discovery client: %w", err)
 	}
-	return &Mapper{mappings: s, discovery: dc, groups: map[string]*group{}}, nil
+	return &Mapper{mappings: s, discovery: dc, groups: map[string]*group{}, loaded: map[string]uint64{}}, nil
 }
 
 // intern returns the mapping of the group as discovery described it, built once for

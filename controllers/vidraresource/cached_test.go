@@ -1,0 +1,61 @@
+package vidraresource_test
+
+import (
+	"encoding/json"
+	"testing"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/internal/intern"
+)
+
+// TestTheHubCachesVidraResourcesWithSharedStrings: two VidraResources decoded apart come
+// out of the cache's transform equal to what was decoded, without managed fields, their
+// inventories' repeated strings one copy.
+func TestTheHubCachesVidraResourcesWithSharedStrings(t *testing.T) {
+	transform := vidraresource.CompactCached(intern.NewTable(64))
+	decoded := func(name string) *vidrav1alpha1.VidraResource {
+		vr := &vidrav1alpha1.VidraResource{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"sync": "s"}, Annotations: map[string]string{"digest": name},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+			Spec: vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "site-1", Namespace: "apps"}},
+			Status: vidrav1alpha1.VidraResourceStatus{
+				Conditions:       []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied " + name}},
+				ManagedResources: []vidrav1alpha1.ManagedResource{{Kind: "ConfigMap", APIVersion: "v1", Name: "cm", Namespace: "apps", Status: "Applied"}},
+			},
+		}
+		data, err := json.Marshal(vr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &vidrav1alpha1.VidraResource{}
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var cached []*vidrav1alpha1.VidraResource
+	for _, name := range []string{"a", "b"} {
+		vr := decoded(name)
+		want := vr.DeepCopy()
+		want.ManagedFields = nil
+		got, err := transform(vr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("cached %+v, decoded %+v", got, want)
+		}
+		cached = append(cached, got.(*vidrav1alpha1.VidraResource))
+	}
+	a, b := cached[0].Status.ManagedResources[0], cached[1].Status.ManagedResources[0]
+	for _, pair := range [][2]string{{a.Kind, b.Kind}, {a.Name, b.Name}, {a.Namespace, b.Namespace}, {cached[0].Spec.Destination.Cluster, cached[1].Spec.Destination.Cluster}} {
+		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+			t.Errorf("%q is held twice", pair[0])
+		}
+	}
+}
