@@ -152,14 +152,18 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 	if err != nil {
 		return m, err
 	}
+	fields := []struct {
+		prefix string
+		into   *float64
+	}{{"VmRSS:", &m.rssMiB}, {"VmHWM:", &m.peakRSSMiB}}
 	for line := range strings.SplitSeq(string(status), "\n") {
-		for field, into := range map[string]*float64{"VmRSS:": &m.rssMiB, "VmHWM:": &m.peakRSSMiB} {
-			if rest, ok := strings.CutPrefix(line, field); ok {
+		for _, field := range fields {
+			if rest, ok := strings.CutPrefix(line, field.prefix); ok {
 				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 				if err != nil {
 					return m, err
 				}
-				*into = kb / 1024
+				*field.into = kb / 1024
 			}
 		}
 	}

@@ -18,11 +18,11 @@ import (
 // that differ in a few strings.
 func CompactCached(table *intern.Table) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
+		obj, err := apply.TrimCached(obj)
 		vr, ok := obj.(*vidrav1alpha1.VidraResource)
-		if !ok {
-			return apply.TrimCached(obj)
+		if err != nil || !ok {
+			return obj, err
 		}
-		vr.ManagedFields = nil
 		s := table.String
 		for k, v := range vr.Labels { // in place: a map built anew would cost more than it saves
 			vr.Labels[k] = s(v)
