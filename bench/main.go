@@ -21,12 +21,14 @@ import (
 
 // settings are the bench's size.
 type settings struct {
-	Members      int `json:"members"`
-	Resources    int `json:"resourcesPerMember"`
-	Objects      int `json:"objectsPerResource"`
-	Workers      int `json:"workers"`
-	DriftSamples int `json:"driftSamples"`
-	Cycles       int `json:"engageCycles"`
+	Members   int `json:"members"`
+	Resources int `json:"resourcesPerMember"`
+	Objects   int `json:"objectsPerResource"`
+	Workers   int `json:"workers"`
+	// PerClusterWorkers is how many of the workers one member holds at once.
+	PerClusterWorkers int `json:"perClusterWorkers"`
+	DriftSamples      int `json:"driftSamples"`
+	Cycles            int `json:"engageCycles"`
 	// The bulk workload: many VidraResources of more objects on one member.
 	BulkResources int `json:"bulkResources"`
 	BulkObjects   int `json:"bulkObjectsPerResource"`
@@ -63,6 +65,7 @@ func main() {
 	flag.IntVar(&s.Resources, "resources", 10, "VidraResources per member.")
 	flag.IntVar(&s.Objects, "objects", 10, "Objects (ConfigMaps) per VidraResource.")
 	flag.IntVar(&s.Workers, "workers", 10, "Concurrency: the operator's --max-concurrent-reconciles, and the limit client's workers.")
+	flag.IntVar(&s.PerClusterWorkers, "per-cluster-workers", 5, "The operator's --max-concurrent-reconciles-per-cluster: most of the workers one member holds at once (the operator's default, 5).")
 	flag.IntVar(&s.DriftSamples, "drift-samples", 20, "Objects changed by hand to time drift repair.")
 	flag.IntVar(&s.Cycles, "cycles", 100, "Engage/disengage cycles of the leak check.")
 	flag.IntVar(&s.BulkResources, "bulk-resources", 200, "VidraResources of the bulk workload, all on the first member; 0 skips it.")

@@ -101,7 +101,8 @@ func (b *bench) launchOperator(ctx context.Context, label string, resync time.Du
 // vidraCommand is bin/vidra against the hub as the bench runs it, with more flags.
 func (b *bench) vidraCommand(kubeconfig string, resync time.Duration, flags ...string) *exec.Cmd {
 	args := append([]string{"--kubeconfig=" + kubeconfig, "--hub-id=bench", "--cluster-secret-namespace=" + namespace,
-		"--max-concurrent-reconciles=" + strconv.Itoa(b.Workers), "--resync-interval=" + resync.String(), "--zap-log-level=error"}, flags...)
+		"--max-concurrent-reconciles=" + strconv.Itoa(b.Workers),
+		"--max-concurrent-reconciles-per-cluster=" + strconv.Itoa(b.PerClusterWorkers), "--resync-interval=" + resync.String(), "--zap-log-level=error"}, flags...)
 	return exec.Command(filepath.Join(b.root, "bin", "vidra"), args...)
 }
 

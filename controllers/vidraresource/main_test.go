@@ -2,6 +2,7 @@ package vidraresource_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,7 @@ var engaged interface {
 }
 
 // limiters are the engaged clusters' rate limiters: they count, and never throttle.
-var limiters = &countingLimiters{counts: map[multicluster.ClusterName]*atomic.Int64{}}
+var limiters = &countingLimiters{counts: map[multicluster.ClusterName]*atomic.Int64{}, refused: map[multicluster.ClusterName]*atomic.Bool{}}
 
 func TestMain(m *testing.M) {
 	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{Configure: func(o *operator.Options) { o.ClusterRateLimiter = limiters.forCluster }},
@@ -54,33 +55,48 @@ func TestMain(m *testing.M) {
 }
 
 // countingLimiters give each engaged cluster a rate limiter that counts the requests
-// passing it.
+// passing it; refuse makes a cluster's requests fail before they are sent (the cluster's
+// probe passes no limiter, so the cluster stays engaged).
 type countingLimiters struct {
-	mu     sync.Mutex
-	counts map[multicluster.ClusterName]*atomic.Int64
+	mu      sync.Mutex
+	counts  map[multicluster.ClusterName]*atomic.Int64
+	refused map[multicluster.ClusterName]*atomic.Bool
 }
 
 func (c *countingLimiters) forCluster(name multicluster.ClusterName) flowcontrol.RateLimiter {
-	return countingLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(), n: c.counter(name)}
+	n, refused := c.counter(name)
+	return countingLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(), n: n, refused: refused}
+}
+
+// refuse fails every request of the operator to cluster name that waits for its limiter,
+// until lift is called or the test ends.
+func (c *countingLimiters) refuse(t testing.TB, name string) (lift func()) {
+	_, refused := c.counter(multicluster.ClusterName(name))
+	refused.Store(true)
+	lift = func() { refused.Store(false) }
+	t.Cleanup(lift)
+	return lift
 }
 
 // count is how many requests to the cluster have passed its limiters so far.
 func (c *countingLimiters) count(name string) int64 {
-	return c.counter(multicluster.ClusterName(name)).Load()
+	n, _ := c.counter(multicluster.ClusterName(name))
+	return n.Load()
 }
 
-func (c *countingLimiters) counter(name multicluster.ClusterName) *atomic.Int64 {
+func (c *countingLimiters) counter(name multicluster.ClusterName) (*atomic.Int64, *atomic.Bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.counts[name] == nil {
-		c.counts[name] = new(atomic.Int64)
+		c.counts[name], c.refused[name] = new(atomic.Int64), new(atomic.Bool)
 	}
-	return c.counts[name]
+	return c.counts[name], c.refused[name]
 }
 
 type countingLimiter struct {
 	flowcontrol.RateLimiter
-	n *atomic.Int64
+	n       *atomic.Int64
+	refused *atomic.Bool
 }
 
 func (l countingLimiter) TryAccept() bool {
@@ -92,5 +108,10 @@ func (l countingLimiter) Accept() { l.n.Add(1) }
 
 func (l countingLimiter) Wait(context.Context) error {
 	l.n.Add(1)
+	if l.refused.Load() {
+		return errRefusedByTest
+	}
 	return nil
 }
+
+var errRefusedByTest = errors.New("request refused by the test")

@@ -75,6 +75,8 @@ func (r *Reconciler) checkPlacement(ctx context.Context, d *delivery) *outcome {
 
 func (r *Reconciler) stallRefused(d *delivery, denied refusal) *outcome {
 	if denied.err != nil {
+		// Not refused: shown as failing until a retry can judge the bundle.
+		markNotReady(d.vr, vidrav1alpha1.ReasonApplyFailed, denied.err.Error())
 		return stop(ctrl.Result{}, denied.err)
 	}
 	if denied.why == "" {

@@ -131,8 +131,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !r.owned(ctx, vr) || (r.Selector != nil && !r.Selector.Matches(labels.Set(vr.Labels))) {
 		return ctrl.Result{}, nil
 	}
-	// Its cluster holds its share of the workers already: looked at again soon, without
-	// holding one meanwhile.
+	// Its cluster holds its share of the workers already: looked at again when the
+	// cluster gives one back, or soon in any case, without holding one meanwhile.
 	release, ok := r.slotFor(vr)
 	if !ok {
 		return ctrl.Result{RequeueAfter: fairshare.Retry(fairshare.BusyRetry)}, nil

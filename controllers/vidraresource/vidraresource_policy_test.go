@@ -8,7 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -82,5 +84,37 @@ func TestDeliveryPolicyRefusesABundleWhole(t *testing.T) {
 	}
 	if !exists(t, m, &corev1.ConfigMap{}, "policy-ok", "allowed") {
 		t.Error("a refused VidraResource pruned what it had delivered")
+	}
+}
+
+// A bundle whose kinds cannot be looked up on its cluster (discovery fails) is neither
+// refused nor applied: it shows the failure on its Ready condition, is not Stalled, and
+// is delivered once discovery answers again.
+func TestAPolicyCheckThatCannotMapIsRetriedNotRefused(t *testing.T) {
+	m := fleet.Members[1]
+	testoperator.SetPolicy(t, fleet.Hub.Client, m.Name, map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: "policy-unmappable"})
+	t.Cleanup(func() { testoperator.SetPolicy(t, fleet.Hub.Client, m.Name, nil) })
+	// A group the operator has not looked up on this cluster yet: its first lookup asks
+	// the cluster's discovery.
+	m.ServeKind(t, "unmappable.test.vidra.io", "Gadget", apiextensionsv1.NamespaceScoped)
+	lift := limiters.refuse(t, m.Name)
+
+	deliver(t, "policy-unmappable", vidrav1alpha1.Destination{Cluster: m.Name, Namespace: "policy-unmappable"},
+		"apiVersion: unmappable.test.vidra.io/v1\nkind: Gadget\nmetadata: {name: g, namespace: policy-unmappable}\nspec: {size: 1}\n")
+	vr := condition(t, "policy-unmappable", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonApplyFailed)
+	if msg := conditionMessage(vr, vidrav1alpha1.ConditionReady); !strings.Contains(msg, "delivery policy") || !strings.Contains(msg, errRefusedByTest.Error()) {
+		t.Errorf("Ready says %q; want the failed lookup named", msg)
+	}
+	if msg := conditionMessage(vr, vidrav1alpha1.ConditionStalled); msg != "" {
+		t.Errorf("a bundle that could not be judged is Stalled: %q", msg)
+	}
+
+	lift()
+	ready(t, "policy-unmappable")
+	gadget := &unstructured.Unstructured{}
+	gadget.SetAPIVersion("unmappable.test.vidra.io/v1")
+	gadget.SetKind("Gadget")
+	if !exists(t, m, gadget, "policy-unmappable", "g") {
+		t.Error("the Gadget was not applied once discovery answered")
 	}
 }

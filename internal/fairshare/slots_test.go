@@ -82,3 +82,37 @@ func TestSourceKeyIsTheServer(t *testing.T) {
 		}
 	}
 }
+
+func TestATurnedAwayItemIsWokenOnceWhenItsKeyGivesASlotBack(t *testing.T) {
+	var s Slots[string]
+	release, ok := s.TakeOrWait("busy", 1, "first", nil)
+	if !ok {
+		t.Fatal("a free slot was refused")
+	}
+	var woken []string
+	wake := func(name string) func() { return func() { woken = append(woken, name) } }
+	for _, waiter := range []string{"second", "third", "second"} { // turned away twice: woken once
+		if _, ok := s.TakeOrWait("busy", 1, waiter, wake(waiter)); ok {
+			t.Fatalf("%s took a slot over the limit", waiter)
+		}
+	}
+	if _, ok := s.TakeOrWait("other", 1, "elsewhere", wake("elsewhere")); !ok {
+		t.Fatal("another key was refused")
+	}
+	release()
+	if len(woken) != 1 || woken[0] != "second" {
+		t.Fatalf("woken %v on the first slot given back, want [second]", woken)
+	}
+	// third takes the slot given back before second comes for it: it is not woken later.
+	releaseThird, ok := s.TakeOrWait("busy", 1, "third", wake("third"))
+	if !ok {
+		t.Fatal("a free slot was refused")
+	}
+	releaseThird()
+	if len(woken) != 1 {
+		t.Fatalf("woken %v; want no one more: third went on its own, and second was woken already", woken)
+	}
+	if _, ok := s.TakeOrWait("busy", 1, "second", wake("second")); !ok {
+		t.Fatal("the woken item was refused the free slot")
+	}
+}
