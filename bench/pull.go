@@ -103,6 +103,8 @@ type pullAgent struct {
 	stop    context.CancelFunc
 	agent   *testoperator.Operator
 	log     *os.File
+	// secret enrolled the cluster; deleted once the phase is done.
+	secret *corev1.Secret
 }
 
 // measurePull enrolls pull clusters, runs their agents, delivers a few bundles to each,
@@ -137,6 +139,9 @@ func (b *bench) measurePull(ctx context.Context, r *results) error {
 			case <-time.After(30 * time.Second):
 			}
 			_ = a.log.Close()
+			// Unenrolled, lest its agent's silence turn it Unreachable (a hub write) in the
+			// middle of a later phase's idle window.
+			_ = b.fleet.Hub.Client.Delete(context.WithoutCancel(ctx), a.secret)
 		}
 	}()
 	for _, m := range b.members[:n] {
@@ -219,7 +224,8 @@ func (b *bench) startPullAgent(ctx context.Context, m *testfleet.Cluster) (*pull
 	if _, err := pull.Enroll(ctx, b.fleet.Hub.Client, m.Client, e); err != nil {
 		return nil, fmt.Errorf("enroll %s: %w", a.cluster, err)
 	}
-	if err := b.fleet.Hub.Client.Create(ctx, e.EnrollmentSecret()); err != nil {
+	a.secret = e.EnrollmentSecret()
+	if err := b.fleet.Hub.Client.Create(ctx, a.secret); err != nil {
 		return nil, err
 	}
 	// The agent learns the hub's ID from the hub on its first start; it looks every 5s.
