@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -170,6 +171,20 @@ func getSync(t testing.TB, name string) *vidrav1alpha1.InfrahubSync {
 		t.Fatal(err)
 	}
 	return ihs
+}
+
+// updateSync changes the InfrahubSync's spec as a person would: read, change, write,
+// and again when the controller's status write came in between.
+func updateSync(t testing.TB, name string, change func(*vidrav1alpha1.InfrahubSync)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ihs := getSync(t, name)
+		change(ihs)
+		return fleet.Hub.Client.Update(context.Background(), ihs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // syncCondition waits until the InfrahubSync's condition has status and reason for its

@@ -130,11 +130,7 @@ func TestASyncOnlyTouchesItsOwnVidraResources(t *testing.T) {
 
 	// Take one name away from the sync: delete it while the sync is suspended, and put a
 	// VidraResource of one's own in its place, with the sync's label.
-	ihs := getSync(t, "squatted")
-	ihs.Spec.Suspend = true
-	if err := fleet.Hub.Client.Update(ctx, ihs); err != nil {
-		t.Fatal(err)
-	}
+	updateSync(t, "squatted", func(ihs *vidrav1alpha1.InfrahubSync) { ihs.Spec.Suspend = true })
 	syncCondition(t, "squatted", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonSuspended)
 	taken := vrs[0].Name
 	if err := fleet.Hub.Client.Delete(ctx, &vrs[0]); err != nil {
@@ -156,12 +152,8 @@ func TestASyncOnlyTouchesItsOwnVidraResources(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = fleet.Hub.Client.Delete(ctx, mine) })
 
-	ihs = getSync(t, "squatted")
-	ihs.Spec.Suspend = false
-	if err := fleet.Hub.Client.Update(ctx, ihs); err != nil {
-		t.Fatal(err)
-	}
-	ihs = syncCondition(t, "squatted", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonArtifactFailed)
+	updateSync(t, "squatted", func(ihs *vidrav1alpha1.InfrahubSync) { ihs.Spec.Suspend = false })
+	ihs := syncCondition(t, "squatted", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonArtifactFailed)
 	if !containsAll(readyMessage(ihs), taken, "was not made by this InfrahubSync") {
 		t.Errorf("Ready message = %q", readyMessage(ihs))
 	}
@@ -181,7 +173,6 @@ func TestASyncOnlyTouchesItsOwnVidraResources(t *testing.T) {
 // The template's fields reach every VidraResource the sync makes and follow changes of
 // the template; syncs that change nothing leave the VidraResources as they are.
 func TestTheTemplateShapesTheVidraResources(t *testing.T) {
-	ctx := context.Background()
 	s := newInfrahub(t, "templated", infrahubtest.Options{})
 	putSites(s, "main", "ihs-templated", "v1", "paris", "lyon")
 	newSync(t, "templated", "templated", s, withCluster(fleet.Members[0].Name), func(ihs *vidrav1alpha1.InfrahubSync) {
@@ -209,11 +200,9 @@ func TestTheTemplateShapesTheVidraResources(t *testing.T) {
 	}
 
 	// A changed template reaches them.
-	ihs := getSync(t, "templated")
-	ihs.Spec.Template.VMRollout.Strategy = vidrav1alpha1.VMRolloutImmediate
-	if err := fleet.Hub.Client.Update(ctx, ihs); err != nil {
-		t.Fatal(err)
-	}
+	updateSync(t, "templated", func(ihs *vidrav1alpha1.InfrahubSync) {
+		ihs.Spec.Template.VMRollout.Strategy = vidrav1alpha1.VMRolloutImmediate
+	})
 	testfleet.Eventually(t, 30*time.Second, "template change applied", func() (bool, error) {
 		for _, vr := range resourcesOf(t, "templated") {
 			if vr.Spec.VMRollout == nil || vr.Spec.VMRollout.Strategy != vidrav1alpha1.VMRolloutImmediate {

@@ -1,7 +1,6 @@
 package infrahubsync_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -88,7 +87,6 @@ func TestContentThatDoesNotMatchItsChecksumIsRefused(t *testing.T) {
 // A listing with no artifact at all removes nothing — a typo in artefactName must not
 // wipe a fleet — unless allowEmpty says an empty listing means it.
 func TestAnEmptyListingRemovesNothingUnlessAllowed(t *testing.T) {
-	ctx := context.Background()
 	member := fleet.Members[1]
 	s := newInfrahub(t, "emptied", infrahubtest.Options{})
 	const ns = "ihs-emptied"
@@ -107,10 +105,7 @@ func TestAnEmptyListingRemovesNothingUnlessAllowed(t *testing.T) {
 		t.Fatal("an empty listing removed what was delivered")
 	}
 
-	ihs.Spec.AllowEmpty = true
-	if err := fleet.Hub.Client.Update(ctx, ihs); err != nil {
-		t.Fatal(err)
-	}
+	updateSync(t, "emptied", func(ihs *vidrav1alpha1.InfrahubSync) { ihs.Spec.AllowEmpty = true })
 	allReady(t, "emptied", 0)
 	waitValue(t, member, ns, "paris", "")
 	syncReady(t, "emptied")

@@ -12,5 +12,8 @@ func (r *Reconciler) slotFor(obj Object) (release func(), ok bool) {
 	if obj.Options().Suspend {
 		return func() {}, true
 	}
-	return r.bySource.Take(fairshare.SourceKey(obj.SourceURL()), r.PerSourceSyncs)
+	if r.wakes == nil {
+		return r.bySource.Take(fairshare.SourceKey(obj.SourceURL()), r.PerSourceSyncs)
+	}
+	return r.bySource.TakeOrWait(fairshare.SourceKey(obj.SourceURL()), r.PerSourceSyncs, obj.GetName(), r.wakes.Wake(obj.GetName()))
 }
