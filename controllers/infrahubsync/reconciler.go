@@ -63,8 +63,6 @@ type Reconciler struct {
 	// is missing, no sync is delivered. Nil: none are required.
 	Guards   *admissionguard.Checker
 	bySource fairshare.Slots[string]
-	// wakes requeues a sync turned away as soon as its Infrahub gives a worker back.
-	wakes fanout.Wakes
 
 	sourcesOnce sync.Once
 	srcs        *sources
@@ -130,10 +128,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	// Its Infrahub holds its share of the workers already: looked at again when the
-	// Infrahub gives one back, or soon in any case, without holding one meanwhile.
+	// Its Infrahub holds its share of the workers already: looked at again soon, without
+	// holding one meanwhile.
 	if !ihs.Spec.Suspend {
-		release, ok := r.takeSlot(ihs)
+		release, ok := r.bySource.Take(fairshare.SourceKey(ihs.Spec.Source.InfrahubAPIURL), r.PerSourceSyncs)
 		if !ok {
 			return ctrl.Result{RequeueAfter: fairshare.Retry(fairshare.BusyRetry)}, nil
 		}

@@ -10,10 +10,8 @@ import (
 // SetupWithManager registers the controller with the hub's manager, watched as every
 // sync kind's is (fanout.Controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	r.wakes = fanout.NewWakes()
 	return fanout.Controller{
 		Kind:                    vidrav1alpha1.LookupSyncKind("InfrahubSync"),
-		Wakes:                   r.wakes,
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		Guards:                  r.Guards.Objects(),
 	}.Setup(mgr, r)

@@ -64,10 +64,8 @@ type Reconciler struct {
 	// once, of the kind's workers (0: no bound).
 	PerSourceSyncs int
 
-	// bySource counts the workers each source's server holds; wakes requeues a sync
-	// turned away as soon as its server gives a worker back.
+	// bySource counts the workers each source's server holds.
 	bySource fairshare.Slots[string]
-	wakes    fanout.Wakes
 
 	// written holds, per sync, the resourceVersion of this process's last status write:
 	// a rollout decides from its status, which a lagging cache must not roll back.
@@ -119,8 +117,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	// Its source's server holds its share of the workers already: looked at again when
-	// the server gives one back, or soon in any case, without holding one meanwhile.
+	// Its source's server holds its share of the workers already: looked at again soon,
+	// without holding one meanwhile.
 	release, ok := r.slotFor(obj)
 	if !ok {
 		return ctrl.Result{RequeueAfter: fairshare.Retry(fairshare.BusyRetry)}, nil

@@ -9,10 +9,8 @@ import (
 // SetupWithManager registers the kind's controller, watched as every sync kind's is
 // (fanout.Controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	r.wakes = fanout.NewWakes()
 	return fanout.Controller{
 		Kind:                    r.Kind,
-		Wakes:                   r.wakes,
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		Guards:                  r.Guards.Objects(),
 	}.Setup(mgr, r)

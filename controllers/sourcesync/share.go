@@ -12,8 +12,5 @@ func (r *Reconciler) slotFor(obj Object) (release func(), ok bool) {
 	if obj.Options().Suspend {
 		return func() {}, true
 	}
-	if r.wakes == nil {
-		return r.bySource.Take(fairshare.SourceKey(obj.SourceURL()), r.PerSourceSyncs)
-	}
-	return r.bySource.TakeOrWait(fairshare.SourceKey(obj.SourceURL()), r.PerSourceSyncs, obj.GetName(), r.wakes.Wake(obj.GetName()))
+	return r.bySource.Take(fairshare.SourceKey(obj.SourceURL()), r.PerSourceSyncs)
 }

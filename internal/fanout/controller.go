@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
@@ -37,22 +36,6 @@ type Controller struct {
 	// Guards are objects of the kinds of the hub's admission policies and bindings: a
 	// change of one requeues every sync, which waits while one is missing.
 	Guards []client.Object
-	// Wakes, when set, requeues the syncs named on it (see Wakes).
-	Wakes Wakes
-}
-
-// Wakes requeues syncs by name from outside their watches: a sync turned away because
-// its source's server holds its share of the workers is woken when a slot is given back.
-type Wakes chan event.GenericEvent
-
-// NewWakes makes a Wakes with room for a burst of wakes before its controller reads them.
-func NewWakes() Wakes { return make(Wakes, 256) }
-
-// Wake is a function that requeues the sync name.
-func (w Wakes) Wake(name string) func() {
-	return func() {
-		w <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}}
-	}
 }
 
 // Setup registers r as the kind's controller. It reconciles a sync when its spec changes
@@ -83,9 +66,6 @@ func (c Controller) Setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 		Watches(&vidrav1alpha1.VidraResource{}, handler.EnqueueRequestsFromMapFunc(c.rolloutOf(hub)), builder.WithPredicates(HealthChanged(c.Kind.Label)))
 	for _, o := range c.Guards {
 		b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(c.every(hub)))
-	}
-	if c.Wakes != nil {
-		b = b.WatchesRawSource(source.Channel(c.Wakes, &handler.EnqueueRequestForObject{}))
 	}
 	err := b.WithOptions(controller.Options{
 		MaxConcurrentReconciles: c.MaxConcurrentReconciles,
