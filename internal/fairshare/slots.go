@@ -104,11 +104,7 @@ func (s *Slots[K]) release(key K) (wake func()) {
 	}
 	first := w.order[0]
 	wake = w.wakes[first]
-	w.order = w.order[1:]
-	delete(w.wakes, first)
-	if len(w.order) == 0 {
-		delete(s.waiting, key)
-	}
+	s.unqueue(key, first)
 	return wake
 }
 
