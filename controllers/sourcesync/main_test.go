@@ -3,6 +3,7 @@ package sourcesync_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,4 +37,9 @@ const (
 
 func smallBounds(o *operator.Options) {
 	o.SourceMaxFiles, o.GitMaxRepoBytes, o.OCIMaxArtifactBytes = maxFiles, maxRepo, maxArtifact
+	// The repository of real size holds CRDs with schemas of megabytes, which a member's
+	// API server, with other packages' control planes beside it, took over 2 s to apply
+	// again and again (the other packages' operators run with 2 s): nothing here times a
+	// hung member.
+	o.RequestTimeout = 10 * time.Second
 }

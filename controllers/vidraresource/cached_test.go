@@ -20,12 +20,16 @@ func TestTheHubCachesVidraResourcesWithSharedStrings(t *testing.T) {
 	transform := vidraresource.CompactCached(intern.NewTable(64))
 	decoded := func(name string) *vidrav1alpha1.VidraResource {
 		vr := &vidrav1alpha1.VidraResource{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"sync": "s"}, Annotations: map[string]string{"digest": name},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"sync": "s"}, Annotations: map[string]string{"digest": name, vidrav1alpha1.ArtifactNameAnnotation: "artifact"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 			Spec: vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "site-1", Namespace: "apps"}},
 			Status: vidrav1alpha1.VidraResourceStatus{
-				Conditions:       []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied " + name}},
-				ManagedResources: []vidrav1alpha1.ManagedResource{{Kind: "ConfigMap", APIVersion: "v1", Name: "cm", Namespace: "apps", Status: "Applied"}},
+				Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied " + name}},
+				ManagedResources: []vidrav1alpha1.ManagedResource{
+					{Kind: "ConfigMap", APIVersion: "v1", Name: "cm", Namespace: "apps", Status: "Current", Message: "Resource is always ready"},
+					{Kind: "ConfigMap", APIVersion: "v1", Name: "cm-2", Namespace: "apps", Status: "Current"},
+					{Kind: "ConfigMap", APIVersion: "v1", Name: "cm-3", Namespace: "apps", Status: "Current"},
+				},
 			},
 		}
 		data, err := json.Marshal(vr)
@@ -53,9 +57,18 @@ func TestTheHubCachesVidraResourcesWithSharedStrings(t *testing.T) {
 		cached = append(cached, got.(*vidrav1alpha1.VidraResource))
 	}
 	a, b := cached[0].Status.ManagedResources[0], cached[1].Status.ManagedResources[0]
-	for _, pair := range [][2]string{{a.Kind, b.Kind}, {a.Name, b.Name}, {a.Namespace, b.Namespace}, {cached[0].Spec.Destination.Cluster, cached[1].Spec.Destination.Cluster}} {
+	annotation := func(vr *vidrav1alpha1.VidraResource) string {
+		return vr.Annotations[vidrav1alpha1.ArtifactNameAnnotation]
+	}
+	for _, pair := range [][2]string{
+		{a.Kind, b.Kind}, {a.Name, b.Name}, {a.Namespace, b.Namespace}, {a.Message, b.Message},
+		{cached[0].Spec.Destination.Cluster, cached[1].Spec.Destination.Cluster}, {annotation(cached[0]), annotation(cached[1])},
+	} {
 		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
 			t.Errorf("%q is held twice", pair[0])
 		}
+	}
+	if inventory := cached[0].Status.ManagedResources; cap(inventory) != len(inventory) {
+		t.Errorf("an inventory of %d entries is held in a slice of %d", len(inventory), cap(inventory))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/flowcontrol"
@@ -47,8 +48,17 @@ var engaged interface {
 // limiters are the engaged clusters' rate limiters: they count, and never throttle.
 var limiters = &countingLimiters{counts: map[multicluster.ClusterName]*atomic.Int64{}, refused: map[multicluster.ClusterName]*atomic.Bool{}}
 
+// configure counts the engaged clusters' requests. The bundle of real size holds CRDs with
+// schemas of megabytes, which a member's API server, with other packages' control planes
+// beside it, took over 2 s to apply again and again (the other packages' operators run
+// with 2 s); a paused member here is waited for, never timed.
+func configure(o *operator.Options) {
+	o.ClusterRateLimiter = limiters.forCluster
+	o.RequestTimeout = 10 * time.Second
+}
+
 func TestMain(m *testing.M) {
-	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{Configure: func(o *operator.Options) { o.ClusterRateLimiter = limiters.forCluster }},
+	os.Exit(testoperator.Main(m, testfleet.Options{Members: 2, ControllerManager: true}, testoperator.Options{Configure: configure},
 		func(f *testfleet.Fleet, op *testoperator.Operator) {
 			fleet, registry, watches, store, engaged = f, op.Registry, op.Watches, op.Content, op.Manager
 		}))

@@ -6,11 +6,11 @@ import (
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 
 	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/objectversion"
 	"github.com/vidra-operator/vidra/internal/ownership"
 )
 
@@ -39,10 +39,10 @@ type declaration [sha256.Size]byte
 // memoEntry is the resourceVersion an owner's last apply left an object at and a digest
 // of what it declared, whether or not it declares the owners set; and when it does, what
 // a later apply reads of the object: its UID, owners set, label and apply manager. The
-// owners set and the manager repeat across the objects of a bundle, so are interned.
+// owners set and the manager repeat across the objects of a bundle, so are interned;
+// the UID and resourceVersion are packed.
 type memoEntry struct {
-	resourceVersion      string
-	uid                  types.UID
+	version              objectversion.Version
 	declared             declaration
 	owners, fieldManager unique.Handle[string]
 	declaresOwners       bool
@@ -68,7 +68,7 @@ func (e memoEntry) object(ref inventory.Ref) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(ref.GVK)
 	obj.Namespace, obj.Name = ref.Namespace, ref.Name
-	obj.UID, obj.ResourceVersion = e.uid, e.resourceVersion
+	obj.UID, obj.ResourceVersion = e.version.UID(), e.version.ResourceVersion()
 	obj.Annotations = map[string]string{vidrav1alpha1.OwnersAnnotation: e.owners.Value()}
 	if e.managed {
 		obj.Labels = map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}
@@ -88,7 +88,7 @@ func (m *Memo) unchanged(owner string, ref inventory.Ref, declared declaration, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	entry, ok := m.entries[memoKey{owner, ref.Key()}]
-	return ok && entry.declared == declared && entry.resourceVersion == resourceVersion
+	return ok && entry.declared == declared && entry.version.ResourceVersion() == resourceVersion
 }
 
 // remember keeps the object as owner's apply (by fieldManager) left it; when that apply
@@ -102,10 +102,10 @@ func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *meta
 		m.forget(owner, ref)
 		return
 	}
-	entry := memoEntry{resourceVersion: obj.ResourceVersion, declared: declared}
+	entry := memoEntry{version: objectversion.Of("", obj.ResourceVersion), declared: declared}
 	if ownership.AppliesOwners(obj, fieldManager) {
 		entry.declaresOwners = true
-		entry.uid, entry.fieldManager = obj.UID, unique.Make(fieldManager)
+		entry.version, entry.fieldManager = objectversion.Of(obj.UID, obj.ResourceVersion), unique.Make(fieldManager)
 		entry.owners = unique.Make(obj.Annotations[vidrav1alpha1.OwnersAnnotation])
 		entry.managed = ownership.IsManaged(obj)
 	}
