@@ -86,10 +86,10 @@ func compactInventory(from []vidrav1alpha1.ManagedResource, s func(string) strin
 		return from
 	}
 	out := make([]vidrav1alpha1.ManagedResource, len(from))
-	for i, m := range from {
-		out[i] = vidrav1alpha1.ManagedResource{
-			Kind: s(m.Kind), APIVersion: s(m.APIVersion), Name: s(m.Name), Namespace: s(m.Namespace), Status: s(m.Status), Message: s(m.Message),
-		}
+	copy(out, from) // whole entries: a field added to ManagedResource is kept too
+	for i := range out {
+		m := &out[i]
+		m.Kind, m.APIVersion, m.Name, m.Namespace, m.Status, m.Message = s(m.Kind), s(m.APIVersion), s(m.Name), s(m.Namespace), s(m.Status), s(m.Message)
 	}
 	return out
 }
