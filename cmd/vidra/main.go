@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	"k8s.io/client-go/rest"
@@ -51,6 +52,7 @@ func run(ctx context.Context, args []string) int {
 }
 
 func start(ctx context.Context, log logr.Logger, opts options) (retErr error) {
+	setMemoryLimit(log, memlimit.FromCgroup)
 	stopTracing, err := tracing.Setup(ctx, tracing.Options{Endpoint: opts.otlpEndpoint})
 	if err != nil {
 		return err

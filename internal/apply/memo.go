@@ -2,6 +2,7 @@ package apply
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"sync"
 	"unique"
 
@@ -31,22 +32,49 @@ type Memo struct {
 	entries map[memoKey]memoEntry
 }
 
-type memoKey struct{ owner, object string }
+// memoKey is a digest of an owner and an object it applies: a fleet's memos key every
+// managed object, and a digest takes less than the strings, and no allocation of its
+// own. Its 128 bits of SHA-256 cannot be made to collide by whoever names the objects.
+type memoKey [16]byte
 
-// declaration is a digest of what an apply declared; the zero value stands for none.
-type declaration [sha256.Size]byte
+func keyOf(owner string, ref inventory.Ref) memoKey {
+	parts := make([]byte, 0, 256) // on the stack for all but the longest names
+	for _, s := range []string{owner, ref.GVK.Group, ref.GVK.Kind, ref.Namespace, ref.Name} {
+		parts = binary.AppendUvarint(parts, uint64(len(s))) // so that parts cannot run into each other
+		parts = append(parts, s...)
+	}
+	sum := sha256.Sum256(parts)
+	return memoKey(sum[:len(memoKey{})])
+}
+
+// declaration is a digest of what an apply declared (128 bits of SHA-256, as for
+// memoKey); the zero value stands for none.
+type declaration [16]byte
 
 // memoEntry is the resourceVersion an owner's last apply left an object at and a digest
 // of what it declared, whether or not it declares the owners set; and when it does, what
 // a later apply reads of the object: its UID, owners set, label and apply manager. The
-// owners set and the manager repeat across the objects of a bundle, so are interned;
-// the UID and resourceVersion are packed.
+// UID and resourceVersion are packed, and the owner is kept as a digest, for Forget: a
+// fleet's every managed object has an entry. An owners set of the owner alone, as most
+// are, is kept as soleOwner; any other, and the manager, are interned, as the objects of
+// a bundle share them.
 type memoEntry struct {
 	version              objectversion.Version
 	declared             declaration
+	owner                ownerDigest
 	owners, fieldManager unique.Handle[string]
 	declaresOwners       bool
-	managed              bool
+	soleOwner, managed   bool
+}
+
+// ownerDigest tells the owners of a memo's entries apart for Forget: two owners of one
+// digest would forget each other's objects together, which costs their next applies a
+// read each, nothing more.
+type ownerDigest uint64
+
+func digestOfOwner(owner string) ownerDigest {
+	sum := sha256.Sum256([]byte(owner))
+	return ownerDigest(binary.LittleEndian.Uint64(sum[:]))
 }
 
 // recall returns the object as owner's apply left it, or nil.
@@ -54,22 +82,27 @@ func (m *Memo) recall(owner string, ref inventory.Ref) *metav1.PartialObjectMeta
 	if m == nil {
 		return nil
 	}
+	key := keyOf(owner, ref)
 	m.mu.Lock()
-	entry, ok := m.entries[memoKey{owner, ref.Key()}]
+	entry, ok := m.entries[key]
 	m.mu.Unlock()
 	if !ok || !entry.declaresOwners {
 		return nil
 	}
-	return entry.object(ref)
+	return entry.object(owner, ref)
 }
 
 // object is the object's metadata as a later apply reads it.
-func (e memoEntry) object(ref inventory.Ref) *metav1.PartialObjectMetadata {
+func (e memoEntry) object(owner string, ref inventory.Ref) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(ref.GVK)
 	obj.Namespace, obj.Name = ref.Namespace, ref.Name
 	obj.UID, obj.ResourceVersion = e.version.UID(), e.version.ResourceVersion()
-	obj.Annotations = map[string]string{vidrav1alpha1.OwnersAnnotation: e.owners.Value()}
+	owners := ownership.SetOf(owner) // a zero handle has no value
+	if !e.soleOwner {
+		owners = e.owners.Value()
+	}
+	obj.Annotations = map[string]string{vidrav1alpha1.OwnersAnnotation: owners}
 	if e.managed {
 		obj.Labels = map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}
 	}
@@ -85,10 +118,11 @@ func (m *Memo) unchanged(owner string, ref inventory.Ref, declared declaration, 
 	if m == nil || declared == (declaration{}) || resourceVersion == "" {
 		return false
 	}
+	key := keyOf(owner, ref)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	entry, ok := m.entries[memoKey{owner, ref.Key()}]
-	return ok && entry.declared == declared && entry.version.ResourceVersion() == resourceVersion
+	entry, ok := m.entries[key]
+	return ok && entry.declared == declared && entry.version.HasResourceVersion(resourceVersion)
 }
 
 // remember keeps the object as owner's apply (by fieldManager) left it; when that apply
@@ -102,16 +136,20 @@ func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *meta
 		m.forget(owner, ref)
 		return
 	}
-	entry := memoEntry{version: objectversion.Of("", obj.ResourceVersion), declared: declared}
+	entry := memoEntry{version: objectversion.Of("", obj.ResourceVersion), declared: declared, owner: digestOfOwner(owner)}
 	if ownership.AppliesOwners(obj, fieldManager) {
 		entry.declaresOwners = true
 		entry.version, entry.fieldManager = objectversion.Of(obj.UID, obj.ResourceVersion), unique.Make(fieldManager)
-		entry.owners = unique.Make(obj.Annotations[vidrav1alpha1.OwnersAnnotation])
+		if owners := obj.Annotations[vidrav1alpha1.OwnersAnnotation]; owners == ownership.SetOf(owner) {
+			entry.soleOwner = true
+		} else {
+			entry.owners = unique.Make(owners)
+		}
 		entry.managed = ownership.IsManaged(obj)
 	}
+	key := keyOf(owner, ref)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	key := memoKey{owner, ref.Key()}
 	if m.entries == nil {
 		m.entries = map[memoKey]memoEntry{}
 	}
@@ -125,9 +163,10 @@ func (m *Memo) forget(owner string, ref inventory.Ref) {
 	if m == nil {
 		return
 	}
+	key := keyOf(owner, ref)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.entries, memoKey{owner, ref.Key()})
+	delete(m.entries, key)
 }
 
 // Forget drops everything remembered for owner (it is gone, or its cluster is).
@@ -135,10 +174,11 @@ func (m *Memo) Forget(owner string) {
 	if m == nil {
 		return
 	}
+	digest := digestOfOwner(owner)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for key := range m.entries {
-		if key.owner == owner {
+	for key, entry := range m.entries {
+		if entry.owner == digest {
 			delete(m.entries, key)
 		}
 	}

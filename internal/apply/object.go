@@ -298,7 +298,8 @@ func digestOf(o *unstructured.Unstructured) declaration {
 	if err != nil {
 		return declaration{}
 	}
-	return sha256.Sum256(data)
+	sum := sha256.Sum256(data)
+	return declaration(sum[:len(declaration{})])
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -91,3 +91,13 @@ func (v Version) Equal(o Version) bool {
 	}
 	return v.id == o.id && v.number == o.number
 }
+
+// HasResourceVersion says whether the version is at resourceVersion, without writing its
+// own out: a memo checks one per object it applies.
+func (v Version) HasResourceVersion(resourceVersion string) bool {
+	if v.odd != nil {
+		return v.odd.resourceVersion == resourceVersion
+	}
+	number, ok := packedNumber(resourceVersion)
+	return ok && number == v.number
+}

@@ -41,6 +41,12 @@ func TestAVersionGivesBackItsUIDAndResourceVersion(t *testing.T) {
 		if v.Equal(objectversion.Of(c.uid, c.resourceVersion+"1")) || v.Equal(objectversion.Of(c.uid+"1", c.resourceVersion)) {
 			t.Errorf("Of(%q, %q) equals another version", c.uid, c.resourceVersion)
 		}
+		if !v.HasResourceVersion(c.resourceVersion) || v.HasResourceVersion(c.resourceVersion+"1") || v.HasResourceVersion("0"+c.resourceVersion) {
+			t.Errorf("Of(%q, %q) is at another resourceVersion", c.uid, c.resourceVersion)
+		}
+		if allocs := testing.AllocsPerRun(10, func() { _ = v.HasResourceVersion(c.resourceVersion) }); allocs != 0 {
+			t.Errorf("Of(%q, %q): %v allocations to compare its resourceVersion", c.uid, c.resourceVersion, allocs)
+		}
 		allocs := testing.AllocsPerRun(10, func() { _ = objectversion.Of(c.uid, c.resourceVersion) })
 		if packed := allocs == 0; packed != c.packed {
 			t.Errorf("Of(%q, %q): %v allocations", c.uid, c.resourceVersion, allocs)

@@ -44,6 +44,11 @@ func normalize(owners []string) []string {
 	return slices.Compact(owners)
 }
 
+// SetOf is the owners annotation's value for a set of these owners.
+func SetOf(owners ...string) string {
+	return encode(owners)
+}
+
 // encode writes a set as the annotation's value.
 func encode(owners []string) string {
 	data, err := json.Marshal(normalize(owners))
