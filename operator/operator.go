@@ -72,6 +72,9 @@ func New(ctx context.Context, hub *rest.Config, opts Options) (*Operator, error)
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           &opts.LeaderElectionLeaseDuration,
+		RenewDeadline:           &opts.LeaderElectionRenewDeadline,
+		RetryPeriod:             &opts.LeaderElectionRetryPeriod,
 		// Stepping down ends the process at once, so a new leader never overlaps it.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},

@@ -52,6 +52,11 @@ type Options struct {
 	// High availability.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaderElectionLeaseDuration is how long the leader's Lease outlives its last
+	// renewal; LeaderElectionRenewDeadline how long the leader tries to renew it before
+	// it steps down, ending the process; LeaderElectionRetryPeriod how often each
+	// replica tries.
+	LeaderElectionLeaseDuration, LeaderElectionRenewDeadline, LeaderElectionRetryPeriod time.Duration
 	// Sharding splits the fleet across replicas, each cluster fenced by a Lease in
 	// LeaderElectionNamespace; it needs LeaderElection and ProviderSecret.
 	Sharding           bool
@@ -202,6 +207,13 @@ func DefaultOptions() Options {
 		InfrahubSyncTimeout:      10 * time.Minute,
 		// One artifact of 64 MiB, the most the content store takes, decoded at a time.
 		InfrahubMemoryBudget: 512 << 20,
+
+		// Flux's timings rather than controller-runtime's (15s, 10s, 2s): a hub slowed
+		// for 10s by a fleet's engagement would otherwise end its leader, and with
+		// --sharding every replica is a candidate carrying a share of the fleet.
+		LeaderElectionLeaseDuration: 35 * time.Second,
+		LeaderElectionRenewDeadline: 30 * time.Second,
+		LeaderElectionRetryPeriod:   5 * time.Second,
 
 		SourceCacheBytes:     1 << 30,
 		GitMaxRepoBytes:      256 << 20,

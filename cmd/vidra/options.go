@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/tools/leaderelection"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vidra-operator/vidra/internal/admissionguard"
@@ -105,6 +106,9 @@ func validate(o *operator.Options) error {
 	if _, err := admissionguard.Parse(o.RequiredAdmissionPolicies); err != nil {
 		return fmt.Errorf("--required-admission-policies: %w", err)
 	}
+	if err := validateLeaderElection(o); err != nil {
+		return err
+	}
 	if o.Sharding {
 		if o.ClusterProvider == operator.ProviderNone {
 			return fmt.Errorf("--sharding splits a fleet of enrolled clusters: it needs --cluster-provider=%s", operator.ProviderSecret)
@@ -115,6 +119,17 @@ func validate(o *operator.Options) error {
 		o.LeaderElection = true
 	}
 	return validateInfrahubBounds(o)
+}
+
+// validateLeaderElection refuses timings client-go's leader election would refuse, or
+// accept only to lose the Lease between two renewals.
+func validateLeaderElection(o *operator.Options) error {
+	lease, renew, retry := o.LeaderElectionLeaseDuration, o.LeaderElectionRenewDeadline, o.LeaderElectionRetryPeriod
+	if retry <= 0 || float64(renew) <= leaderelection.JitterFactor*float64(retry) || lease <= renew {
+		return fmt.Errorf("--leader-election-lease-duration=%v --leader-election-renew-deadline=%v --leader-election-retry-period=%v: want a lease longer than the deadline, longer than %v retry periods",
+			lease, renew, retry, leaderelection.JitterFactor)
+	}
+	return nil
 }
 
 // validateInfrahubBounds refuses bounds of reading Infrahub that bound nothing: they are
@@ -152,6 +167,12 @@ func bindAvailabilityFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Elect a leader through a Lease so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
 		"Namespace of the leader election Lease.")
+	fs.DurationVar(&o.LeaderElectionLeaseDuration, "leader-election-lease-duration", o.LeaderElectionLeaseDuration,
+		"How long the leader's Lease outlives its last renewal: a standby takes over a leader that died within it.")
+	fs.DurationVar(&o.LeaderElectionRenewDeadline, "leader-election-renew-deadline", o.LeaderElectionRenewDeadline,
+		"How long the leader tries to renew its Lease before it steps down and exits; under --leader-election-lease-duration.")
+	fs.DurationVar(&o.LeaderElectionRetryPeriod, "leader-election-retry-period", o.LeaderElectionRetryPeriod,
+		"How often the leader renews its Lease and a standby tries to take it.")
 	fs.BoolVar(&o.Sharding, "sharding", o.Sharding,
 		"Split the fleet across replicas: each enrolled cluster is reconciled by one replica at a time, fenced by a Lease per cluster in --leader-election-namespace. Implies --leader-elect (the leader syncs Infrahub and serves the local cluster).")
 	fs.StringVar(&o.ShardID, "shard-id", o.ShardID,

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"flag"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -76,5 +78,31 @@ func TestOptionsRefuseAClusterRateLimitThatCannotBeMet(t *testing.T) {
 	}
 	if o, err := parseOptions([]string{"--cluster-qps=20", "--cluster-burst=40"}); err != nil || o.operator.ClusterQPS != 20 || o.operator.ClusterBurst != 40 {
 		t.Errorf("parseOptions(20, 40) = %v, %v", o.operator.ClusterQPS, err)
+	}
+}
+
+// The leader keeps its Lease through a hub slow for half a minute, as Flux's do, and
+// timings under which it would lose it between renewals are refused by name.
+func TestOptionsLeaderElectionOutlastsASlowHub(t *testing.T) {
+	o, err := parseOptions([]string{"--leader-elect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease, renew, retry := o.operator.LeaderElectionLeaseDuration, o.operator.LeaderElectionRenewDeadline, o.operator.LeaderElectionRetryPeriod; lease != 35*time.Second || renew != 30*time.Second || retry != 5*time.Second {
+		t.Errorf("leader election timings %v, %v, %v; want 35s, 30s, 5s", lease, renew, retry)
+	}
+	if _, err := parseOptions([]string{"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=15s", "--leader-election-retry-period=2s"}); err != nil {
+		t.Errorf("consistent timings refused: %v", err)
+	}
+	for _, args := range [][]string{
+		{"--leader-election-lease-duration=30s"},
+		{"--leader-election-renew-deadline=5s"},
+		{"--leader-election-retry-period=0s"},
+		{"--leader-election-retry-period=-1s"},
+	} {
+		_, err := parseOptions(args)
+		if err == nil || !strings.Contains(err.Error(), "--leader-election-renew-deadline=") {
+			t.Errorf("%v: error %v, want the timings named", args, err)
+		}
 	}
 }
