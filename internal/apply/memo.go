@@ -98,8 +98,10 @@ func (e memoEntry) object(owner string, ref inventory.Ref) *metav1.PartialObject
 	obj.SetGroupVersionKind(ref.GVK)
 	obj.Namespace, obj.Name = ref.Namespace, ref.Name
 	obj.UID, obj.ResourceVersion = e.version.UID(), e.version.ResourceVersion()
-	owners := ownership.SetOf(owner) // a zero handle has no value
-	if !e.soleOwner {
+	var owners string
+	if e.soleOwner { // kept as a flag: its handle is zero, and has no value
+		owners = ownership.SetOf(owner)
+	} else {
 		owners = e.owners.Value()
 	}
 	obj.Annotations = map[string]string{vidrav1alpha1.OwnersAnnotation: owners}
