@@ -45,6 +45,8 @@ func fleetPanels() []fleetPanel {
 		{title: "Heap per managed object", unit: "KiB", target: 2, series: []fleetSeries{
 			{"heap added by delivering / objects", func(f fleetResult) float64 { return f.HeapPerManagedObjectKiB }},
 			{"of it, live objects", func(f fleetResult) float64 { return f.LiveHeapPerManagedObjectKiB }},
+			{"after each cluster's first bundle", func(f fleetResult) float64 { return f.MarginalHeapPerManagedObjectKiB }},
+			{"live, after the first bundle", func(f fleetResult) float64 { return f.MarginalLiveHeapPerManagedObjectKiB }},
 		}},
 		{title: "Idle requests per cluster", unit: "per minute", target: 2, series: []fleetSeries{
 			{"to its member", func(f fleetResult) float64 { return f.IdleMemberRequestsPerClusterMin }},
