@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string) int {
 
 func start(ctx context.Context, log logr.Logger, opts options) (retErr error) {
 	setMemoryLimit(log, memlimit.FromCgroup)
+	setGCPercent(log, os.Getenv("GOGC"))
 	stopTracing, err := tracing.Setup(ctx, tracing.Options{Endpoint: opts.otlpEndpoint})
 	if err != nil {
 		return err

@@ -40,3 +40,25 @@ func TestTheHeapIsKeptUnderNineTenthsOfTheContainersLimit(t *testing.T) {
 		})
 	}
 }
+
+// The collector runs at GOGC=50 unless the process was started with a GOGC of its own.
+func TestTheCollectorTargetIsHalfOfWhatIsLiveUnlessGOGCIsSet(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(was) })
+	for _, c := range []struct {
+		name, gogc string
+		want       int
+	}{
+		{name: "GOGC unset", want: 50},
+		{name: "GOGC set", gogc: "200", want: 100}, // the runtime read it at start; left alone
+		{name: "GOGC off", gogc: "off", want: 100},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			setGCPercent(logr.Discard(), c.gogc)
+			if got := debug.SetGCPercent(100); got != c.want {
+				t.Errorf("GOGC %d, want %d", got, c.want)
+			}
+		})
+	}
+}
