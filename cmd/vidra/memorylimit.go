@@ -35,7 +35,7 @@ func setMemoryLimit(log logr.Logger, containerLimit memlimit.Provider) {
 // allocated among the burst's garbage: the spans it sits in stay in use after the
 // burst. Delivering to 1,000 clusters, the heap in use ended 2.05 times what was live
 // at 100 and 1.55 times at 50 (idle RSS 723 -> 576 MiB); the collector runs twice as
-// often during bursts, for about a tenth more of the operator's CPU (docs/scaling.md).
+// often during bursts, for a tenth to a fifth more of the operator's CPU (docs/scaling.md).
 const gcPercent = 50
 
 // setGCPercent sets GOGC to gcPercent unless gogc, the GOGC the process was started
