@@ -225,6 +225,23 @@ func resourcesOf(t testing.TB, sync string) []vidrav1alpha1.VidraResource {
 	return list.Items
 }
 
+// editResource changes the named VidraResource's spec by hand: read, change, write, and
+// again when a status write came in between.
+func editResource(t testing.TB, name string, edit func(*vidrav1alpha1.VidraResource)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vr := &vidrav1alpha1.VidraResource{}
+		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
+			return err
+		}
+		edit(vr)
+		return fleet.Hub.Client.Update(context.Background(), vr)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // allReady waits until the sync has n VidraResources, all Ready, and returns them.
 func allReady(t testing.TB, sync string, n int) []vidrav1alpha1.VidraResource {
 	t.Helper()

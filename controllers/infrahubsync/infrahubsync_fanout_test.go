@@ -74,10 +74,9 @@ func TestClusterSelectorFansOutAndFollowsTheFleet(t *testing.T) {
 
 	// An edited VidraResource is restored from its siblings, without a download.
 	vr := &resourcesOf(t, "fanout")[0]
-	vr.Spec.Manifest = strings.ReplaceAll(vr.Spec.Manifest, `"v1"`, `"edited"`)
-	if err := fleet.Hub.Client.Update(ctx, vr); err != nil {
-		t.Fatal(err)
-	}
+	editResource(t, vr.Name, func(vr *vidrav1alpha1.VidraResource) {
+		vr.Spec.Manifest = strings.ReplaceAll(vr.Spec.Manifest, `"v1"`, `"edited"`)
+	})
 	testfleet.Eventually(t, 30*time.Second, "edited VidraResource restored", func() (bool, error) {
 		cur := &vidrav1alpha1.VidraResource{}
 		err := fleet.Hub.Client.Get(ctx, client.ObjectKeyFromObject(vr), cur)

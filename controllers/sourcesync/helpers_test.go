@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -249,14 +250,18 @@ func requestSync(t testing.TB, s sync) {
 	testoperator.RequestSync(t, fleet.Hub.Client, s)
 }
 
-// update changes a sync's spec.
+// update changes a sync's spec as a person would: read, change, write, and again when
+// the controller's status write came in between.
 func update(t testing.TB, s sync, mutate func()) {
 	t.Helper()
-	if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
-		t.Fatal(err)
-	}
-	mutate()
-	if err := fleet.Hub.Client.Update(context.Background(), s); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
+			return err
+		}
+		mutate()
+		return fleet.Hub.Client.Update(context.Background(), s)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,6 +3,7 @@ package vidraresource
 import (
 	"context"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,7 +77,9 @@ func syncControlling(vr *vidrav1alpha1.VidraResource) string {
 // refuse or release: every one.
 func (r *Reconciler) resourcesRelyingOnGuards(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list vidrav1alpha1.VidraResourceList
-	if err := r.Hub.List(ctx, &list); err != nil {
+	// Only names are read: a fleet's ten thousand VidraResources are not copied.
+	if err := r.Hub.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "list VidraResources an admission policy's change may refuse")
 		return nil
 	}
 	requests := make([]reconcile.Request, 0, len(list.Items))

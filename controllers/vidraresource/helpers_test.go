@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -123,14 +124,19 @@ func owned(t *testing.T, obj client.Object, owners ...string) bool {
 	return ownership.IsManaged(obj) && slices.Equal(ownersOf(t, obj), owners)
 }
 
+// updateSpec changes the VidraResource as a person would: read, change, write, and again
+// when the controller's status write came in between.
 func updateSpec(t *testing.T, name string, mutate func(*vidrav1alpha1.VidraResource)) {
 	t.Helper()
-	vr := &vidrav1alpha1.VidraResource{}
-	if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
-		t.Fatal(err)
-	}
-	mutate(vr)
-	if err := fleet.Hub.Client.Update(context.Background(), vr); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vr := &vidrav1alpha1.VidraResource{}
+		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
+			return err
+		}
+		mutate(vr)
+		return fleet.Hub.Client.Update(context.Background(), vr)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -181,7 +181,7 @@ func (c *Coordinator) disengaged(name multicluster.ClusterName, eng *engagement)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.releaseFence(ctx, name); err != nil {
+	if err := c.releaseFence(ctx, name, nil); err != nil {
 		c.log.Error(err, "hand back a disengaged cluster's fence; peers take it once this replica is gone", "cluster", name)
 	}
 }

@@ -58,6 +58,7 @@ func (c *Coordinator) pass(ctx context.Context) {
 	var take, release []multicluster.ClusterName
 	stopped := 0
 	c.mu.Lock()
+	fleet := len(c.engaged)
 	for name, eng := range c.engaged {
 		want := alive && Owner(name.String(), peers) == c.self
 		switch {
@@ -82,12 +83,13 @@ func (c *Coordinator) pass(ctx context.Context) {
 		c.log.Error(nil, "peer Lease not renewed; stopped every cluster of this replica until it is", "clusters", stopped)
 	}
 	// A third of a thousand clusters changes hands at once when a replica comes or goes:
-	// fences are written a few at a time, each a read and a write.
+	// fences are written a few at a time, from one List of them.
+	listed := c.listFences(ctx, len(take)+len(release), fleet)
 	var writers errgroup.Group
 	writers.SetLimit(fenceWriters)
 	for _, name := range release {
 		writers.Go(func() error {
-			if err := c.releaseFence(ctx, name); err != nil {
+			if err := c.releaseFence(ctx, name, listed); err != nil {
 				c.log.Error(err, "hand back a cluster's fence; its new owner takes it once this replica is gone", "cluster", name)
 			}
 			return nil
@@ -97,7 +99,7 @@ func (c *Coordinator) pass(ctx context.Context) {
 		writers.Go(func() error {
 			// Taking many fences takes a while: a peer seen meanwhile gets its share.
 			if ctx.Err() == nil && Owner(name.String(), c.peers.Snapshot()) == c.self {
-				c.start(ctx, name)
+				c.start(ctx, name, listed)
 			}
 			return nil
 		})
@@ -106,8 +108,8 @@ func (c *Coordinator) pass(ctx context.Context) {
 }
 
 // start takes the cluster's fence and, if this replica got it, starts its controllers.
-func (c *Coordinator) start(ctx context.Context, name multicluster.ClusterName) {
-	took, err := c.takeFence(ctx, name)
+func (c *Coordinator) start(ctx context.Context, name multicluster.ClusterName, listed listedFences) {
+	took, err := c.takeFence(ctx, name, listed)
 	if err != nil {
 		c.log.Error(err, "take a cluster's fence; trying again", "cluster", name)
 	}
@@ -117,7 +119,7 @@ func (c *Coordinator) start(ctx context.Context, name multicluster.ClusterName) 
 		c.mu.Unlock()
 		if took && (eng == nil || eng.lifetime.Err() != nil) {
 			// Disengaged while its fence was being taken: no one else would hand it back.
-			if err := c.releaseFence(ctx, name); err != nil {
+			if err := c.releaseFence(ctx, name, nil); err != nil {
 				c.log.Error(err, "hand back a disengaged cluster's fence; peers take it once this replica is gone", "cluster", name)
 			}
 		}

@@ -54,9 +54,53 @@ func unexpired(lease *coordinationv1.Lease, now time.Time) bool {
 	return now.Before(spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second))
 }
 
+// listedFences are the namespace's Leases as one List read them, by name. A pass that
+// takes or hands back more fences than it has writers reads them so, and then writes
+// each with the resourceVersion listed: one request per fence where a read and a write
+// were two, when a third of a thousand clusters changes hands at once. A Lease changed
+// since the List fails its write with a conflict and is read again; nil: none listed.
+type listedFences map[string]*coordinationv1.Lease
+
+// leasesPerRead is how many Leases one List returns in the time of one read: 128 of
+// 1,000 Leases on the API server of the tests (a List of them took 19.5ms, a read
+// 2.5ms).
+const leasesPerRead = 128
+
+// listFences lists the namespace's Leases for a pass that writes n of fleet fences, or
+// returns nil when reading each costs less (or the List failed: each is read then).
+func (c *Coordinator) listFences(ctx context.Context, n, fleet int) listedFences {
+	if n <= fenceWriters || n <= fleet/leasesPerRead {
+		return nil
+	}
+	var leases coordinationv1.LeaseList
+	if err := c.leases.List(ctx, &leases, client.InNamespace(c.opts.Namespace)); err != nil {
+		c.log.Error(err, "list fence Leases; reading each instead", "fences", n)
+		return nil
+	}
+	listed := make(listedFences, len(leases.Items))
+	for i := range leases.Items {
+		listed[leases.Items[i].Name] = &leases.Items[i]
+	}
+	return listed
+}
+
+// readFence reads the fence Lease into lease: from listed when it was listed (absent
+// there, it did not exist), else from the API server.
+func (c *Coordinator) readFence(ctx context.Context, key client.ObjectKey, listed listedFences, lease *coordinationv1.Lease) error {
+	if listed == nil {
+		return c.leases.Get(ctx, key, lease)
+	}
+	known, ok := listed[key.Name]
+	if !ok {
+		return apierrors.NewNotFound(coordinationv1.Resource("leases"), key.Name)
+	}
+	known.DeepCopyInto(lease)
+	return nil
+}
+
 // takeFence makes this replica the fence's holder. It reports false, without an error,
 // when another live replica holds it or another replica wrote it first.
-func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterName) (bool, error) {
+func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterName, listed listedFences) (bool, error) {
 	now := metav1.NowMicro()
 	spec := coordinationv1.LeaseSpec{
 		HolderIdentity:       ptr.To(c.self),
@@ -66,11 +110,14 @@ func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterNa
 	}
 	lease := &coordinationv1.Lease{}
 	key := c.fenceKey(name)
-	err := c.leases.Get(ctx, key, lease)
+	err := c.readFence(ctx, key, listed, lease)
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Spec: spec}
 		if err := c.leases.Create(ctx, lease); err != nil {
 			if apierrors.IsAlreadyExists(err) {
+				if listed != nil {
+					return c.takeFence(ctx, name, nil)
+				}
 				return false, nil
 			}
 			return false, fmt.Errorf("create fence Lease %s: %w", key.Name, err)
@@ -86,6 +133,9 @@ func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterNa
 	lease.Spec = spec
 	if err := c.leases.Update(ctx, lease); err != nil {
 		if apierrors.IsConflict(err) {
+			if listed != nil {
+				return c.takeFence(ctx, name, nil)
+			}
 			return false, nil
 		}
 		return false, fmt.Errorf("take fence Lease %s: %w", key.Name, err)
@@ -94,18 +144,23 @@ func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterNa
 }
 
 // releaseFence hands the fence back, if this replica still holds it.
-func (c *Coordinator) releaseFence(ctx context.Context, name multicluster.ClusterName) error {
+func (c *Coordinator) releaseFence(ctx context.Context, name multicluster.ClusterName, listed listedFences) error {
 	lease := &coordinationv1.Lease{}
 	key := c.fenceKey(name)
-	if err := c.leases.Get(ctx, key, lease); err != nil {
+	if err := c.readFence(ctx, key, listed, lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != c.self {
 		return nil
 	}
 	lease.Spec.HolderIdentity = ptr.To("")
-	if err := c.leases.Update(ctx, lease); err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("release fence Lease %s: %w", key.Name, err)
+	if err := c.leases.Update(ctx, lease); err != nil {
+		if apierrors.IsConflict(err) && listed != nil {
+			return c.releaseFence(ctx, name, nil)
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("release fence Lease %s: %w", key.Name, err)
+		}
 	}
 	return nil
 }
