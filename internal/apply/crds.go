@@ -25,10 +25,8 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // waitForCRDs waits until every CRD among objects is Established and every version it
 // serves is mapped by the client, so the custom resources of the same bundle can be
 // applied right after. An error that waiting cannot heal returns at once; a timeout says
-// what was seen last. The results of the CRDs applied then hold them as last read,
-// established: judged as the apply returned them, before the API server established
-// them, they would keep the bundle from Ready until the next health poll.
-func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstructured, results []Result) error {
+// what was seen last.
+func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstructured) error {
 	timeout := e.CRDTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
@@ -38,9 +36,8 @@ func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstru
 			continue
 		}
 		var last error
-		var established *unstructured.Unstructured
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			established, last = e.crdReady(ctx, o.GetName())
+			last = e.crdReady(ctx, o.GetName())
 			switch {
 			case last == nil:
 				return true, nil
@@ -59,31 +56,26 @@ func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstru
 		default:
 			return fmt.Errorf("CustomResourceDefinition %s not ready within %v: %w", o.GetName(), timeout, err)
 		}
-		for i := range results {
-			if res := &results[i]; res.Object != nil && res.Ref.GVK.GroupKind() == crdGVK.GroupKind() && res.Ref.Name == o.GetName() {
-				res.Object = established
-			}
-		}
 	}
 	return nil
 }
 
-// crdReady returns the CRD as read, or says why it is not ready to have its resources
-// applied. Errors wrapping ErrStalled cannot heal by waiting.
-func (e *Engine) crdReady(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+// crdReady says why the CRD is not ready to have its resources applied, or nil. Errors
+// wrapping ErrStalled cannot heal by waiting.
+func (e *Engine) crdReady(ctx context.Context, name string) error {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGVK)
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		if retriable(err) {
-			return nil, fmt.Errorf("read it: %w", err)
+			return fmt.Errorf("read it: %w", err)
 		}
-		return nil, fmt.Errorf("read CustomResourceDefinition %s: %w: %w", name, ErrStalled, err)
+		return fmt.Errorf("read CustomResourceDefinition %s: %w: %w", name, ErrStalled, err)
 	}
 	if status, message := crdCondition(crd, "NamesAccepted"); status == "False" {
-		return nil, fmt.Errorf("CustomResourceDefinition %s: names not accepted: %s: %w", name, message, ErrStalled)
+		return fmt.Errorf("CustomResourceDefinition %s: names not accepted: %s: %w", name, message, ErrStalled)
 	}
 	if status, message := crdCondition(crd, "Established"); status != "True" {
-		return nil, fmt.Errorf("not established yet (%s)", orUnknown(message))
+		return fmt.Errorf("not established yet (%s)", orUnknown(message))
 	}
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
@@ -98,12 +90,12 @@ func (e *Engine) crdReady(ctx context.Context, name string) (*unstructured.Unstr
 		// established version there a moment later.
 		if _, err := e.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind}, name); err != nil {
 			if meta.IsNoMatchError(err) {
-				return nil, fmt.Errorf("%s/%s %s is established but not served in discovery yet", group, name, kind)
+				return fmt.Errorf("%s/%s %s is established but not served in discovery yet", group, name, kind)
 			}
-			return nil, fmt.Errorf("map %s/%s %s: %w", group, name, kind, err)
+			return fmt.Errorf("map %s/%s %s: %w", group, name, kind, err)
 		}
 	}
-	return crd, nil
+	return nil
 }
 
 // crdCondition is the status and message of the CRD's condition of type t.
