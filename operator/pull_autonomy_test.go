@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,11 +62,7 @@ func testPullBundles(t *testing.T, h *pullHub) {
 	// the hub and to the member (7 s), its CRDs are judged from the apply's response, not
 	// yet established, until the next health poll (5 s), and the agent reports (3 s). The
 	// whole suite's load doubles it.
-	vr := &vidrav1alpha1.VidraResource{}
-	testfleet.Eventually(t, largeBundleTimeout, "VidraResource pull-large Ready", func() (bool, error) {
-		err := h.admin.Get(ctx, client.ObjectKey{Name: "pull-large"}, vr)
-		return err == nil && ready(vr), client.IgnoreNotFound(err)
-	})
+	vr := h.resourceWithin(t, largeBundleTimeout, "pull-large", "Ready", ready)
 	if int(vr.Status.ResourceCount) != b.Objects() {
 		t.Fatalf("the hub shows %d objects of the large bundle, want %d", vr.Status.ResourceCount, b.Objects())
 	}
@@ -154,16 +149,9 @@ func testPullVMRollout(t *testing.T, h *pullHub) {
 	})
 	h.kubevirt.ResetMaxUnavailable(appNamespace)
 	// The operator writes the VidraResource meanwhile: read again on a conflict.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vr := &vidrav1alpha1.VidraResource{}
-		if err := h.admin.Get(ctx, client.ObjectKey{Name: "pull-vms"}, vr); err != nil {
-			return err
-		}
+	testfleet.Edit(t, h.admin, &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: "pull-vms"}}, func(vr *vidrav1alpha1.VidraResource) {
 		vr.Spec.Manifest = manifest("128Mi")
-		return h.admin.Update(ctx, vr)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	h.resource(t, "pull-vms", "VMs restarted with their new spec", func(vr *vidrav1alpha1.VidraResource) bool {
 		c := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionVMRollout)
 		return c != nil && c.ObservedGeneration == vr.Generation && c.Status == metav1.ConditionTrue && vr.Status.VMRollout != nil &&

@@ -189,8 +189,14 @@ func (h *pullHub) cluster(t *testing.T, name, what string, ok func(*vidrav1alpha
 // resource waits until the hub's VidraResource name satisfies ok, and returns it.
 func (h *pullHub) resource(t *testing.T, name, what string, ok func(*vidrav1alpha1.VidraResource) bool) *vidrav1alpha1.VidraResource {
 	t.Helper()
+	return h.resourceWithin(t, objectsTimeout, name, what, ok)
+}
+
+// resourceWithin waits up to timeout until ok holds of the hub's VidraResource name.
+func (h *pullHub) resourceWithin(t *testing.T, timeout time.Duration, name, what string, ok func(*vidrav1alpha1.VidraResource) bool) *vidrav1alpha1.VidraResource {
+	t.Helper()
 	vr := &vidrav1alpha1.VidraResource{}
-	testfleet.Eventually(t, objectsTimeout, "VidraResource "+name+" "+what, func() (bool, error) {
+	testfleet.Eventually(t, timeout, "VidraResource "+name+" "+what, func() (bool, error) {
 		err := h.admin.Get(context.Background(), client.ObjectKey{Name: name}, vr)
 		return err == nil && ok(vr), client.IgnoreNotFound(err)
 	})

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -177,14 +176,7 @@ func getSync(t testing.TB, name string) *vidrav1alpha1.InfrahubSync {
 // and again when the controller's status write came in between.
 func updateSync(t testing.TB, name string, change func(*vidrav1alpha1.InfrahubSync)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ihs := getSync(t, name)
-		change(ihs)
-		return fleet.Hub.Client.Update(context.Background(), ihs)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfleet.Edit(t, fleet.Hub.Client, &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: name}}, change)
 }
 
 // syncCondition waits until the InfrahubSync's condition has status and reason for its
@@ -223,23 +215,6 @@ func resourcesOf(t testing.TB, sync string) []vidrav1alpha1.VidraResource {
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	return list.Items
-}
-
-// editResource changes the named VidraResource's spec by hand: read, change, write, and
-// again when a status write came in between.
-func editResource(t testing.TB, name string, edit func(*vidrav1alpha1.VidraResource)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vr := &vidrav1alpha1.VidraResource{}
-		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
-			return err
-		}
-		edit(vr)
-		return fleet.Hub.Client.Update(context.Background(), vr)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // allReady waits until the sync has n VidraResources, all Ready, and returns them.

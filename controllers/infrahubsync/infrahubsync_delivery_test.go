@@ -91,7 +91,7 @@ func TestArtifactsAreDeliveredDownloadedOnlyWhenChangedAndRemovedWithTheirObject
 
 	// A VidraResource edited by hand is put back as the artifact says.
 	vr := &resourcesOf(t, "delivery")[0]
-	editResource(t, vr.Name, func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Manifest = artifact(ns, "paris", "edited") })
+	testfleet.Edit(t, fleet.Hub.Client, vr, func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Manifest = artifact(ns, "paris", "edited") })
 	testfleet.Eventually(t, 30*time.Second, "edited VidraResource restored", func() (bool, error) {
 		cur := &vidrav1alpha1.VidraResource{}
 		err := fleet.Hub.Client.Get(ctx, client.ObjectKeyFromObject(vr), cur)

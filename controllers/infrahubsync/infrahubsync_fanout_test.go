@@ -74,7 +74,7 @@ func TestClusterSelectorFansOutAndFollowsTheFleet(t *testing.T) {
 
 	// An edited VidraResource is restored from its siblings, without a download.
 	vr := &resourcesOf(t, "fanout")[0]
-	editResource(t, vr.Name, func(vr *vidrav1alpha1.VidraResource) {
+	testfleet.Edit(t, fleet.Hub.Client, vr, func(vr *vidrav1alpha1.VidraResource) {
 		vr.Spec.Manifest = strings.ReplaceAll(vr.Spec.Manifest, `"v1"`, `"edited"`)
 	})
 	testfleet.Eventually(t, 30*time.Second, "edited VidraResource restored", func() (bool, error) {

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -254,16 +253,7 @@ func requestSync(t testing.TB, s sync) {
 // the controller's status write came in between.
 func update(t testing.TB, s sync, mutate func()) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKeyFromObject(s), s); err != nil {
-			return err
-		}
-		mutate()
-		return fleet.Hub.Client.Update(context.Background(), s)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfleet.Edit(t, fleet.Hub.Client, s, func(sync) { mutate() })
 }
 
 // waitAsked waits until the Git server has advertised its refs for repo atLeast times.

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -128,17 +127,7 @@ func owned(t *testing.T, obj client.Object, owners ...string) bool {
 // when the controller's status write came in between.
 func updateSpec(t *testing.T, name string, mutate func(*vidrav1alpha1.VidraResource)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vr := &vidrav1alpha1.VidraResource{}
-		if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, vr); err != nil {
-			return err
-		}
-		mutate(vr)
-		return fleet.Hub.Client.Update(context.Background(), vr)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfleet.Edit(t, fleet.Hub.Client, &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: name}}, mutate)
 }
 
 // metricValue reads a metric of the operator under test; -1 when absent.
