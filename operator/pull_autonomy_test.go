@@ -58,10 +58,9 @@ func testPullBundles(t *testing.T, h *pullHub) {
 		t.Fatal(err)
 	}
 	h.vidraResource(t, "pull-large", h.pullMember.Name, "", &vidrav1alpha1.ContentReference{Digest: digest})
-	// Alone, Ready comes in about 15 s: the 3 MiB are copied to the cluster's namespace on
-	// the hub and to the member (7 s), its CRDs are judged from the apply's response, not
-	// yet established, until the next health poll (5 s), and the agent reports (3 s). The
-	// whole suite's load doubles it.
+	// Alone, Ready comes in about 14 s: the 3 MiB are copied to the cluster's namespace on
+	// the hub and to the member and applied (7 s; its CRDs are judged as the apply's wait
+	// saw them established), and the agent reports (3 s). The whole suite's load doubles it.
 	vr := h.resourceWithin(t, largeBundleTimeout, "pull-large", "Ready", ready)
 	if int(vr.Status.ResourceCount) != b.Objects() {
 		t.Fatalf("the hub shows %d objects of the large bundle, want %d", vr.Status.ResourceCount, b.Objects())

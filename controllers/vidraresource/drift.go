@@ -168,9 +168,12 @@ func changedBySomeone(o, n *metav1.PartialObjectMetadata) bool {
 // writes — an owner joining a shared namespace, a sibling's apply — are no drift, and
 // counting them would reconcile every owner of a shared object once more.
 func specManagers(o *metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry {
-	return slices.DeleteFunc(slices.Clone(o.ManagedFields), func(e metav1.ManagedFieldsEntry) bool {
-		return e.Subresource != "" || e.Manager == ownership.FieldManager || strings.HasPrefix(e.Manager, apply.FieldManagerPrefix)
-	})
+	return slices.DeleteFunc(slices.Clone(o.ManagedFields), func(e metav1.ManagedFieldsEntry) bool { return !isSpecManager(e) })
+}
+
+// isSpecManager says whether the entry is one of specManagers.
+func isSpecManager(e metav1.ManagedFieldsEntry) bool {
+	return e.Subresource == "" && e.Manager != ownership.FieldManager && !strings.HasPrefix(e.Manager, apply.FieldManagerPrefix)
 }
 
 // requeueOwners requeues every VidraResource of this hub in the object's owners set.

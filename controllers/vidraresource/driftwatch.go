@@ -127,7 +127,7 @@ func (w *DriftWatches) start(cw *clusterWatches, gvk schema.GroupVersionKind, kw
 	for _, ns := range namespaces {
 		mw := metawatch.New(metawatch.Options{
 			Client: cw.metadata, Resource: mapping.Resource, Kind: gvk, Namespace: ns,
-			Selector: ownership.ManagedSelector(), Keep: keep, OnChange: w.changed,
+			Selector: ownership.ManagedSelector(), Keep: keep, OnChange: w.changed, OnListed: w.listed,
 			Transform: func(m *metav1.PartialObjectMetadata) { apply.TrimManagedFields(m) },
 		})
 		kw.watches[ns] = mw
@@ -142,6 +142,16 @@ func (w *DriftWatches) changed(was, now *metav1.PartialObjectMetadata) {
 	case now == nil:
 		w.requeueOwners(was)
 	case changedBySomeone(was, now):
+		w.requeueOwners(now)
+	}
+}
+
+// listed requeues the owners of an object the watch found, on listing, written by someone
+// else: a change made after an owner's apply and before the watch began (it starts after
+// the apply that first uses its kind) shows only there. An object only Vidra's owners
+// wrote requeues nobody: the reconcile that starts a watch leaves it so.
+func (w *DriftWatches) listed(now *metav1.PartialObjectMetadata) {
+	if slices.ContainsFunc(now.ManagedFields, isSpecManager) {
 		w.requeueOwners(now)
 	}
 }

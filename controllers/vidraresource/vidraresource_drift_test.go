@@ -3,6 +3,7 @@ package vidraresource_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,6 +82,35 @@ func TestWithoutReconcileOnEventsDriftWaitsForTheResync(t *testing.T) {
 		got := &corev1.ConfigMap{}
 		return exists(t, member, got, "default", "periodic") && got.Data["k"] == "v", nil
 	})
+}
+
+// TestChangeBeforeADriftWatchListsRequeuesTheOwner: a drift watch starts after the apply
+// that first uses its kind; a change made in between shows only in its first list, which
+// requeues the changed object's owner and not the owners of objects left as applied.
+func TestChangeBeforeADriftWatchListsRequeuesTheOwner(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[0]
+	// Periodic only: the operator's own watches leave the change alone.
+	for _, name := range []string{"listed-changed", "listed-kept"} {
+		deliver(t, name, vidrav1alpha1.Destination{Cluster: member.Name}, cmManifest(name))
+		ready(t, name)
+	}
+	cm := &corev1.ConfigMap{}
+	exists(t, member, cm, "default", "listed-changed")
+	cm.Data["k"] = "edited by hand"
+	if err := member.Client.Update(ctx, cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := engaged.GetCluster(ctx, multicluster.ClusterName(member.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	requeued := watches.RequeuedOnListing(ctx, multicluster.ClusterName(member.Name), cl, "listed-changed", configMapMetadata().GroupVersionKind())
+	if !slices.Contains(requeued, "listed-changed") || slices.Contains(requeued, "listed-kept") {
+		t.Errorf("the first list requeued %v, want listed-changed and not listed-kept", requeued)
+	}
 }
 
 // TestUnchangedReconcileWritesNothing: a reconcile that finds every object as its last

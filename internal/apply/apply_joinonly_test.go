@@ -3,10 +3,12 @@ package apply_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,15 +25,7 @@ func TestUnchangedObjectsAreNotAppliedAgain(t *testing.T) {
 	var r requests
 	e := countingEngine(t, "hub/steady", &r)
 	e.Memo = &apply.Memo{}
-	// The cache is the API server itself here: as fresh as a cache can be.
-	e.Current = func(ref inventory.Ref) (string, bool) {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(ref.GVK)
-		if err := member.Client.Get(context.Background(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
-			return "", false
-		}
-		return m.ResourceVersion, true
-	}
+	e.Current = currentOnTheServer
 	applyOK(t, e, configMaps("steady", 3))
 	before := r.total.Load()
 	for _, res := range applyOK(t, e, configMaps("steady", 3)) {
@@ -56,6 +50,60 @@ func TestUnchangedObjectsAreNotAppliedAgain(t *testing.T) {
 	}
 	if cm, _ := configMap(t, "steady-1"); cm.Data["k"] != "v" {
 		t.Errorf("steady-1 = %q, want it set back", cm.Data["k"])
+	}
+}
+
+// currentOnTheServer is an Engine's Current from the API server itself: as fresh as a
+// watch cache can be.
+func currentOnTheServer(ref inventory.Ref) (string, bool) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(ref.GVK)
+	if err := member.Client.Get(context.Background(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
+		return "", false
+	}
+	return m.ResourceVersion, true
+}
+
+// TestEstablishedCRDIsNotAppliedAgain: the API server writes a new CRD's status as it
+// establishes it; the owner's next apply does not apply the CRD again for that (a large
+// schema takes seconds), and a change to the CRD by anyone else is still set back.
+func TestEstablishedCRDIsNotAppliedAgain(t *testing.T) {
+	var r requests
+	e := countingEngine(t, "hub/gadgets", &r)
+	e.Memo = &apply.Memo{}
+	e.Current = currentOnTheServer
+	crd := strings.NewReplacer("widgets.example.com", "gadgets.example.com\n  annotations: {note: ours}",
+		"widgets", "gadgets", "Widget", "Gadget", "widget", "gadget").Replace(widgetCRD)
+	if got := applyOK(t, e, crd)[0].Action; got != apply.Created {
+		t.Fatalf("first apply: %s, want Created", got)
+	}
+	before := r.total.Load()
+	if got := applyOK(t, e, crd)[0]; got.Action != apply.Unchanged || got.Object != nil {
+		t.Errorf("apply again: %s (applied: %t), want Unchanged without an apply", got.Action, got.Object != nil)
+	}
+	// The wait for the CRD to be established reads it once.
+	if got := r.total.Load() - before; got != 1 {
+		t.Errorf("%d requests to apply an established CRD again, want 1 (the wait's read)", got)
+	}
+
+	// Someone else changes what the owner declares: it is applied again, and set back.
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	ctx := context.Background()
+	if err := member.Client.Get(ctx, client.ObjectKey{Name: "gadgets.example.com"}, live); err != nil {
+		t.Fatal(err)
+	}
+	live.Annotations["note"] = "theirs"
+	if err := member.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	if got := applyOK(t, e, crd)[0].Action; got != apply.Repaired {
+		t.Errorf("apply after a change by hand: %s, want Repaired", got)
+	}
+	if err := member.Client.Get(ctx, client.ObjectKey{Name: "gadgets.example.com"}, live); err != nil {
+		t.Fatal(err)
+	}
+	if got := live.Annotations["note"]; got != "ours" {
+		t.Errorf("annotation note = %q, want it set back", got)
 	}
 }
 

@@ -120,6 +120,14 @@ metadata: {name: apps}
 	if !slices.Equal(order, want) {
 		t.Fatalf("results = %q, want %q", order, want)
 	}
+	// The CRD's result is the CRD as the wait saw it established, so that the health
+	// check judges it ready without a poll.
+	if conditions, _, _ := unstructured.NestedSlice(results[0].Object.Object, "status", "conditions"); !slices.ContainsFunc(conditions, func(c any) bool {
+		condition, _ := c.(map[string]any)
+		return condition["type"] == "Established" && condition["status"] == "True"
+	}) {
+		t.Errorf("the CRD's result is not established: conditions %v", conditions)
+	}
 	w := &unstructured.Unstructured{}
 	w.SetAPIVersion("example.com/v1")
 	w.SetKind("Widget")

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,8 +28,12 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // waitForCRDs waits until every CRD among objects is Established and every version it
 // serves is mapped by the client, so the custom resources of the same bundle can be
 // applied right after. An error that waiting cannot heal returns at once; a timeout says
-// what was seen last.
-func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstructured) error {
+// what was seen last. The results of the CRDs applied then hold them as last read,
+// established: judged as the apply returned them, before the API server established
+// them, they would keep the bundle from Ready until the next health poll. And the memo
+// holds them at that read's version when only their status changed since the apply, or
+// the next reconcile would apply each again (seconds for a CRD with a large schema).
+func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstructured, results []Result) error {
 	timeout := e.CRDTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
@@ -36,8 +43,9 @@ func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstru
 			continue
 		}
 		var last error
+		var established *unstructured.Unstructured
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			last = e.crdReady(ctx, o.GetName())
+			established, last = e.crdReady(ctx, o.GetName())
 			switch {
 			case last == nil:
 				return true, nil
@@ -56,26 +64,34 @@ func (e *Engine) waitForCRDs(ctx context.Context, objects []*unstructured.Unstru
 		default:
 			return fmt.Errorf("CustomResourceDefinition %s not ready within %v: %w", o.GetName(), timeout, err)
 		}
+		for i := range results {
+			if res := &results[i]; res.Object != nil && res.Ref.GVK.GroupKind() == crdGVK.GroupKind() && res.Ref.Name == o.GetName() {
+				if changedInStatusAlone(res.Object, established) {
+					e.Memo.advance(e.Owner, res.Ref, res.Object.GetResourceVersion(), established.GetResourceVersion())
+				}
+				res.Object = established
+			}
+		}
 	}
 	return nil
 }
 
-// crdReady says why the CRD is not ready to have its resources applied, or nil. Errors
-// wrapping ErrStalled cannot heal by waiting.
-func (e *Engine) crdReady(ctx context.Context, name string) error {
+// crdReady returns the CRD as read, or says why it is not ready to have its resources
+// applied. Errors wrapping ErrStalled cannot heal by waiting.
+func (e *Engine) crdReady(ctx context.Context, name string) (*unstructured.Unstructured, error) {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGVK)
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		if retriable(err) {
-			return fmt.Errorf("read it: %w", err)
+			return nil, fmt.Errorf("read it: %w", err)
 		}
-		return fmt.Errorf("read CustomResourceDefinition %s: %w: %w", name, ErrStalled, err)
+		return nil, fmt.Errorf("read CustomResourceDefinition %s: %w: %w", name, ErrStalled, err)
 	}
 	if status, message := crdCondition(crd, "NamesAccepted"); status == "False" {
-		return fmt.Errorf("CustomResourceDefinition %s: names not accepted: %s: %w", name, message, ErrStalled)
+		return nil, fmt.Errorf("CustomResourceDefinition %s: names not accepted: %s: %w", name, message, ErrStalled)
 	}
 	if status, message := crdCondition(crd, "Established"); status != "True" {
-		return fmt.Errorf("not established yet (%s)", orUnknown(message))
+		return nil, fmt.Errorf("not established yet (%s)", orUnknown(message))
 	}
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
@@ -90,12 +106,39 @@ func (e *Engine) crdReady(ctx context.Context, name string) error {
 		// established version there a moment later.
 		if _, err := e.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind}, name); err != nil {
 			if meta.IsNoMatchError(err) {
-				return fmt.Errorf("%s/%s %s is established but not served in discovery yet", group, name, kind)
+				return nil, fmt.Errorf("%s/%s %s is established but not served in discovery yet", group, name, kind)
 			}
-			return fmt.Errorf("map %s/%s %s: %w", group, name, kind, err)
+			return nil, fmt.Errorf("map %s/%s %s: %w", group, name, kind, err)
 		}
 	}
-	return nil
+	return crd, nil
+}
+
+// changedInStatusAlone says whether after is before with only its status changed (and
+// with it the resourceVersion and the managed fields of status writes): nothing an apply
+// declares, or reads of the object, changed.
+func changedInStatusAlone(before, after *unstructured.Unstructured) bool {
+	return equality.Semantic.DeepEqual(withoutStatus(before), withoutStatus(after))
+}
+
+// withoutStatus is the object without its status, resourceVersion and the managed
+// fields of status writes, sharing the rest with it.
+func withoutStatus(u *unstructured.Unstructured) map[string]any {
+	object := maps.Clone(u.Object)
+	delete(object, "status")
+	metadata, _ := object["metadata"].(map[string]any)
+	metadata = maps.Clone(metadata)
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	delete(metadata, "resourceVersion")
+	entries, _ := metadata["managedFields"].([]any)
+	metadata["managedFields"] = slices.DeleteFunc(slices.Clone(entries), func(e any) bool {
+		entry, _ := e.(map[string]any)
+		return entry["subresource"] == "status"
+	})
+	object["metadata"] = metadata
+	return object
 }
 
 // crdCondition is the status and message of the CRD's condition of type t.

@@ -167,7 +167,7 @@ func (e *Engine) Apply(ctx context.Context, objects []*unstructured.Unstructured
 	if err := firstError(results); err != nil {
 		return results, err
 	}
-	if err := e.waitForCRDs(ctx, definitions); err != nil {
+	if err := e.waitForCRDs(ctx, definitions, results); err != nil {
 		return results, err
 	}
 	// Then the objects a bundle asks to come first (a chart's pre-install hooks), the

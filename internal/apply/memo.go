@@ -160,6 +160,21 @@ func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *meta
 	}
 }
 
+// advance records that the object owner's apply left at resourceVersion from is now at
+// to, changed since in nothing that apply declares or reads (its status alone).
+func (m *Memo) advance(owner string, ref inventory.Ref, from, to string) {
+	if m == nil {
+		return
+	}
+	key := keyOf(owner, ref)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if entry, ok := m.entries[key]; ok && entry.version.HasResourceVersion(from) {
+		entry.version = objectversion.Of(entry.version.UID(), to)
+		m.entries[key] = entry
+	}
+}
+
 // forget drops what owner's apply left of the object.
 func (m *Memo) forget(owner string, ref inventory.Ref) {
 	if m == nil {

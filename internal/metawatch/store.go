@@ -80,6 +80,13 @@ func (s *store) Replace(list []any, _ string) error {
 		s.index(k, r)
 	}
 	s.mu.Unlock()
+	if s.opts.OnListed != nil {
+		for k, now := range records {
+			if old[k] == nil {
+				s.opts.OnListed(now.object(s.opts.Kind, k.namespace.Value(), k.name))
+			}
+		}
+	}
 	s.synced.Store(true)
 	for k, was := range old {
 		if now := records[k]; now == nil || !was.same(now) {

@@ -54,6 +54,11 @@ type Options struct {
 	// metadata) or went (now is nil). Objects coming into view are not reported. It is
 	// called from the watch's goroutine, one object at a time.
 	OnChange func(was, now *metav1.PartialObjectMetadata)
+	// OnListed, when set, is told of each object a list brings into view: all its first
+	// list finds, and what a list after the watch could not resume finds new. A change
+	// made before the watch began shows only there. It is called from the watch's
+	// goroutine, one object at a time, before HasSynced says true.
+	OnListed func(now *metav1.PartialObjectMetadata)
 }
 
 // Watch keeps the metadata of the objects it watches; Run runs it.

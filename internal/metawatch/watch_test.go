@@ -187,10 +187,20 @@ func TestAWatchReportsChangesAndRemovals(t *testing.T) {
 }
 
 // TestAWatchListedAgainReportsWhatChangedMeanwhile: when the watch could not resume and
-// lists again, objects changed or gone meanwhile are reported, unchanged ones are not.
+// lists again, objects changed or gone meanwhile are reported, unchanged ones are not;
+// what a list brings into view is told apart, before the watch says it has synced.
 func TestAWatchListedAgainReportsWhatChangedMeanwhile(t *testing.T) {
 	h := &heard{}
-	w := New(Options{Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), OnChange: h.record})
+	var listed []string
+	var w *Watch
+	relisted := false
+	w = New(Options{Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), OnChange: h.record,
+		OnListed: func(now *metav1.PartialObjectMetadata) {
+			if !relisted && w.HasSynced() {
+				t.Errorf("%s told after the first list synced the watch", now.Name)
+			}
+			listed = append(listed, now.Namespace+"/"+now.Name+"@"+now.ResourceVersion)
+		}})
 	s := (*store)(w)
 	object := func(name, rv string) *metav1.PartialObjectMetadata {
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("u-" + name), ResourceVersion: rv}}
@@ -202,6 +212,10 @@ func TestAWatchListedAgainReportsWhatChangedMeanwhile(t *testing.T) {
 	if !w.HasSynced() || h.count() != 0 {
 		t.Fatalf("after the first list: synced %v, %d reports", w.HasSynced(), h.count())
 	}
+	if slices.Sort(listed); !slices.Equal(listed, []string{"ns/changed@1", "ns/gone@1", "ns/same@1"}) {
+		t.Errorf("the first list told %v, want its three objects", listed)
+	}
+	listed, relisted = nil, true
 	if err := s.Replace([]any{object("same", "1"), object("changed", "5"), object("new", "5")}, "5"); err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +232,9 @@ func TestAWatchListedAgainReportsWhatChangedMeanwhile(t *testing.T) {
 	}
 	if _, ok := w.Get("ns", "new"); !ok {
 		t.Error("the new object is not kept")
+	}
+	if !slices.Equal(listed, []string{"ns/new@5"}) {
+		t.Errorf("the second list told %v, want the new object alone", listed)
 	}
 }
 
