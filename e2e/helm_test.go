@@ -1,23 +1,19 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
-	"sigs.k8s.io/yaml"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
@@ -35,11 +31,23 @@ const (
 	chartLocalSAUser         = "system:serviceaccount:" + chartNamespace + ":" + chartLocalServiceAccount
 )
 
-// helmRun runs the helm binary of $HELM with its caches and configuration in a temp dir,
-// failing the test on error.
+// chart is the module's chart; the test is skipped when there is no helm to run it with.
+func chart(t *testing.T) fleetenv.Chart {
+	t.Helper()
+	c, err := fleetenv.TheChart()
+	switch {
+	case errors.Is(err, fleetenv.ErrNoHelm):
+		t.Skip(err)
+	case err != nil:
+		t.Fatal(err)
+	}
+	return c
+}
+
+// helmRun runs helm, failing the test on error.
 func helmRun(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := helmCommand(ctx, t, args...)
+	out, err := chart(t).Helm(ctx, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,51 +56,21 @@ func helmRun(ctx context.Context, t *testing.T, args ...string) string {
 
 func helmCommand(ctx context.Context, t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, os.Getenv("HELM"), args...)
-	cmd.Env = append(os.Environ(), "HOME="+home,
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %v: %w: %s%s", args, err, stdout.String(), stderr.String())
-	}
-	return stdout.String(), nil
+	return chart(t).Helm(ctx, args...)
 }
 
 // chartDir is charts/vidra of the module.
 func chartDir(t *testing.T) string {
 	t.Helper()
-	root, err := testfleet.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(root, "charts", "vidra")
+	return chart(t).Dir()
 }
 
 // renderChart runs helm template with the given --set values and parses the result.
 func renderChart(ctx context.Context, t *testing.T, sets ...string) []*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", chartRelease, chartDir(t), "--namespace", chartNamespace}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	out := helmRun(ctx, t, args...)
-	var objs []*unstructured.Unstructured
-	for _, doc := range strings.Split(out, "\n---") {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatalf("rendered document does not parse: %v\n%s", err, doc)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
-	}
-	if len(objs) == 0 {
-		t.Fatalf("helm template %v rendered nothing", sets)
+	objs, err := chart(t).Render(ctx, chartRelease, chartNamespace, sets...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }
@@ -214,21 +192,7 @@ func wantArgs(t *testing.T, mode string, args []string, want ...string) {
 // chart's ServiceAccount: the operator then has exactly the chart's rights.
 func impersonatingKubeconfig(t *testing.T, hubKubeconfig []byte) string {
 	t.Helper()
-	cfg, err := clientcmd.Load(hubKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, ok := cfg.Contexts[cfg.CurrentContext]
-	if !ok {
-		t.Fatalf("hub kubeconfig has no current context %q", cfg.CurrentContext)
-	}
-	auth, ok := cfg.AuthInfos[kctx.AuthInfo]
-	if !ok {
-		t.Fatalf("hub kubeconfig has no user %q", kctx.AuthInfo)
-	}
-	auth.Impersonate = chartSAUser
-	auth.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace}
-	data, err := clientcmd.Write(*cfg)
+	data, err := fleetenv.ServiceAccountKubeconfig(hubKubeconfig, chartNamespace, chartServiceAccount)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,9 +236,7 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 }
 
 func TestHelmChart(t *testing.T) {
-	if os.Getenv("HELM") == "" {
-		t.Skip("HELM is not set: run `make test`, or set HELM to a helm binary (make helm builds bin/tools/helm-v3.19.0)")
-	}
+	chart(t) // skipped without helm
 	const (
 		clusterName = "helm-edge"
 		vrName      = "helm-hello"

@@ -1,5 +1,6 @@
 // Package sharding is the end-to-end suite of a fleet split across operator replicas:
-// three bin/vidra processes against one hub and six members.
+// three bin/vidra processes, run with the arguments and the rights the Helm chart gives
+// them, against one hub and six members.
 package sharding
 
 import (

@@ -3,8 +3,11 @@ package sharding
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +33,8 @@ import (
 
 const (
 	namespace = testoperator.Namespace
+	// release is the chart's release, and so the name of its ServiceAccount.
+	release = "vidra"
 	// leaseDuration is the replicas' --shard-lease-duration: how long a silent peer, and
 	// with it the fences it holds, is honoured.
 	leaseDuration = 15 * time.Second
@@ -38,16 +43,65 @@ const (
 	takeoverBound = leaseDuration + 15*time.Second
 )
 
-// replicas are the operator processes, by shard ID.
+// replicas are the operator processes, by shard ID: each runs with the arguments the
+// chart gives it and acts as the chart's ServiceAccount, with exactly its rights.
 type replicas struct {
 	kubeconfig string
+	chartArgs  []string
 	ops        map[string]*fleetenv.Operator
+}
+
+// install installs the chart on the hub for three replicas and keeps what the replicas
+// run with: its arguments and a kubeconfig acting as its ServiceAccount.
+func (r *replicas) install(ctx context.Context, t *testing.T, hub *testfleet.Cluster) {
+	t.Helper()
+	chart, err := fleetenv.TheChart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := []string{"replicas=3", "rbac.localApply=none"}
+	objs, err := chart.Render(ctx, release, namespace, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := fleetenv.OperatorArgs(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(args, "--sharding") {
+		t.Fatalf("the chart's arguments for 3 replicas do not shard: %q", args)
+	}
+	// The Pod's ports are the process's own here: three share the host.
+	r.chartArgs = slices.DeleteFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--metrics-bind-address=") || strings.HasPrefix(a, "--health-probe-bind-address=") || strings.HasPrefix(a, "--webhook-bind-address=")
+	})
+	dir := t.TempDir()
+	hubKubeconfig, err := hub.WriteKubeconfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := []string{"install", release, chart.Dir(), "--namespace", namespace, "--create-namespace", "--kubeconfig", hubKubeconfig, "--wait=false"}
+	for _, s := range sets {
+		install = append(install, "--set", s)
+	}
+	if _, err := chart.Helm(ctx, install...); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := fleetenv.ServiceAccountKubeconfig(hub.Kubeconfig, namespace, release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.kubeconfig = filepath.Join(dir, "replica.kubeconfig")
+	if err := os.WriteFile(r.kubeconfig, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (r *replicas) start(ctx context.Context, t *testing.T, id string) {
 	t.Helper()
-	op, err := fleetenv.StartOperator(ctx, "--kubeconfig="+r.kubeconfig, "--sharding", "--shard-id="+id,
-		"--shard-lease-duration="+leaseDuration.String(), "--hub-id=shard", "--webhook-bind-address=0", "--cluster-probe-interval=2s")
+	// The volume the chart mounts for sources is not here: a temporary directory is.
+	op, err := fleetenv.StartOperator(ctx, append(slices.Clone(r.chartArgs), "--kubeconfig="+r.kubeconfig, "--source-cache-dir=",
+		"--shard-id="+id, "--shard-lease-duration="+leaseDuration.String(), "--hub-id=shard", "--webhook-bind-address=0", "--cluster-probe-interval=2s")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +113,27 @@ func (r *replicas) ids() []string {
 	return slices.Sorted(maps.Keys(r.ops))
 }
 
-// stopAll stops every replica, and shows their logs when the test failed.
+// stopAll stops every replica, checks that the chart's rights refused none of their
+// requests, and shows their logs when the test failed.
 func (r *replicas) stopAll(t *testing.T) {
 	for _, id := range r.ids() {
 		op := r.ops[id]
 		if err := op.Stop(30 * time.Second); err != nil {
 			t.Logf("stop %s: %v", id, err)
 		}
+		notRefused(t, id, op)
 		if t.Failed() {
 			t.Logf("logs of %s:\n%s", id, op.Logs())
+		}
+	}
+}
+
+// notRefused checks that the chart's rights refused the replica no request.
+func notRefused(t *testing.T, id string, op *fleetenv.Operator) {
+	t.Helper()
+	for _, line := range strings.Split(string(op.Logs()), "\n") {
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			t.Errorf("%s was refused a request with the chart's rights: %s", id, line)
 		}
 	}
 }
@@ -251,12 +317,15 @@ func checkOneWriter(ctx context.Context, t *testing.T, fleet *testfleet.Fleet) {
 }
 
 func TestReplicasSplitTheFleetAndTakeOverAKilledOnesClusters(t *testing.T) {
+	if _, err := fleetenv.TheChart(); errors.Is(err, fleetenv.ErrNoHelm) {
+		t.Skip(err)
+	}
 	r := &replicas{ops: map[string]*fleetenv.Operator{}}
 	var members []string
 	var victim string
 
 	feature := features.New("three replicas split six members").
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			fleet := fleetenv.Fleet(ctx)
 			for _, m := range fleet.Members {
 				members = append(members, m.Name)
@@ -264,7 +333,7 @@ func TestReplicasSplitTheFleetAndTakeOverAKilledOnesClusters(t *testing.T) {
 			if err := testoperator.CreateEnrollments(ctx, fleet.Hub, fleet.Members...); err != nil {
 				t.Fatal(err)
 			}
-			r.kubeconfig = cfg.KubeconfigFile()
+			r.install(ctx, t, fleet.Hub)
 			for _, id := range []string{"replica-1", "replica-2", "replica-3"} {
 				r.start(ctx, t, id)
 			}
@@ -332,6 +401,7 @@ func TestReplicasSplitTheFleetAndTakeOverAKilledOnesClusters(t *testing.T) {
 			r.ops[victim].Kill()
 			killed := time.Now()
 			<-r.ops[victim].Exited()
+			notRefused(t, victim, r.ops[victim])
 			delete(r.ops, victim)
 
 			waitForOwners(ctx, t, fleet.Hub.Client, members, r.ids(), 2*takeoverBound)
