@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
@@ -37,8 +40,12 @@ type fleetResult struct {
 	// ReconcilesPerBundle are the operator's VidraResource reconciles meanwhile, per
 	// bundle (Reconciles: by result); HubCPU and MembersCPU are the CPU time of the hub's
 	// and the members' API servers and etcds per 1,000 objects.
-	ReconcilesPerBundle             float64 `json:"reconcilesPerBundle"`
-	Reconciles                      string  `json:"reconcilesPerBundleByResult"`
+	ReconcilesPerBundle float64 `json:"reconcilesPerBundle"`
+	Reconciles          string  `json:"reconcilesPerBundleByResult"`
+	// LargestSyncKiB is the largest InfrahubSync as the hub stores it once delivered, its
+	// status of one artifact per cluster and its managed fields included: an object on
+	// the hub holds at most 1.5 MiB.
+	LargestSyncKiB                  float64 `json:"largestSyncKiB"`
 	HubCPUSecondsPer1000Objects     float64 `json:"hubCPUSecondsPer1000Objects"`
 	MembersCPUSecondsPer1000Objects float64 `json:"membersCPUSecondsPer1000Objects"`
 
@@ -259,7 +266,26 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 	fr.ReconcilesPerBundle, fr.Reconciles = reconciles.reconciles/float64(bundles), reconciles.results.per(float64(bundles))
 	fr.HubCPUSecondsPer1000Objects = (after.hubCPU - before.hubCPU) * 1000 / objects
 	fr.MembersCPUSecondsPer1000Objects = (after.membersCPU - before.membersCPU) * 1000 / objects
-	return first, nil
+	fr.LargestSyncKiB, err = f.largestSyncKiB(ctx)
+	return first, err
+}
+
+// largestSyncKiB is the largest InfrahubSync's JSON as the hub serves it, in KiB.
+func (f *fleetRun) largestSyncKiB(ctx context.Context) (float64, error) {
+	syncs := &unstructured.UnstructuredList{}
+	syncs.SetGroupVersionKind(vidrav1alpha1.GroupVersion.WithKind("InfrahubSyncList"))
+	if err := f.fleet.Hub.Client.List(ctx, syncs); err != nil {
+		return 0, fmt.Errorf("list InfrahubSyncs: %w", err)
+	}
+	largest := 0
+	for _, s := range syncs.Items {
+		data, err := json.Marshal(s.Object)
+		if err != nil {
+			return 0, err
+		}
+		largest = max(largest, len(data))
+	}
+	return float64(largest) / 1024, nil
 }
 
 // createSyncs creates the InfrahubSyncs of bundles from to until, each delivering its

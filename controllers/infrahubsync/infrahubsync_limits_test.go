@@ -144,3 +144,46 @@ func artifactChecksum(ihs *vidrav1alpha1.InfrahubSync, id string) string {
 	}
 	return ""
 }
+
+// An Infrahub listing artifacts the sync's status could not record (their targets'
+// display labels are 40 KiB each here: what Infrahub lists is untrusted) stalls the sync,
+// saying so, before anything is delivered or removed. Once they fit, it delivers again.
+func TestArtifactsTheStatusCannotRecordStallTheSync(t *testing.T) {
+	member := fleet.Members[0]
+	s := newInfrahub(t, "wordy", infrahubtest.Options{})
+	const ns = "ihs-wordy"
+	putSites(s, "main", ns, "v1", "paris", "lyon")
+	newSync(t, "wordy", "wordy", s, withCluster(member.Name), retrying)
+	allReady(t, "wordy", 2)
+
+	// Infrahub now lists paris's and 34 artifacts of wordy targets, lyon's no longer.
+	s.Delete("main", "web-lyon")
+	label := strings.Repeat("x", 40<<10)
+	for i := range 34 {
+		site := fmt.Sprintf("wordy-%02d", i)
+		s.Put("main", infrahubtest.Artifact{
+			ID: artifactName + "-" + site, Name: artifactName, Content: artifact(ns, site, "v2"),
+			TargetID: "node-" + site, TargetLabel: label + site, TargetKind: "InfraSite", DefinitionID: "def-web", DefinitionName: "web-definition",
+		})
+	}
+	requestSync(t, "wordy")
+	ihs := stalledOverLimit(t, "wordy", "the status of 35 artifacts delivered as 35 VidraResources", "nothing was delivered or removed")
+	if len(ihs.Status.Artifacts) != 2 {
+		t.Errorf("the recorded artifacts changed: %d, want the 2 delivered before", len(ihs.Status.Artifacts))
+	}
+	if n := len(resourcesOf(t, "wordy")); n != 2 {
+		t.Errorf("%d VidraResources, want the 2 delivered before", n)
+	}
+	if configMapValue(t, member, ns, "paris") != "v1" || configMapValue(t, member, ns, "lyon") != "v1" {
+		t.Error("a listing the status could not record changed what was delivered")
+	}
+
+	// Fitting again, the sync delivers, and only now is lyon's removed.
+	for i := range 34 {
+		s.Delete("main", fmt.Sprintf("%s-wordy-%02d", artifactName, i))
+	}
+	putSites(s, "main", ns, "v2", "paris")
+	syncReady(t, "wordy")
+	waitValue(t, member, ns, "paris", "v2")
+	waitValue(t, member, ns, "lyon", "")
+}

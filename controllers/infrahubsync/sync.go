@@ -75,12 +75,18 @@ func (r *Reconciler) sync(ctx context.Context, ihs *vidrav1alpha1.InfrahubSync) 
 		return ctrl.Result{}, err
 	}
 
-	// Deliver each artifact, at once or wave by wave.
+	// Deliver each artifact, at once or wave by wave, if the status can record them all.
+	items := itemsOf(listed)
+	if msg := d.StatusTooLarge(items, targets); msg != "" {
+		markStalled(ihs, vidrav1alpha1.ReasonLimitExceeded, msg)
+		r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonLimitExceeded, msg)
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
 	previous := map[string]vidrav1alpha1.ArtifactStatus{}
 	for _, st := range ihs.Status.Artifacts {
 		previous[st.ID] = st
 	}
-	statuses, rollout := d.Deliver(ctx, itemsOf(listed), targets, previous)
+	statuses, rollout := d.Deliver(ctx, items, targets, previous)
 	if rollout != nil {
 		ihs.Status.Rollout = rollout
 	}

@@ -93,6 +93,9 @@ func (r *Reconciler) syncRendered(ctx context.Context, obj Object, interval time
 		out.items = r.carried(obj, targets, previous)
 	}
 	d.SetContentHash(out.contentHash(obj))
+	if result, stalled := r.stallTooLarge(obj, d, out.items, targets, interval); stalled {
+		return result, nil
+	}
 	var rollout *vidrav1alpha1.RolloutStatus
 	if status.Bundles, rollout = d.Deliver(ctx, out.items, targets, previous); rollout != nil {
 		status.Rollout = rollout

@@ -58,6 +58,9 @@ func (r *Reconciler) sync(ctx context.Context, obj Object) (ctrl.Result, error) 
 	// The item's ID is the kind's name: it names the VidraResources, so a GitSync and an
 	// OCISync of one name never make the same one.
 	item := fanout.Item{ID: strings.ToLower(r.Kind.Kind), Name: obj.GetName(), Target: want.revision, Checksum: want.checksum, Digest: want.digest}
+	if result, stalled := r.stallTooLarge(obj, d, []fanout.Item{item}, targets, interval); stalled {
+		return result, nil
+	}
 	var rollout *vidrav1alpha1.RolloutStatus
 	if status.Bundles, rollout = d.Deliver(ctx, []fanout.Item{item}, targets, previousBundles(status)); rollout != nil {
 		status.Rollout = rollout
@@ -196,6 +199,18 @@ func (r *Reconciler) delivery(ctx context.Context, obj Object) (*fanout.Delivery
 		return nil, nil, err
 	}
 	return d, targets, nil
+}
+
+// stallTooLarge stalls the sync, delivering and removing nothing, when its status could
+// not hold its items' (fanout.StatusTooLarge).
+func (r *Reconciler) stallTooLarge(obj Object, d *fanout.Delivery, items []fanout.Item, targets []fanout.Target, interval time.Duration) (ctrl.Result, bool) {
+	msg := d.StatusTooLarge(items, targets)
+	if msg == "" {
+		return ctrl.Result{}, false
+	}
+	markStalled(obj, vidrav1alpha1.ReasonLimitExceeded, msg)
+	r.warn(obj, vidrav1alpha1.ReasonLimitExceeded, msg)
+	return ctrl.Result{RequeueAfter: interval}, true
 }
 
 // previousBundles are the bundles a sync's status lists, by ID.

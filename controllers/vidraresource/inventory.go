@@ -12,6 +12,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/hubobject"
 	"github.com/vidra-operator/vidra/internal/inventory"
 )
 
@@ -97,13 +98,9 @@ func setInventory(vr *vidrav1alpha1.VidraResource, refs []inventory.Ref) {
 	vr.Status.ResourceCount = int32(len(managed))
 }
 
-// hubObjectLimit is the most an object on the hub may hold: etcd's default request limit
-// (--max-request-bytes, 1.5 MiB), which managed control planes keep too.
-const hubObjectLimit = 3 << 19
-
 // recordLimit is how much of it a VidraResource's manifest and inventory may take: the
 // rest is for its metadata, managed fields, conditions and preview.
-const recordLimit = hubObjectLimit - 128<<10
+const recordLimit = hubobject.Limit - 128<<10
 
 // entryOverhead is an inventory entry's JSON beyond its values, its health included, and
 // a message of messageAllowance bytes ("Resource is always ready", "Deployment is
@@ -137,7 +134,7 @@ func inventoryTooLarge(vr *vidrav1alpha1.VidraResource, desired, tracked []inven
 		objects += fmt.Sprintf(" (%d with those it replaces, tracked until they are released)", len(tracked))
 	}
 	return fmt.Sprintf("the bundle has %s: with their inventory the VidraResource would hold %d KiB, more than the %d KiB it may record under the hub's object size limit (etcd's, %d KiB); split the bundle into several VidraResources",
-		objects, size>>10, recordLimit>>10, hubObjectLimit>>10)
+		objects, size>>10, recordLimit>>10, hubobject.Limit>>10)
 }
 
 // recordInventory writes the inventory to status at once, ahead of the apply.

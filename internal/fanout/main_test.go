@@ -150,6 +150,26 @@ func cleanUp(t *testing.T, gs *vidrav1alpha1.GitSync) {
 func (h *harness) round(items []fanout.Item) *fanout.Delivery {
 	h.t.Helper()
 	ctx := context.Background()
+	d, targets := h.delivery()
+	previous := map[string]vidrav1alpha1.ArtifactStatus{}
+	for _, b := range h.sync.Status.Bundles {
+		previous[b.ID] = b
+	}
+	statuses, st := d.Deliver(ctx, items, targets, previous)
+	if err := d.Prune(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	h.sync.Status.Bundles = statuses
+	if st != nil {
+		h.sync.Status.Rollout = st
+	}
+	return d
+}
+
+// delivery is one reconcile's delivery of the sync, and its destinations.
+func (h *harness) delivery() (*fanout.Delivery, []fanout.Target) {
+	h.t.Helper()
+	ctx := context.Background()
 	d, err := fanout.New(ctx, h.cfg, fanout.Sync{
 		Object: h.sync, SourceName: "test", Noun: "bundle",
 		Destination: vidrav1alpha1.InfrahubSyncDestination{
@@ -164,19 +184,7 @@ func (h *harness) round(items []fanout.Item) *fanout.Delivery {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	previous := map[string]vidrav1alpha1.ArtifactStatus{}
-	for _, b := range h.sync.Status.Bundles {
-		previous[b.ID] = b
-	}
-	statuses, st := d.Deliver(ctx, items, targets, previous)
-	if err := d.Prune(ctx); err != nil {
-		h.t.Fatal(err)
-	}
-	h.sync.Status.Bundles = statuses
-	if st != nil {
-		h.sync.Status.Rollout = st
-	}
-	return d
+	return d, targets
 }
 
 // resourcesOf are the VidraResources labeled with the sync's name, as the API server
