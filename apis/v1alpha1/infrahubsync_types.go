@@ -183,9 +183,14 @@ type ArtifactStatus struct {
 	// Message says why the artifact's latest content is not delivered, if it is not.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// VidraResources generated from the artifact, one per destination cluster.
+	// VidraResources generated from the artifact, one per destination cluster: at most
+	// ten, so that the status does not grow with the fleet (an object on the hub holds
+	// at most 1.5 MiB). `kubectl vidra rollout status` lists them all.
 	// +optional
 	VidraResources []string `json:"vidraResources,omitempty"`
+	// VidraResourceCount is how many VidraResources deliver the artifact.
+	// +optional
+	VidraResourceCount int32 `json:"vidraResourceCount,omitempty"`
 }
 
 // InfrahubSyncStatus is what Vidra observed of an InfrahubSync.

@@ -215,8 +215,12 @@ func (r *Reconciler) eventRemoved(ihs *vidrav1alpha1.InfrahubSync, listed []infr
 		if len(st.VidraResources) > 0 {
 			related = &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{Name: st.VidraResources[0]}}
 		}
+		removed := strings.Join(st.VidraResources, ", ")
+		if n := int(st.VidraResourceCount); n > len(st.VidraResources) {
+			removed = fmt.Sprintf("%d VidraResources (%s, …)", n, removed)
+		}
 		r.event(ihs, related, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactRemoved,
-			fmt.Sprintf("artifact %s (%s, target %s) is no longer in Infrahub: removed %s", st.Name, id, st.Target, strings.Join(st.VidraResources, ", ")))
+			fmt.Sprintf("artifact %s (%s, target %s) is no longer in Infrahub: removed %s", st.Name, id, st.Target, removed))
 	}
 	if len(folded) > 0 {
 		r.event(ihs, nil, corev1.EventTypeNormal, vidrav1alpha1.EventArtifactRemoved,

@@ -34,7 +34,7 @@ func (d *Delivery) deliver(ctx context.Context, it Item, targets []Target, prev 
 	st := vidrav1alpha1.ArtifactStatus{
 		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
-		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources,
+		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
 	}
 	existing := d.resourcesOf(it.ID)
 	keepExisting := func() {
@@ -79,7 +79,7 @@ func (d *Delivery) deliver(ctx context.Context, it Item, targets []Target, prev 
 
 	// Write them.
 	names, pinned, err := d.writeAll(ctx, it, desired, body)
-	st.VidraResources = names
+	st.VidraResources, st.VidraResourceCount = names, 0 // bounded counts them
 	if err != nil {
 		return fail(err.Error(), err)
 	}

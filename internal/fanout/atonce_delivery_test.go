@@ -182,3 +182,38 @@ func TestContentOverTheInlineLimitIsStoredOnceForEveryCluster(t *testing.T) {
 		t.Errorf("without a store: problems %v, %d VidraResources", d.Problems(), len(resourcesOf(t, noStore.sync)))
 	}
 }
+
+// TestAnItemDeliveredToManyClustersNamesTenAndCountsThemAll: the status of an item sent
+// to more clusters than it names does not grow with the fleet, and counts what it
+// delivers as the selection changes.
+func TestAnItemDeliveredToManyClustersNamesTenAndCountsThemAll(t *testing.T) {
+	sel := map[string]string{"suite": "names-ten", "env": "prod"}
+	for i := range 12 {
+		enroll(t, fmt.Sprintf("names-ten-%02d", i), sel)
+	}
+	src := newSource(map[string]string{"a": configMap("a", "1")})
+	h := newHarness(t, "names-ten", selecting(sel), src)
+
+	h.round(src.items("a"))
+	st := h.sync.Status.Bundles[0]
+	made := map[string]bool{}
+	for _, vr := range resourcesOf(t, h.sync) {
+		made[vr.Name] = true
+	}
+	if len(made) != 12 || st.VidraResourceCount != 12 || len(st.VidraResources) != 10 {
+		t.Fatalf("made %d VidraResources; the status names %d and counts %d", len(made), len(st.VidraResources), st.VidraResourceCount)
+	}
+	for _, name := range st.VidraResources {
+		if !made[name] {
+			t.Errorf("the status names %s, which was not made", name)
+		}
+	}
+
+	for i := range 4 {
+		relabel(t, fmt.Sprintf("names-ten-%02d", i), map[string]string{"suite": "names-ten", "env": "dev"})
+	}
+	h.round(src.items("a"))
+	if st := h.sync.Status.Bundles[0]; st.VidraResourceCount != 8 || len(st.VidraResources) != 8 {
+		t.Errorf("4 clusters left: the status names %d and counts %d", len(st.VidraResources), st.VidraResourceCount)
+	}
+}

@@ -206,16 +206,16 @@ func (d *Delivery) keepAll(items []Item) {
 // Deliver delivers the items to their targets, at once or wave by wave as the sync's
 // rollout says, and returns their statuses and where the rollout stands (nil: as it was
 // written). The sync's RolledOut condition follows a progressive rollout, and is removed
-// for one delivered at once.
+// for one delivered at once. The statuses are bounded (see bounded).
 func (d *Delivery) Deliver(ctx context.Context, items []Item, targets []Target, previous map[string]vidrav1alpha1.ArtifactStatus) ([]vidrav1alpha1.ArtifactStatus, *vidrav1alpha1.RolloutStatus) {
 	if Progressive(d.sync.Object.RolloutSpec()) {
 		statuses, st := d.Progressive(ctx, items, targets, previous)
 		if st != nil {
 			MarkRolledOut(d.sync.Object, *st)
 		}
-		return statuses, st
+		return bounded(statuses), st
 	}
 	statuses, st := d.AtOnce(ctx, items, targets, previous)
 	conditions.Remove(d.sync.Object, vidrav1alpha1.ConditionRolledOut)
-	return statuses, &st
+	return bounded(statuses), &st
 }

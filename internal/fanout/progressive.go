@@ -253,7 +253,7 @@ func (d *Delivery) statuses(arts []*rolloutArtifact, m moved, completed bool) []
 		s := ra.status
 		if names, ok := m.written[ra]; ok {
 			slices.Sort(names)
-			s.VidraResources = slices.Compact(names)
+			s.VidraResources, s.VidraResourceCount = slices.Compact(names), 0 // bounded counts them
 		}
 		if completed && ra.included {
 			s.StableChecksum, s.StableDigest = s.Checksum, s.Digest
@@ -275,7 +275,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Arti
 	ra := &rolloutArtifact{item: it, status: vidrav1alpha1.ArtifactStatus{
 		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
-		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources,
+		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
 	}}
 	existing := d.resourcesOf(it.ID)
 	for _, vr := range existing {

@@ -2,30 +2,94 @@ package fanout
 
 import (
 	"fmt"
+	"strconv"
 
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/bytesize"
+	"github.com/vidra-operator/vidra/internal/conditions"
 	"github.com/vidra-operator/vidra/internal/hubobject"
 )
 
-// statusLimit is how much of an object on the hub a sync's item statuses may take; the rest is for its
-// spec, metadata, conditions and last error (32 KiB of message each at most) and rollout.
-const statusLimit = hubobject.Limit - 256<<10
-
-// Bytes an item's status takes beyond its values: its JSON keys; the managed-fields entry
-// that records the operator wrote it (its fields, keyed by the item's ID); its checksum
-// again in the status's list of checksums; and a message, which few carry, of
-// messageAllowance bytes.
-var (
-	itemOverhead = len(`{"id":"","name":"","target":"","definition":"","checksum":"","digest":"","stableChecksum":"",`+
-		`"stableDigest":"","builtFrom":"","message":"","vidraResources":[]},`) +
-		len(`"k:{\"id\":\"\"}":{".":{},"f:builtFrom":{},"f:checksum":{},"f:definition":{},"f:digest":{},"f:id":{},`+
-			`"f:message":{},"f:name":{},"f:stableChecksum":{},"f:stableDigest":{},"f:target":{},"f:vidraResources":{}},`) +
-		len(`"",`) + messageAllowance
-	// digestLength is a content store digest's: "sha256:" and 64 hex digits.
-	digestLength = len("sha256:") + 64
+// A sync's status must fit in an object on the hub, whatever the fleet's size and however
+// many clusters fail: each item names at most ListedResources VidraResources, and the
+// items' messages together take at most messageBudget.
+const (
+	// ListedResources is how many of an item's VidraResources its status names; its
+	// count says how many there are.
+	ListedResources = 10
+	// maxItemMessage bounds one item's message; the sync's Ready condition and Events
+	// hold what it is cut from.
+	maxItemMessage = 512
+	// messageBudget is what the items' messages may take together; past it, an item's
+	// message is cutMessage.
+	messageBudget = 64 << 10
+	cutMessage    = "cut: see the sync's conditions and Events"
+	// statusLimit is how much of an object on the hub a sync's item statuses may take; the
+	// rest is for its spec, metadata, conditions and last error (32 KiB of message each
+	// at most) and rollout.
+	statusLimit = hubobject.Limit - 256<<10
 )
 
-const messageAllowance = 128
+// bounded is statuses with at most ListedResources VidraResources named by each, and
+// counted; and with messages cut to maxItemMessage, and to cutMessage past messageBudget.
+func bounded(statuses []vidrav1alpha1.ArtifactStatus) []vidrav1alpha1.ArtifactStatus {
+	spent := 0
+	for i := range statuses {
+		st := &statuses[i]
+		if n := int32(len(st.VidraResources)); n > ListedResources || st.VidraResourceCount == 0 {
+			st.VidraResourceCount = n
+		}
+		if len(st.VidraResources) > ListedResources {
+			st.VidraResources = st.VidraResources[:ListedResources:ListedResources]
+		}
+		if st.Message == "" {
+			continue
+		}
+		st.Message = conditions.Cut(st.Message, maxItemMessage, " … (cut)")
+		if spent+len(st.Message) > messageBudget {
+			st.Message = cutMessage
+		}
+		spent += len(st.Message)
+	}
+	return statuses
+}
+
+// keyed is the JSON an item's status takes for a key with a value, and its managed-fields
+// entry: `"key":value,` and `"f:key":{},`.
+func keyed(key string, value int) int {
+	return len(`"":,`) + len(key) + value + len(`"f:":{},`) + len(key)
+}
+
+// quoted is a string's JSON length, its value unescaped (IDs, names and digests need none).
+func quoted(s string) int { return len(s) + 2 }
+
+// digestLength is a content store digest's: "sha256:" and 64 hex digits.
+var digestLength = quoted("sha256:") + 64
+
+// itemStatusSize is about what item it's status takes in the sync on the hub once
+// delivered to resources: its keys with values and their managed-fields entry, keyed by
+// its ID; its checksum again in the status's list of checksums; and the shortest message
+// (the budget is counted once for the longer ones).
+func itemStatusSize(it Item, stored bool, listed []string, resources int) int {
+	size := len(`{},`) + len(`"k:{\"id\":\"\"}":{".":{}},`) + len(it.ID) + keyed("id", quoted(it.ID)) + quoted(it.Checksum)
+	for _, field := range [...]struct{ key, value string }{{"name", it.Name}, {"target", it.Target}, {"definition", it.Definition},
+		{"checksum", it.Checksum}, {"stableChecksum", it.Checksum}, {"builtFrom", it.BuiltFrom}} {
+		if field.value != "" {
+			size += keyed(field.key, quoted(field.value))
+		}
+	}
+	if stored {
+		size += keyed("digest", digestLength) + keyed("stableDigest", digestLength)
+	}
+	if resources > 0 {
+		names := len(`[]`)
+		for _, name := range listed {
+			names += quoted(name) + len(`,`)
+		}
+		size += keyed("vidraResources", names) + keyed("vidraResourceCount", len(strconv.Itoa(resources)))
+	}
+	return size + keyed("message", quoted(cutMessage))
+}
 
 // StatusTooLarge says why the statuses of items delivered to dests would not fit in the
 // sync on the hub, or "" when they do. It is asked before anything is delivered: a
@@ -34,22 +98,20 @@ const messageAllowance = 128
 // content store keeps).
 func (d *Delivery) StatusTooLarge(items []Item, dests []Target) string {
 	progressive := Progressive(d.sync.Object.RolloutSpec())
-	size, resources := 0, 0
+	size, resources := messageBudget, 0
 	for _, it := range items {
-		size += itemOverhead + 2*len(it.ID) + len(it.Name) + len(it.Target) + len(it.Definition) + 3*len(it.Checksum) + len(it.BuiltFrom)
-		if it.Digest != "" || progressive {
-			size += 2 * digestLength // its digest and its stable digest
-		}
 		targets, _ := d.targetsOf(it, dests)
-		resources += len(targets)
-		for _, t := range targets {
-			size += len(resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID)) + len(`"",`)
+		names := make([]string, 0, min(len(targets), ListedResources))
+		for _, t := range targets[:min(len(targets), ListedResources)] {
+			names = append(names, resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID))
 		}
+		resources += len(targets)
+		size += itemStatusSize(it, it.Digest != "" || progressive, names, len(targets))
 	}
 	if size <= statusLimit {
 		return ""
 	}
 	return fmt.Sprintf("the status of %d %ss delivered as %d VidraResources would take about %s, more than the %s a sync's status may give its %ss "+
-		"(an object on the hub holds at most %s): nothing was delivered or removed; split the sync, or select fewer clusters",
-		len(items), d.sync.Noun, resources, bytesize.Format(int64(size)), bytesize.Format(statusLimit), d.sync.Noun, bytesize.Format(hubobject.Limit))
+		"(an object on the hub holds at most %s): nothing was delivered or removed; split the sync into syncs of fewer %ss",
+		len(items), d.sync.Noun, resources, bytesize.Format(int64(size)), bytesize.Format(statusLimit), d.sync.Noun, bytesize.Format(hubobject.Limit), d.sync.Noun)
 }

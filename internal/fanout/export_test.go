@@ -1,0 +1,4 @@
+package fanout
+
+// Bounded is bounded, for the tests of what a sync's status may hold.
+var Bounded = bounded
