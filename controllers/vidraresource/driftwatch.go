@@ -128,12 +128,25 @@ func (w *DriftWatches) start(cw *clusterWatches, gvk schema.GroupVersionKind, kw
 		mw := metawatch.New(metawatch.Options{
 			Client: cw.metadata, Resource: mapping.Resource, Kind: gvk, Namespace: ns,
 			Selector: ownership.ManagedSelector(), Keep: keep, OnChange: w.changed, OnListed: w.listed,
-			Transform: func(m *metav1.PartialObjectMetadata) { apply.TrimManagedFields(m) },
+			Transform: trimForDrift,
 		})
 		kw.watches[ns] = mw
 		go mw.Run(ctx)
 	}
 	return nil
+}
+
+// trimForDrift keeps of an object's managed fields what drift and the apply read
+// (apply.TrimManagedFields), and the time of the spec managers' entries alone, the only
+// ones changedBySomeone compares: Vidra's own entries then differ from object to object
+// in nothing, and the watch keeps each once rather than once per second of apply.
+func trimForDrift(m *metav1.PartialObjectMetadata) {
+	apply.TrimManagedFields(m) // a slice of its own, changed in place below
+	for i := range m.ManagedFields {
+		if !isSpecManager(m.ManagedFields[i]) {
+			m.ManagedFields[i].Time = nil
+		}
+	}
 }
 
 // changed requeues the owners of an object someone changed or removed.

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -147,24 +148,29 @@ func TestUnchangedReconcileWritesNothing(t *testing.T) {
 
 // TestDriftWatchesCacheWhoWroteNotEachField: a drift watch holds every object Vidra
 // manages of its kind on a member, so of its managed fields it keeps who wrote the object,
-// how and when (what drift is judged on) and whether Vidra's apply owns the owners set,
-// not the fields each manager wrote.
+// how, and when someone else did (what drift is judged on) and whether Vidra's apply owns
+// the owners set, not the fields each manager wrote nor when Vidra wrote them.
 func TestDriftWatchesCacheWhoWroteNotEachField(t *testing.T) {
 	ctx := context.Background()
 	member := fleet.Members[0]
 	deliver(t, "trimmed", vidrav1alpha1.Destination{Cluster: member.Name, ReconcileOnEvents: true}, cmManifest("trimmed"))
 	ready(t, "trimmed")
+	// Someone else's write, which Vidra's apply leaves (it declares no such field).
+	note := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/note":"kept"}}}`))
+	if err := member.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "trimmed"}}, note, client.FieldOwner("someone")); err != nil {
+		t.Fatal(err)
+	}
 	cl, err := engaged.GetCluster(ctx, multicluster.ClusterName(member.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	live := configMapMetadata()
 	var cached *metav1.PartialObjectMetadata
-	if err := member.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "trimmed"}, live); err != nil {
-		t.Fatal(err)
-	}
 	ref := inventory.Ref{GVK: live.GroupVersionKind(), Namespace: "default", Name: "trimmed"}
 	testfleet.Eventually(t, 10*time.Second, "the object is in the drift watch at its resourceVersion", func() (bool, error) {
+		if err := member.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "trimmed"}, live); err != nil {
+			return false, err
+		}
 		var ok bool
 		cached, ok = watches.CachedOn(ctx, multicluster.ClusterName(member.Name), cl, ref)
 		return ok && cached.ResourceVersion == live.ResourceVersion, nil
@@ -175,10 +181,12 @@ func TestDriftWatchesCacheWhoWroteNotEachField(t *testing.T) {
 	if len(cached.ManagedFields) != len(live.ManagedFields) {
 		t.Fatalf("cached managers %+v, live %+v", cached.ManagedFields, live.ManagedFields)
 	}
-	fields := 0
+	fields, someone := 0, false
 	for i, e := range live.ManagedFields {
 		got := cached.ManagedFields[i]
-		if got.Manager != e.Manager || got.Operation != e.Operation || !got.Time.Equal(e.Time) {
+		timed := e.Manager == "someone"
+		someone = someone || timed
+		if got.Manager != e.Manager || got.Operation != e.Operation || (timed && !got.Time.Equal(e.Time)) || (!timed && got.Time != nil) {
 			t.Errorf("cached entry %+v, live %+v", got, e)
 		}
 		if e.FieldsV1 != nil && bytes.Contains(e.FieldsV1.GetRawBytes(), []byte(`"f:data"`)) {
@@ -191,8 +199,8 @@ func TestDriftWatchesCacheWhoWroteNotEachField(t *testing.T) {
 			t.Errorf("cached, %s applies the owners set: %v; live: %v", e.Manager, c, l)
 		}
 	}
-	if fields == 0 {
-		t.Fatalf("the live object's managed fields list no data field: %+v", live.ManagedFields)
+	if fields == 0 || !someone {
+		t.Fatalf("the live object's managed fields list no data field, or not someone's write: %+v", live.ManagedFields)
 	}
 }
 
