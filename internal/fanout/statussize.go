@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -60,8 +61,15 @@ func keyed(key string, value int) int {
 	return len(`"":,`) + len(key) + value + len(`"f:":{},`) + len(key)
 }
 
-// quoted is a string's JSON length, its value unescaped (IDs, names and digests need none).
-func quoted(s string) int { return len(s) + 2 }
+// quoted is a string's JSON length, escapes included: an item's name and target come from
+// the source, and each `<`, `>`, `&` or quote in them takes more than its byte.
+func quoted(s string) int {
+	encoded, err := json.Marshal(s)
+	if err != nil { // a string always encodes; count the worst escape were it not to
+		return 6*len(s) + 2
+	}
+	return len(encoded)
+}
 
 // digestLength is a content store digest's: "sha256:" and 64 hex digits.
 var digestLength = quoted("sha256:") + 64

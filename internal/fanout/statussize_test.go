@@ -20,9 +20,10 @@ import (
 
 // TestStatusTooLargeKeepsTheStatusWithinWhatTheHubStores: the most bundles StatusTooLarge
 // lets a sync record, each status as long as a delivery makes it (delivered to more
-// clusters than it names, every message as long as bounded leaves it), is a status the
-// API server takes, written as the controllers write it (its managed fields recorded);
-// twice as many, which the check refuses, the API server refuses too.
+// clusters than it names, every message as long as bounded leaves it, a target JSON
+// escapes), is a status the API server takes, written as the controllers write it (its
+// managed fields recorded); twice as many, which the check refuses, the API server
+// refuses too.
 func TestStatusTooLargeKeepsTheStatusWithinWhatTheHubStores(t *testing.T) {
 	sel := map[string]string{"suite": "status-too-large"}
 	var clusters []string
@@ -37,7 +38,7 @@ func TestStatusTooLargeKeepsTheStatusWithinWhatTheHubStores(t *testing.T) {
 		id := fmt.Sprintf("%08d-1f2e-4d3c-8b4a-59687766554433", i)[:36]
 		sum := sha256.Sum256([]byte(id))
 		return fanout.Item{
-			ID: id, Name: "artifact-" + id, Target: fmt.Sprintf("device-%05d", i), Definition: "device-configuration",
+			ID: id, Name: "artifact-" + id, Target: fmt.Sprintf("device-%05d <R&D>", i), Definition: "device-configuration",
 			Checksum: fmt.Sprintf("%x", md5.Sum([]byte(id))), Digest: fmt.Sprintf("sha256:%x", sum), BuiltFrom: fmt.Sprintf("sha256:%x", sum),
 		}
 	}
