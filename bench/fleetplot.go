@@ -47,6 +47,7 @@ func fleetPanels() []fleetPanel {
 			{"of it, live objects", func(f fleetResult) float64 { return f.LiveHeapPerManagedObjectKiB }},
 			{"after each cluster's first bundle", func(f fleetResult) float64 { return f.MarginalHeapPerManagedObjectKiB }},
 			{"live, after the first bundle", func(f fleetResult) float64 { return f.MarginalLiveHeapPerManagedObjectKiB }},
+			{"of it, the Events recorder's", func(f fleetResult) float64 { return f.MarginalEventsHeapPerManagedObjectKiB }},
 		}},
 		{title: "Idle requests per cluster", unit: "per minute", target: 2, series: []fleetSeries{
 			{"to its member", func(f fleetResult) float64 { return f.IdleMemberRequestsPerClusterMin }},
