@@ -19,7 +19,13 @@ import (
 // VidraResources of one fleet hold a hundred thousand inventory entries that differ in a
 // few strings. A VidraResource of ten objects is held in 3.9 KB and 22 allocations this
 // way; with its managed fields dropped alone, in 5.3 KB and 42.
+//
+// Their label sets are shared too: every VidraResource of a sync carries the same labels
+// (the sync's, its template's), and a map of one label takes some 300 bytes. A cached
+// object is never changed (a reader gets a copy, or reads alone), so one map can serve
+// them all.
 func CompactCached(table *intern.Table) toolscache.TransformFunc {
+	labelSets := intern.NewMaps(maxLabelSets, table)
 	return func(obj any) (any, error) {
 		obj, err := apply.TrimCached(obj)
 		vr, ok := obj.(*vidrav1alpha1.VidraResource)
@@ -27,9 +33,7 @@ func CompactCached(table *intern.Table) toolscache.TransformFunc {
 			return obj, err
 		}
 		s := table.String
-		for k, v := range vr.Labels { // in place: a map built anew would cost more than it saves
-			vr.Labels[k] = s(v)
-		}
+		vr.Labels = labelSets.Map(vr.Labels)
 		vr.Annotations = compactAnnotations(vr.Annotations, s)
 		for i, f := range vr.Finalizers {
 			vr.Finalizers[i] = s(f)
@@ -50,6 +54,10 @@ func CompactCached(table *intern.Table) toolscache.TransformFunc {
 		return vr, nil
 	}
 }
+
+// maxLabelSets bounds the label sets the hub's cache of VidraResources shares: a few
+// per sync.
+const maxLabelSets = 1024
 
 // sharedAnnotation says whether the annotation's values repeat across a sync's
 // VidraResources, one per artifact or cluster; the others (IDs, checksums) are each

@@ -2,6 +2,7 @@ package vidraresource_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -15,7 +16,7 @@ import (
 
 // TestTheHubCachesVidraResourcesWithSharedStrings: two VidraResources decoded apart come
 // out of the cache's transform equal to what was decoded, without managed fields, their
-// inventories' repeated strings one copy.
+// inventories' repeated strings and their label set one copy.
 func TestTheHubCachesVidraResourcesWithSharedStrings(t *testing.T) {
 	transform := vidraresource.CompactCached(intern.NewTable(64))
 	decoded := func(name string) *vidrav1alpha1.VidraResource {
@@ -67,6 +68,9 @@ func TestTheHubCachesVidraResourcesWithSharedStrings(t *testing.T) {
 		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
 			t.Errorf("%q is held twice", pair[0])
 		}
+	}
+	if reflect.ValueOf(cached[0].Labels).UnsafePointer() != reflect.ValueOf(cached[1].Labels).UnsafePointer() {
+		t.Error("the label set both carry is held twice")
 	}
 	if inventory := cached[0].Status.ManagedResources; cap(inventory) != len(inventory) {
 		t.Errorf("an inventory of %d entries is held in a slice of %d", len(inventory), cap(inventory))
