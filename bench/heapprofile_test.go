@@ -28,8 +28,7 @@ func TestHeapHeldUnderCountsWhatAFunctionAllocatedAndIsStillHeld(t *testing.T) {
 	runtime.MemProfileRate = 1
 	t.Cleanup(func() { runtime.MemProfileRate = old; held = nil })
 	allocateForTheProfile(1000, 1024)
-	runtime.GC() // a heap profile is as of the last collection but one
-	runtime.GC()
+	runtime.GC() // publishes what is held to the heap profile
 	path := filepath.Join(t.TempDir(), "heap.pprof")
 	f, err := os.Create(path)
 	if err != nil {

@@ -102,7 +102,8 @@ func (b *bench) launchOperator(ctx context.Context, label string, resync time.Du
 // heapProfileRate is how many bytes the operator allocates per sample of its heap
 // profiles, an eighth of Go's default: what the bench reads from them (the Events
 // recorder's share of the heap, a megabyte at 100 clusters) is then counted within about
-// a quarter at 100 clusters and a tenth at 1,000, for about 1% of the operator's CPU.
+// a quarter at 100 clusters and a tenth at 1,000, for about 1% of the operator's CPU
+// and a little of its RSS (the profile's records, off the heap).
 const heapProfileRate = 64 << 10
 
 // withProfileRate is env with the operator's heap profile rate, unless env sets one.
@@ -165,9 +166,8 @@ func (b *bench) stopOperator() {
 
 // memory is the operator's: heapMiB is the heap's spans in use, liveHeapMiB the objects
 // in them (after a garbage collection, what is reachable); peakRSSMiB the most its
-// resident set has been since it started.
-// memory is the operator's memory at a moment; eventsHeapMiB is the part of its live
-// heap that its Events recorder holds (from the heap profile settled saves).
+// resident set has been since it started; eventsHeapMiB the part of the live heap that
+// its Events recorder holds (from the heap profile settled saves).
 type memory struct{ rssMiB, peakRSSMiB, heapMiB, liveHeapMiB, eventsHeapMiB, goroutines float64 }
 
 func (b *bench) memory(ctx context.Context) (memory, error) {

@@ -55,8 +55,8 @@ func CompactCached(table *intern.Table) toolscache.TransformFunc {
 	}
 }
 
-// maxLabelSets bounds the label sets the hub's cache of VidraResources shares: a few
-// per sync.
+// maxLabelSets bounds the label sets the hub's cache of VidraResources shares (a few
+// per sync) before the table starts again.
 const maxLabelSets = 1024
 
 // sharedAnnotation says whether the annotation's values repeat across a sync's
