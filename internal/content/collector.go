@@ -115,6 +115,11 @@ func (c *Collector) Collect(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Nothing past its grace period, nothing to move: what is named is not read, since
+	// reading it lists every VidraResource and revision of the fleet.
+	if len(legacy) == 0 && !slices.ContainsFunc(slices.Collect(maps.Values(chunks)), c.due) {
+		return nil, nil
+	}
 	// What is named is read after the chunks are listed: content named meanwhile is seen.
 	inUse, err := c.InUse(ctx)
 	if err != nil {
@@ -159,13 +164,10 @@ func (c *Collector) collect(ctx context.Context, byDigest map[string][]*metav1.P
 			continue
 		}
 		parts := byDigest[digest]
+		if !c.due(parts) {
+			continue
+		}
 		head := headOf(parts)
-		if head != nil && !c.expired(head.Annotations[StoredAtAnnotation], head.CreationTimestamp.Time) {
-			continue
-		}
-		if head == nil && !c.expired("", newest(parts)) {
-			continue
-		}
 		// The head goes first, conditionally: a Put that refreshed it meanwhile wins, and
 		// with it gone the content no longer exists for readers.
 		if head != nil {
@@ -230,6 +232,16 @@ func (c *Collector) moveLegacy(ctx context.Context, byDigest map[string][]*metav
 	return errors.Join(errs...)
 }
 
+// due reports whether the content of parts is past its grace period, and is deleted
+// unless something names it: its head was stored that long ago, or, without a head, its
+// newest chunk was.
+func (c *Collector) due(parts []*metav1.PartialObjectMetadata) bool {
+	if head := headOf(parts); head != nil {
+		return c.expired(head.Annotations[StoredAtAnnotation], head.CreationTimestamp.Time)
+	}
+	return c.expired("", newest(parts))
+}
+
 func (c *Collector) expired(storedAt string, created time.Time) bool {
 	at := created
 	if t, err := time.Parse(time.RFC3339, storedAt); err == nil && t.After(at) {
@@ -262,7 +274,8 @@ func newest(parts []*metav1.PartialObjectMetadata) time.Time {
 func NamedByVidraResources(reader client.Reader) func(context.Context) (map[string]bool, error) {
 	return func(ctx context.Context) (map[string]bool, error) {
 		var list vidrav1alpha1.VidraResourceList
-		if err := reader.List(ctx, &list); err != nil {
+		// Only digests are read: a fleet's VidraResources are not copied.
+		if err := reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list VidraResources: %w", err)
 		}
 		named := map[string]bool{}

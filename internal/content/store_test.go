@@ -222,3 +222,33 @@ func TestPutRefreshesContentSoTheCollectorKeepsIt(t *testing.T) {
 		t.Fatalf("refreshed content was collected: %v, %v", deleted, err)
 	}
 }
+
+// TestCollectorReadsWhatIsNamedOnlyWhenSomethingIsPastItsGrace: what is named is read
+// from every VidraResource and revision of the fleet, so a collection with nothing to
+// delete does not read it; one with content past its grace does, and keeps what is named.
+func TestCollectorReadsWhatIsNamedOnlyWhenSomethingIsPastItsGrace(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, 64<<10)
+	reads := 0
+	collector := &content.Collector{Store: s, InUse: func(context.Context) (map[string]bool, error) {
+		reads++
+		return nil, errors.New("what is named could not be read")
+	}}
+	if deleted, err := collector.Collect(ctx); err != nil || len(deleted) != 0 || reads != 0 {
+		t.Fatalf("an empty store: deleted %v, %v, what is named read %d times", deleted, err, reads)
+	}
+	digest, err := s.Put(ctx, incompressible(7, 100<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted, err := collector.Collect(ctx); err != nil || len(deleted) != 0 || reads != 0 {
+		t.Fatalf("content within its grace: deleted %v, %v, what is named read %d times", deleted, err, reads)
+	}
+	s.Grace = 0
+	if deleted, err := collector.Collect(ctx); err == nil || len(deleted) != 0 || reads != 1 {
+		t.Fatalf("content past its grace, what is named unreadable: deleted %v, %v, read %d times; want an error, nothing deleted, one read", deleted, err, reads)
+	}
+	if _, err := s.Get(ctx, digest); err != nil {
+		t.Errorf("content kept when what is named could not be read: %v", err)
+	}
+}

@@ -8,6 +8,8 @@ package fanout
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,6 +92,9 @@ type Delivery struct {
 	sync   Sync
 	source Source
 	owned  map[string]*vidrav1alpha1.VidraResource
+	// byItem are the owned VidraResources by the item they deliver, in name order: a
+	// sync of a thousand clusters looks up each of its thousand items' VidraResources.
+	byItem map[string][]*vidrav1alpha1.VidraResource
 
 	// keep are the owned VidraResources to keep: delivered now, or left as they were
 	// because their item could not be delivered.
@@ -136,6 +141,7 @@ func New(ctx context.Context, cfg Config, sync Sync, source Source) (*Delivery, 
 	if d.owned, err = d.ownedResources(ctx); err != nil {
 		return nil, err
 	}
+	d.byItem = byItem(d.owned)
 	return d, nil
 }
 
@@ -183,15 +189,22 @@ func (d *Delivery) notReady(it Item) (msg string, generating bool) {
 	return it.Unready, it.Generating
 }
 
-// resourcesOf are the owned VidraResources that deliver item id.
+// resourcesOf are the owned VidraResources that deliver item id, in name order.
 func (d *Delivery) resourcesOf(id string) []*vidrav1alpha1.VidraResource {
-	var out []*vidrav1alpha1.VidraResource
-	for _, vr := range d.owned {
-		if vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation] == id {
-			out = append(out, vr)
-		}
+	return d.byItem[id]
+}
+
+// byItem indexes owned by the item each VidraResource delivers, each item's in name order.
+func byItem(owned map[string]*vidrav1alpha1.VidraResource) map[string][]*vidrav1alpha1.VidraResource {
+	index := map[string][]*vidrav1alpha1.VidraResource{}
+	for _, vr := range owned {
+		id := vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation]
+		index[id] = append(index[id], vr)
 	}
-	return out
+	for _, vrs := range index {
+		slices.SortFunc(vrs, func(a, b *vidrav1alpha1.VidraResource) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return index
 }
 
 // keepAll keeps the VidraResources of every item as they are.
