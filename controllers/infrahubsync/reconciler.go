@@ -69,6 +69,9 @@ type Reconciler struct {
 	// written holds, per InfrahubSync, the resourceVersion of this process's last status
 	// write: a rollout decides from its status, which a lagging cache must not roll back.
 	written fanout.StatusWrites
+	// resourcesWritten is what the kind's deliveries last wrote to each VidraResource,
+	// so that the controller is woken by others' changes only (set up with it).
+	resourcesWritten *fanout.Written
 	// traced holds, per InfrahubSync, the last trace context taken from its annotations,
 	// so that only the reconcile a webhook asked for joins that webhook's trace.
 	traced sync.Map

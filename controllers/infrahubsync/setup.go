@@ -10,9 +10,11 @@ import (
 // SetupWithManager registers the controller with the hub's manager, watched as every
 // sync kind's is (fanout.Controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	r.resourcesWritten = fanout.NewWritten()
 	return fanout.Controller{
 		Kind:                    vidrav1alpha1.LookupSyncKind("InfrahubSync"),
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		Guards:                  r.Guards.Objects(),
+		Written:                 r.resourcesWritten,
 	}.Setup(mgr, r)
 }

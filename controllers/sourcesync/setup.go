@@ -9,9 +9,11 @@ import (
 // SetupWithManager registers the kind's controller, watched as every sync kind's is
 // (fanout.Controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	r.resourcesWritten = fanout.NewWritten()
 	return fanout.Controller{
 		Kind:                    r.Kind,
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		Guards:                  r.Guards.Objects(),
+		Written:                 r.resourcesWritten,
 	}.Setup(mgr, r)
 }

@@ -233,6 +233,7 @@ func (r *Reconciler) fanoutConfig() fanout.Config {
 		Transient:   isTransient,
 		ObserveWave: r.Metrics.observeWave,
 		Now:         r.now,
+		Written:     r.resourcesWritten,
 	}
 }
 

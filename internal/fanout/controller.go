@@ -36,6 +36,9 @@ type Controller struct {
 	// Guards are objects of the kinds of the hub's admission policies and bindings: a
 	// change of one requeues every sync, which waits while one is missing.
 	Guards []client.Object
+	// Written, when set, is what the kind's deliveries wrote (Config.Written): the
+	// VidraResources that are as their sync wrote them do not wake it.
+	Written *Written
 }
 
 // Setup registers r as the kind's controller. It reconciles a sync when its spec changes
@@ -61,7 +64,7 @@ func (c Controller) Setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(c.Kind.Kind)).
 		For(c.Kind.New(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, requested))).
-		Owns(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(edited)).
+		Owns(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(edited, c.Written.ByOthers())).
 		Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(c.withSelector(hub)), builder.WithPredicates(relabeled)).
 		Watches(&vidrav1alpha1.VidraResource{}, handler.EnqueueRequestsFromMapFunc(c.rolloutOf(hub)), builder.WithPredicates(HealthChanged(c.Kind.Label)))
 	for _, o := range c.Guards {

@@ -40,6 +40,9 @@ type Config struct {
 	ObserveWave func(result string)
 	// Now is the clock.
 	Now func() time.Time
+	// Written remembers what was written, for the kind's controller to tell its own
+	// writes from others' (nil: nothing is remembered).
+	Written *Written
 }
 
 // Sync is the sync a delivery is for.

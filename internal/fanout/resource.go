@@ -116,6 +116,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 		tracing.Inject(wctx, created)
 		// Created with the finalizer its reconcile would add: one write fewer per delivery.
 		controllerutil.AddFinalizer(created, vidrav1alpha1.VidraResourceFinalizer)
+		d.cfg.Written.record(created, d.sync.Template)
 		err := d.cfg.Hub.Create(ctx, created)
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
@@ -172,6 +173,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 	wctx, end := traced("update")
 	defer end()
 	tracing.Inject(wctx, updated)
+	d.cfg.Written.record(updated, d.sync.Template)
 	// A merge patch of what changed: the VidraResource controller writes its status and
 	// finalizer meanwhile, which must not make this write conflict.
 	if err := d.cfg.Hub.Patch(ctx, updated, client.MergeFrom(cur)); err != nil {
