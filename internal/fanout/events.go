@@ -28,8 +28,8 @@ type itemEvents struct {
 // eventDelivered records that item it was delivered, when it is new or its content
 // changed. The first VidraResource is the Event's related object, so the Events of
 // different items are not folded into one series.
-func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, desired []*vidrav1alpha1.VidraResource, names []string) {
-	if len(desired) == 0 {
+func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, related *vidrav1alpha1.VidraResource, names []string) {
+	if related == nil {
 		return
 	}
 	var reason, note string
@@ -45,7 +45,7 @@ func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, de
 	}
 	if d.itemEvents.recorded < MaxItemEvents {
 		d.itemEvents.recorded++
-		d.cfg.Events.Record(d.sync.Object, desired[0], corev1.EventTypeNormal, reason, note)
+		d.cfg.Events.Record(d.sync.Object, related, corev1.EventTypeNormal, reason, note)
 		return
 	}
 	if d.itemEvents.folded == nil {

@@ -2,3 +2,6 @@ package fanout
 
 // Bounded is bounded, for the tests of what a sync's status may hold.
 var Bounded = bounded
+
+// ConcurrentWrites is how many VidraResources a delivery writes at once.
+const ConcurrentWrites = concurrentWrites
