@@ -73,13 +73,6 @@ func (w *Written) forget(obj client.Object) {
 	delete(w.state, obj.GetName())
 }
 
-// Len is how many VidraResources are remembered.
-func (w *Written) Len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.state)
-}
-
 // ByOthers passes the events of VidraResources that are not as their sync last wrote
 // them; a deletion always passes, and is forgotten.
 func (w *Written) ByOthers() predicate.Funcs {
