@@ -36,6 +36,7 @@ type fleetResult struct {
 	HubWritesPerBundle       float64 `json:"hubWritesPerBundle"`
 	HubWrites                string  `json:"hubWritesPerBundleByKind"`
 	MemberRequestsPerObject  float64 `json:"memberRequestsPerObject"`
+	MemberRequests           string  `json:"memberRequestsPerObjectByMethod"`
 	CPUSecondsPer1000Objects float64 `json:"operatorCPUSecondsPer1000Objects"`
 	// ReconcilesPerBundle are the operator's VidraResource reconciles meanwhile, per
 	// bundle (Reconciles: by result); HubCPU and MembersCPU are the CPU time of the hub's
@@ -92,6 +93,11 @@ type fleetResult struct {
 	IdleOperatorHubWritesPerMinute   float64 `json:"idleOperatorHubWritesPerMinute"`
 	IdleHubWritesPerMinute           float64 `json:"idleHubWritesPerMinute"`
 	IdleHubWritesPerMinuteByResource string  `json:"idleHubWritesPerMinuteByResource"`
+	// The idle fleet's CPU seconds per minute: the operator's, the hub's and the members'
+	// API servers and etcds. A delivery pays this standing cost for as long as it lasts.
+	IdleOperatorCPUSecondsPerMinute float64 `json:"idleOperatorCPUSecondsPerMinute"`
+	IdleHubCPUSecondsPerMinute      float64 `json:"idleHubCPUSecondsPerMinute"`
+	IdleMembersCPUSecondsPerMinute  float64 `json:"idleMembersCPUSecondsPerMinute"`
 }
 
 // measureFleet measures each fleet size of -fleet-clusters in turn, on a fresh operator.
@@ -266,7 +272,8 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 	fr.ObjectsPerSecond = objects / elapsed.Seconds()
 	writes := after.hubWrites.since(before.hubWrites)
 	fr.HubWritesPerBundle, fr.HubWrites = writes.total()/float64(bundles), writes.per(float64(bundles))
-	fr.MemberRequestsPerObject = after.memberRequests(clusters).since(before.memberRequests(clusters)).total() / objects
+	members := after.memberRequests(clusters).since(before.memberRequests(clusters))
+	fr.MemberRequestsPerObject, fr.MemberRequests = members.total()/objects, members.per(objects)
 	fr.CPUSecondsPer1000Objects = (after.operator.cpuSeconds - before.operator.cpuSeconds) * 1000 / objects
 	reconciles := after.operator.since(before.operator)
 	fr.ReconcilesPerBundle, fr.Reconciles = reconciles.reconciles/float64(bundles), reconciles.results.per(float64(bundles))
@@ -337,5 +344,8 @@ func (f *fleetRun) measureIdleFleet(ctx context.Context, clusters []fleetCluster
 	fr.IdleOperatorHubWritesPerMinute = (hub.total() - hub["GET"]) / minutes
 	writes := after.hubWrites.since(before.hubWrites)
 	fr.IdleHubWritesPerMinute, fr.IdleHubWritesPerMinuteByResource = writes.total()/minutes, writes.per(minutes)
+	fr.IdleOperatorCPUSecondsPerMinute = (after.operator.cpuSeconds - before.operator.cpuSeconds) / minutes
+	fr.IdleHubCPUSecondsPerMinute = (after.hubCPU - before.hubCPU) / minutes
+	fr.IdleMembersCPUSecondsPerMinute = (after.membersCPU - before.membersCPU) / minutes
 	return nil
 }

@@ -67,8 +67,8 @@ func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
 		fmt.Fprintf(w, "fleet of %d clusters\t%d fronts on 127.77.0.0/16 over %d control planes; %d bundles x %d objects each, from %d InfrahubSyncs (clusterFromTarget)\n",
 			f.Clusters, f.Clusters, f.ControlPlanes, f.BundlesPerCluster, f.ObjectsPerBundle, f.BundlesPerCluster)
 		fmt.Fprintf(w, "  enroll\tp50 %.0f ms, p95 %.0f ms per cluster; all %d Engaged %.1f s after the first Secret\n", f.EngageP50Ms, f.EngageP95Ms, f.Clusters, f.EngageTotalSeconds)
-		fmt.Fprintf(w, "  deliver\t%.1f s from the syncs to every bundle Ready, %.0f objects/s (%d objects); %.2f hub writes per bundle (%s); %.2f member requests per object; %.2f s operator CPU per 1000 objects\n",
-			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.CPUSecondsPer1000Objects)
+		fmt.Fprintf(w, "  deliver\t%.1f s from the syncs to every bundle Ready, %.0f objects/s (%d objects); %.2f hub writes per bundle (%s); %.2f member requests per object (%s); %.2f s operator CPU per 1000 objects\n",
+			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.MemberRequests, f.CPUSecondsPer1000Objects)
 		fmt.Fprintf(w, "  work\t%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s; the largest InfrahubSync on the hub %.0f KiB (of 1536 an object may hold)\n",
 			f.ReconcilesPerBundle, f.Reconciles, f.HubCPUSecondsPer1000Objects, f.MembersCPUSecondsPer1000Objects, f.LargestSyncKiB)
 		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS at most; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.PeakRSSMiB, f.IdleRSSMiB, f.IdleHeapMiB)
@@ -82,6 +82,8 @@ func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
 		fmt.Fprintf(w, "  idle, over %.0f s\t%.2f requests per cluster per minute to its member (%s), %.2f to the hub (%s); the operator's hub writes %.2f per minute; the hub's writes by anyone %.2f per minute (%s)\n",
 			f.IdleWindowSeconds, f.IdleMemberRequestsPerClusterMin, orNone(f.IdleMemberRequests), f.IdleHubRequestsPerClusterMin, orNone(f.IdleHubRequests),
 			f.IdleOperatorHubWritesPerMinute, f.IdleHubWritesPerMinute, orNone(f.IdleHubWritesPerMinuteByResource))
+		fmt.Fprintf(w, "  idle CPU\t%.2f s per minute by the operator, %.2f by the hub, %.2f by the members: %.0f%% of the delivery's CPU at that rate over its %.0f s\n",
+			f.IdleOperatorCPUSecondsPerMinute, f.IdleHubCPUSecondsPerMinute, f.IdleMembersCPUSecondsPerMinute, standingShare(f)*100, f.ReadySeconds)
 	}
 }
 
@@ -98,4 +100,17 @@ func printSharded(w io.Writer, s *shardedResult) {
 	if s.Error != "" {
 		fmt.Fprintf(w, "  failed\t%s\n", s.Error)
 	}
+}
+
+// standingShare is the part of the delivery's CPU (operator, hub and members) that the
+// idle fleet would have spent over the same time: the cost of a cluster rather than of
+// an object, which a longer delivery pays for longer.
+func standingShare(f fleetResult) float64 {
+	objects := float64(f.Clusters * f.BundlesPerCluster * f.ObjectsPerBundle)
+	delivery := (f.CPUSecondsPer1000Objects + f.HubCPUSecondsPer1000Objects + f.MembersCPUSecondsPer1000Objects) * objects / 1000
+	if delivery == 0 {
+		return 0
+	}
+	idle := (f.IdleOperatorCPUSecondsPerMinute + f.IdleHubCPUSecondsPerMinute + f.IdleMembersCPUSecondsPerMinute) * f.ReadySeconds / 60
+	return idle / delivery
 }
