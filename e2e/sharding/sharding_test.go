@@ -193,17 +193,20 @@ func resource(member string, version int) *vidrav1alpha1.VidraResource {
 // has the ConfigMap at v and every VidraResource is Ready for its generation.
 func deliver(ctx context.Context, t *testing.T, fleet *testfleet.Fleet, version int) {
 	t.Helper()
+	// The chart's MutatingAdmissionPolicy refuses VidraResources for a few seconds after
+	// it is installed: a person at kubectl would try again, and so does this.
+	hub := testfleet.Retrying(fleet.Hub.Client)
 	for _, m := range fleet.Members {
 		want := resource(m.Name, version)
 		vr := &vidrav1alpha1.VidraResource{}
 		err := fleet.Hub.Client.Get(ctx, client.ObjectKeyFromObject(want), vr)
 		switch {
 		case apierrors.IsNotFound(err):
-			err = fleet.Hub.Client.Create(ctx, want)
+			err = hub.Create(ctx, want)
 		case err == nil:
 			before := vr.DeepCopy()
 			vr.Spec.Manifest = want.Spec.Manifest
-			err = fleet.Hub.Client.Patch(ctx, vr, client.MergeFrom(before))
+			err = hub.Patch(ctx, vr, client.MergeFrom(before))
 		}
 		if err != nil {
 			t.Fatal(err)
