@@ -317,13 +317,18 @@ func (f *fleetRun) createSyncs(ctx context.Context, from, until int) error {
 func fleetArtifact(k int) string { return fmt.Sprintf("fleet-bundle-%d", k) }
 
 // measureIdleFleet counts, over -fleet-idle with nothing changing, the operator's
-// requests to the fleet's clusters and to the hub, and the hub's writes.
+// requests to the fleet's clusters and to the hub, the hub's writes and everyone's CPU;
+// with -profile, it records CPU profiles from the window's start.
 func (f *fleetRun) measureIdleFleet(ctx context.Context, clusters []fleetCluster, fr *fleetResult) error {
 	before, err := f.fleetCounters(ctx)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
+	// The idle fleet's standing CPU, profiled: what the operator and the hub do with
+	// nothing to deliver.
+	f.startProfiles(ctx, fmt.Sprintf("fleet-%d-idle", len(clusters)))
+	defer f.waitProfiles()
 	select {
 	case <-time.After(f.FleetIdle):
 	case <-ctx.Done():

@@ -84,7 +84,7 @@ func main() {
 	flag.IntVar(&s.FleetReplicas, "fleet-replicas", 0, "After the largest fleet, this many replicas with --sharding take it over from the one operator; then one is killed. 0 or 1: none.")
 	flag.DurationVar(&s.FleetResync, "fleet-resync", 10*time.Minute, "The operator's --resync-interval in the fleet phase: its default, as the chart runs it (-resync's 30s would ask 333 reconciles a second of 1,000 clusters' 10,000 VidraResources).")
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
-	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), and from half way through the delivery of each fleet size, into this directory.")
+	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), from half way through the delivery of each fleet size and from the start of its idle window, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
 	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,leaks,pull,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()

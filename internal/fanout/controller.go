@@ -82,23 +82,27 @@ func (c Controller) Setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 }
 
 // rolloutOf requeues the progressive sync a VidraResource belongs to: its health may let
-// the rollout go on, or fail it.
+// the rollout go on, or fail it. The sync is read from the cache without a copy: it is
+// only read here, for each VidraResource's change of health, and its status grows with
+// the fleet (about 490 KiB at 1,000 clusters, whose copies were a quarter of what the
+// operator allocated delivering to them).
 func (c Controller) rolloutOf(hub client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		name := obj.GetLabels()[c.Kind.Label]
 		sync := c.Kind.New()
-		if name == "" || hub.Get(ctx, client.ObjectKey{Name: name}, sync) != nil || !Progressive(sync.RolloutSpec()) || !metav1.IsControlledBy(obj, sync) {
+		if name == "" || hub.Get(ctx, client.ObjectKey{Name: name}, sync, client.UnsafeDisableDeepCopy) != nil ||
+			!Progressive(sync.RolloutSpec()) || !metav1.IsControlledBy(obj, sync) {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 	}
 }
 
-// every requeues every sync of the kind.
+// every requeues every sync of the kind. The syncs are read, never changed: not copied.
 func (c Controller) every(hub client.Reader) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := c.Kind.NewList()
-		if err := hub.List(ctx, list); err != nil {
+		if err := hub.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		requests := make([]reconcile.Request, 0, len(list.Syncs()))
@@ -110,11 +114,11 @@ func (c Controller) every(hub client.Reader) handler.MapFunc {
 }
 
 // withSelector requeues the syncs that fan out by clusterSelector, whose selection a
-// cluster joining, leaving or being relabeled may change.
+// cluster joining, leaving or being relabeled may change. Not copied, as in every.
 func (c Controller) withSelector(hub client.Reader) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := c.Kind.NewList()
-		if err := hub.List(ctx, list); err != nil {
+		if err := hub.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		var requests []reconcile.Request
