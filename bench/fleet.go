@@ -274,11 +274,9 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 	fr.HubWritesPerBundle, fr.HubWrites = writes.total()/float64(bundles), writes.per(float64(bundles))
 	members := after.memberRequests(clusters).since(before.memberRequests(clusters))
 	fr.MemberRequestsPerObject, fr.MemberRequests = members.total()/objects, members.per(objects)
-	fr.CPUSecondsPer1000Objects = (after.operator.cpuSeconds - before.operator.cpuSeconds) * 1000 / objects
+	fr.CPUSecondsPer1000Objects, fr.HubCPUSecondsPer1000Objects, fr.MembersCPUSecondsPer1000Objects = after.cpuSince(before, objects/1000)
 	reconciles := after.operator.since(before.operator)
 	fr.ReconcilesPerBundle, fr.Reconciles = reconciles.reconciles/float64(bundles), reconciles.results.per(float64(bundles))
-	fr.HubCPUSecondsPer1000Objects = (after.hubCPU - before.hubCPU) * 1000 / objects
-	fr.MembersCPUSecondsPer1000Objects = (after.membersCPU - before.membersCPU) * 1000 / objects
 	fr.LargestSyncKiB, err = f.largestSyncKiB(ctx)
 	return first, err
 }
@@ -349,8 +347,6 @@ func (f *fleetRun) measureIdleFleet(ctx context.Context, clusters []fleetCluster
 	fr.IdleOperatorHubWritesPerMinute = (hub.total() - hub["GET"]) / minutes
 	writes := after.hubWrites.since(before.hubWrites)
 	fr.IdleHubWritesPerMinute, fr.IdleHubWritesPerMinuteByResource = writes.total()/minutes, writes.per(minutes)
-	fr.IdleOperatorCPUSecondsPerMinute = (after.operator.cpuSeconds - before.operator.cpuSeconds) / minutes
-	fr.IdleHubCPUSecondsPerMinute = (after.hubCPU - before.hubCPU) / minutes
-	fr.IdleMembersCPUSecondsPerMinute = (after.membersCPU - before.membersCPU) / minutes
+	fr.IdleOperatorCPUSecondsPerMinute, fr.IdleHubCPUSecondsPerMinute, fr.IdleMembersCPUSecondsPerMinute = after.cpuSince(before, minutes)
 	return nil
 }

@@ -270,6 +270,12 @@ func (f *fleetRun) fleetCounters(ctx context.Context) (fleetCounters, error) {
 	return fleetCounters{operator: c, hubWrites: w, hubCPU: hubCPU, membersCPU: membersCPU}, err
 }
 
+// cpuSince is the CPU seconds the operator, the hub and the members each used since
+// before, divided by per (objects in thousands, or minutes).
+func (c fleetCounters) cpuSince(before fleetCounters, per float64) (operator, hub, members float64) {
+	return (c.operator.cpuSeconds - before.operator.cpuSeconds) / per, (c.hubCPU - before.hubCPU) / per, (c.membersCPU - before.membersCPU) / per
+}
+
 // memberRequests are the operator's requests to the clusters' fronts, by method.
 func (c fleetCounters) memberRequests(clusters []fleetCluster) tally {
 	sum := tally{}
