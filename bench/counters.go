@@ -211,6 +211,11 @@ func reconcileWrite(labels map[string]string) bool {
 // anyWrite says whether a request of the hub's is a write, of anything.
 func anyWrite(labels map[string]string) bool { return isWrite(labels["verb"]) }
 
+// anyList says whether a request of the hub's is a LIST or a WATCH, of anything.
+func anyList(labels map[string]string) bool {
+	return labels["verb"] == "LIST" || labels["verb"] == "WATCH"
+}
+
 func isWrite(verb string) bool {
 	return slices.Contains([]string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}, verb)
 }

@@ -43,6 +43,10 @@ type fleetResult struct {
 	// and the members' API servers and etcds per 1,000 objects.
 	ReconcilesPerBundle float64 `json:"reconcilesPerBundle"`
 	Reconciles          string  `json:"reconcilesPerBundleByResult"`
+	// HubLists are the LISTs and WATCHes the hub served during the delivery, by anyone
+	// (the bench's own watch of the VidraResources too), by resource: each is as large as
+	// what it lists, which grows with the fleet.
+	HubLists string `json:"hubListsDuringDelivery"`
 	// LargestSyncKiB is the largest InfrahubSync as the hub stores it once delivered, its
 	// status of one artifact per cluster and its managed fields included: an object on
 	// the hub holds at most 1.5 MiB.
@@ -272,6 +276,7 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 	fr.ObjectsPerSecond = objects / elapsed.Seconds()
 	writes := after.hubWrites.since(before.hubWrites)
 	fr.HubWritesPerBundle, fr.HubWrites = writes.total()/float64(bundles), writes.per(float64(bundles))
+	fr.HubLists = after.hubLists.since(before.hubLists).per(1)
 	members := after.memberRequests(clusters).since(before.memberRequests(clusters))
 	fr.MemberRequestsPerObject, fr.MemberRequests = members.total()/objects, members.per(objects)
 	fr.CPUSecondsPer1000Objects, fr.HubCPUSecondsPer1000Objects, fr.MembersCPUSecondsPer1000Objects = after.cpuSince(before, objects/1000)

@@ -69,8 +69,8 @@ func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
 		fmt.Fprintf(w, "  enroll\tp50 %.0f ms, p95 %.0f ms per cluster; all %d Engaged %.1f s after the first Secret\n", f.EngageP50Ms, f.EngageP95Ms, f.Clusters, f.EngageTotalSeconds)
 		fmt.Fprintf(w, "  deliver\t%.1f s from the syncs to every bundle Ready, %.0f objects/s (%d objects); %.2f hub writes per bundle (%s); %.2f member requests per object (%s); %.2f s operator CPU per 1000 objects\n",
 			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.MemberRequests, f.CPUSecondsPer1000Objects)
-		fmt.Fprintf(w, "  work\t%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s; the largest InfrahubSync on the hub %.0f KiB (of 1536 an object may hold)\n",
-			f.ReconcilesPerBundle, f.Reconciles, f.HubCPUSecondsPer1000Objects, f.MembersCPUSecondsPer1000Objects, f.LargestSyncKiB)
+		fmt.Fprintf(w, "  work\t%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s; the largest InfrahubSync on the hub %.0f KiB (of 1536 an object may hold); the hub's lists and watches meanwhile, by anyone: %s\n",
+			f.ReconcilesPerBundle, f.Reconciles, f.HubCPUSecondsPer1000Objects, f.MembersCPUSecondsPer1000Objects, f.LargestSyncKiB, orNone(f.HubLists))
 		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS at most; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.PeakRSSMiB, f.IdleRSSMiB, f.IdleHeapMiB)
 		fmt.Fprintf(w, "  per engaged cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (before its bundles)\n", f.RSSPerEngagedClusterMiB, f.HeapPerEngagedClusterMiB, f.GoroutinesPerEngagedCluster)
 		fmt.Fprintf(w, "  per idle cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (with its bundles); %.2f KiB heap (%.2f KiB live, of which the Events recorder's %.2f) per managed object\n",

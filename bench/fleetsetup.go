@@ -249,6 +249,9 @@ func (f *fleetRun) clearRevisions(ctx context.Context, uids map[string]bool) err
 type fleetCounters struct {
 	operator  counters
 	hubWrites tally
+	// hubLists are the hub's LISTs and WATCHes so far, by anyone (the bench's own too):
+	// what each returns grows with the fleet.
+	hubLists tally
 	// hubCPU and membersCPU are the CPU seconds of the control planes so far.
 	hubCPU, membersCPU float64
 }
@@ -262,12 +265,16 @@ func (f *fleetRun) fleetCounters(ctx context.Context) (fleetCounters, error) {
 	if err != nil {
 		return fleetCounters{}, err
 	}
+	lists, err := f.hubRequests(ctx, anyList)
+	if err != nil {
+		return fleetCounters{}, err
+	}
 	hubCPU, err := controlPlaneCPUSeconds([]*testfleet.Cluster{f.fleet.Hub})
 	if err != nil {
 		return fleetCounters{}, err
 	}
 	membersCPU, err := controlPlaneCPUSeconds(f.members)
-	return fleetCounters{operator: c, hubWrites: w, hubCPU: hubCPU, membersCPU: membersCPU}, err
+	return fleetCounters{operator: c, hubWrites: w, hubLists: lists, hubCPU: hubCPU, membersCPU: membersCPU}, err
 }
 
 // cpuSince is the CPU seconds the operator, the hub and the members each used since
