@@ -69,6 +69,8 @@ type Coordinator struct {
 	// stopping is closed once the process stops: the Done of the context the
 	// coordinator runs under, which the provider's runs under too.
 	stopping <-chan struct{}
+	// lapsesSeen are the peer Lease's lapses the decision loop has acted on.
+	lapsesSeen int
 }
 
 // engagement is a cluster as the provider engaged it.
@@ -238,15 +240,23 @@ func (c *Coordinator) leave() {
 }
 
 // Owns reports whether this replica reconciles the cluster now. A cluster engaged here
-// is owned while its controllers run here (its fence is held). The local cluster, and a
-// cluster this replica has not engaged (unreachable from here, or not enrolled), belong
-// to the leader, unless another replica holds the cluster's fence.
+// is owned while its controllers run here (its fence is held) and this replica's peer
+// Lease is renewed: one unrenewed for two thirds of its duration owns nothing, even
+// before the decision loop, which may be busy writing fences, stops its clusters. The
+// local cluster, and a cluster this replica has not engaged (unreachable from here, or
+// not enrolled), belong to the leader, unless another replica holds the cluster's fence.
 func (c *Coordinator) Owns(ctx context.Context, name multicluster.ClusterName) bool {
+	renewed, lapses := c.peers.Renewed(time.Now())
 	c.mu.Lock()
 	eng, engaged := c.engaged[name]
-	owned := engaged && eng.run != nil
+	running := engaged && eng.run != nil
+	current := renewed && lapses == c.lapsesSeen
 	c.mu.Unlock()
+	owned := running && current
 	switch {
+	case running && !current:
+		c.wake()
+		return false
 	case owned:
 		return true
 	case engaged, !c.isLeader():

@@ -53,11 +53,17 @@ func (c *Coordinator) pass(ctx context.Context) {
 	now := time.Now()
 	peers := c.peers.Snapshot()
 	// Two thirds of its Lease's duration unrenewed, this replica may soon count as gone
-	// to its peers, who then take its fences: it stops first.
-	alive := c.peers.RenewedWithin(c.opts.LeaseDuration*2/3, now)
+	// to its peers, who then take its fences: it stops first. A lapse of a whole duration
+	// that began and ended while the last pass was busy writing fences stops it too: its
+	// peers may have taken fences meanwhile, so it takes each again before it runs the
+	// cluster.
+	renewed, lapses := c.peers.Renewed(now)
+	c.mu.Lock()
+	lapsed := lapses != c.lapsesSeen
+	c.lapsesSeen = lapses
+	alive := renewed && !lapsed
 	var take, release []multicluster.ClusterName
 	stopped := 0
-	c.mu.Lock()
 	fleet := len(c.engaged)
 	for name, eng := range c.engaged {
 		want := alive && Owner(name.String(), peers) == c.self
@@ -79,7 +85,13 @@ func (c *Coordinator) pass(ctx context.Context) {
 		}
 	}
 	c.mu.Unlock()
-	if !alive && stopped > 0 {
+	if lapsed {
+		c.wake() // to take the fences again
+	}
+	switch {
+	case lapsed && stopped > 0:
+		c.log.Error(nil, "peer Lease went unrenewed for its whole duration during a pass; stopped every cluster of this replica to take its fence again", "clusters", stopped)
+	case !alive && stopped > 0:
 		c.log.Error(nil, "peer Lease not renewed; stopped every cluster of this replica until it is", "clusters", stopped)
 	}
 	// A third of a thousand clusters changes hands at once when a replica comes or goes:

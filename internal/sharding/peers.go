@@ -38,6 +38,10 @@ type peerRegistry struct {
 	peers []sharder.PeerInfo
 	// renewed is when this replica's Lease was last renewed.
 	renewed time.Time
+	// lapses counts the renewals that completed a whole Lease duration or more after
+	// the one before: each time, peers may have counted this replica gone and taken its
+	// fences, even if no pass of the decision loop saw it unrenewed.
+	lapses int
 }
 
 func newPeerRegistry(leases client.Client, ns, id string, ttl time.Duration, changed chan<- struct{}, log logr.Logger) *peerRegistry {
@@ -58,12 +62,17 @@ func (r *peerRegistry) Live(id string) bool {
 	return slices.ContainsFunc(r.peers, func(p sharder.PeerInfo) bool { return p.ID == id })
 }
 
-// RenewedWithin reports whether this replica's Lease was renewed within d: past that, its
-// peers may soon count it gone and take its fences.
-func (r *peerRegistry) RenewedWithin(d time.Duration, now time.Time) bool {
+// stopAfter is how long this replica's Lease may go unrenewed before the replica stops
+// its clusters: two thirds of its duration, so that it has stopped before its peers count
+// it gone and take its fences.
+func stopAfter(ttl time.Duration) time.Duration { return ttl * 2 / 3 }
+
+// Renewed reports whether this replica's Lease was renewed within stopAfter, and how
+// many lapses there were so far.
+func (r *peerRegistry) Renewed(now time.Time) (recently bool, lapses int) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return now.Sub(r.renewed) < d
+	return now.Sub(r.renewed) < stopAfter(r.ttl), r.lapses
 }
 
 func (r *peerRegistry) Self() sharder.PeerInfo { return r.self }
@@ -85,6 +94,9 @@ func (r *peerRegistry) Run(ctx context.Context) error {
 			r.log.Error(err, "renew peer Lease; peers drop this replica if it stays unrenewed")
 		} else if err == nil {
 			r.mu.Lock()
+			if !r.renewed.IsZero() && time.Since(r.renewed) >= r.ttl {
+				r.lapses++
+			}
 			r.renewed = renewedAt
 			r.mu.Unlock()
 		}
