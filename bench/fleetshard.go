@@ -188,9 +188,21 @@ func (f *fleetRun) waitForFences(ctx context.Context, clusters, peers []string, 
 		return placed == len(clusters), nil
 	})
 	if err != nil {
-		return held, fmt.Errorf("%d of %d fences held as hashed: %w", placed, len(clusters), err)
+		return held, fmt.Errorf("%d of %d fences held as hashed (%s): %w", placed, len(clusters), misplaced(clusters, want, held), err)
 	}
 	return held, nil
+}
+
+// misplaced names the first few clusters whose fence is not held by the peer hashing
+// places them on, with who holds it: which to look for in the replicas' logs.
+func misplaced(clusters []string, want, held map[string]string) string {
+	var named []string
+	for _, c := range clusters {
+		if held[c] != want[c] && len(named) < 5 {
+			named = append(named, fmt.Sprintf("%s held by %q, placed on %s", c, held[c], want[c]))
+		}
+	}
+	return strings.Join(named, "; ")
 }
 
 // fenceHolders are the live holders of the clusters' fence Leases, by cluster.
