@@ -275,6 +275,19 @@ func (h tally) since(before tally) tally {
 	return d
 }
 
+// split is the counts whose key in says so, and the others.
+func (h tally) split(in func(key string) bool) (matching, others tally) {
+	matching, others = tally{}, tally{}
+	for k, v := range h {
+		if in(k) {
+			matching[k] = v
+		} else {
+			others[k] = v
+		}
+	}
+	return matching, others
+}
+
 func (h tally) added(o tally) tally {
 	sum := tally{}
 	for _, part := range []tally{h, o} {
