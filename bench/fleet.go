@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,29 +32,10 @@ type fleetResult struct {
 	EngageP95Ms        float64 `json:"engageP95Ms"`
 	EngageTotalSeconds float64 `json:"engageTotalSeconds"`
 
-	// Delivery: the InfrahubSyncs created -> every bundle Ready.
-	ReadySeconds             float64 `json:"readySeconds"`
-	ObjectsPerSecond         float64 `json:"objectsPerSecond"`
-	HubWritesPerBundle       float64 `json:"hubWritesPerBundle"`
-	HubWrites                string  `json:"hubWritesPerBundleByKind"`
-	MemberRequestsPerObject  float64 `json:"memberRequestsPerObject"`
-	MemberRequests           string  `json:"memberRequestsPerObjectByMethod"`
-	CPUSecondsPer1000Objects float64 `json:"operatorCPUSecondsPer1000Objects"`
-	// ReconcilesPerBundle are the operator's VidraResource reconciles meanwhile, per
-	// bundle (Reconciles: by result); HubCPU and MembersCPU are the CPU time of the hub's
-	// and the members' API servers and etcds per 1,000 objects.
-	ReconcilesPerBundle float64 `json:"reconcilesPerBundle"`
-	Reconciles          string  `json:"reconcilesPerBundleByResult"`
-	// HubLists are the LISTs and WATCHes the hub served during the delivery, by anyone
-	// (the bench's own watch of the VidraResources too), by resource: each is as large as
-	// what it lists, which grows with the fleet.
-	HubLists string `json:"hubListsDuringDelivery"`
-	// LargestSyncKiB is the largest InfrahubSync as the hub stores it once delivered, its
-	// status of one artifact per cluster and its managed fields included: an object on
-	// the hub holds at most 1.5 MiB.
-	LargestSyncKiB                  float64 `json:"largestSyncKiB"`
-	HubCPUSecondsPer1000Objects     float64 `json:"hubCPUSecondsPer1000Objects"`
-	MembersCPUSecondsPer1000Objects float64 `json:"membersCPUSecondsPer1000Objects"`
+	// Delivery: the median round's when the size was delivered in several rounds
+	// (-fleet-rounds); ObjectsPerSecondByRound are every round's.
+	fleetDelivery
+	ObjectsPerSecondByRound []float64 `json:"objectsPerSecondByRound,omitempty"`
 
 	// Memory: at the operator's start (no fleet cluster), then per engaged cluster before
 	// any bundle, and per idle cluster with its bundles delivered; HeapPerManagedObjectKiB
@@ -104,6 +87,33 @@ type fleetResult struct {
 	IdleMembersCPUSecondsPerMinute  float64 `json:"idleMembersCPUSecondsPerMinute"`
 }
 
+// fleetDelivery is what a fleet's delivery cost: from the InfrahubSyncs created to every
+// bundle Ready.
+type fleetDelivery struct {
+	ReadySeconds             float64 `json:"readySeconds"`
+	ObjectsPerSecond         float64 `json:"objectsPerSecond"`
+	HubWritesPerBundle       float64 `json:"hubWritesPerBundle"`
+	HubWrites                string  `json:"hubWritesPerBundleByKind"`
+	MemberRequestsPerObject  float64 `json:"memberRequestsPerObject"`
+	MemberRequests           string  `json:"memberRequestsPerObjectByMethod"`
+	CPUSecondsPer1000Objects float64 `json:"operatorCPUSecondsPer1000Objects"`
+	// ReconcilesPerBundle are the operator's VidraResource reconciles meanwhile, per
+	// bundle (Reconciles: by result); HubCPU and MembersCPU are the CPU time of the hub's
+	// and the members' API servers and etcds per 1,000 objects.
+	ReconcilesPerBundle float64 `json:"reconcilesPerBundle"`
+	Reconciles          string  `json:"reconcilesPerBundleByResult"`
+	// HubLists are the LISTs and WATCHes the hub served during the delivery, by anyone
+	// (the bench's own watch of the VidraResources too), by resource: each is as large as
+	// what it lists, which grows with the fleet.
+	HubLists string `json:"hubListsDuringDelivery"`
+	// LargestSyncKiB is the largest InfrahubSync as the hub stores it once delivered, its
+	// status of one artifact per cluster and its managed fields included: an object on
+	// the hub holds at most 1.5 MiB.
+	LargestSyncKiB                  float64 `json:"largestSyncKiB"`
+	HubCPUSecondsPer1000Objects     float64 `json:"hubCPUSecondsPer1000Objects"`
+	MembersCPUSecondsPer1000Objects float64 `json:"membersCPUSecondsPer1000Objects"`
+}
+
 // measureFleet measures each fleet size of -fleet-clusters in turn, on a fresh operator.
 func (b *bench) measureFleet(ctx context.Context, r *results) error {
 	f := &fleetRun{bench: b}
@@ -117,7 +127,7 @@ func (b *bench) measureFleet(ctx context.Context, r *results) error {
 	}
 	for i, n := range b.FleetClusters {
 		fmt.Fprintf(b.log, "  a fleet of %d clusters...\n", n)
-		fr, err := f.measure(ctx, n)
+		fr, err := f.measureRounds(ctx, n, f.roundsOf(i))
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", n, err)
 		}
@@ -140,6 +150,46 @@ func (b *bench) measureFleet(ctx context.Context, r *results) error {
 	return nil
 }
 
+// roundsOf is how many times the i-th size is delivered: -fleet-rounds for the smallest
+// of several sizes, the base of the throughput ratio, and once for the others. Its
+// delivery is the shortest (half a minute at 100 clusters), short enough for a slow
+// minute of a shared machine to move it by a third; the largest sizes last minutes.
+func (f *fleetRun) roundsOf(i int) int {
+	if i == 0 && len(f.FleetClusters) > 1 {
+		return f.FleetRounds
+	}
+	return 1
+}
+
+// measureRounds measures a fleet of n clusters rounds times, each from nothing on a fresh
+// operator, the idle window in the last alone. The delivery's figures are the round's of
+// the median throughput, the others the last round's.
+func (f *fleetRun) measureRounds(ctx context.Context, n, rounds int) (fleetResult, error) {
+	var rates []float64
+	var deliveries []fleetDelivery
+	for round := range rounds {
+		last := round == rounds-1
+		fr, err := f.measure(ctx, n, last)
+		if err != nil {
+			return fr, err
+		}
+		rates = append(rates, fr.ObjectsPerSecond)
+		deliveries = append(deliveries, fr.fleetDelivery)
+		if last {
+			if rounds > 1 {
+				fr.fleetDelivery, fr.ObjectsPerSecondByRound = medianDelivery(deliveries), rates
+			}
+			return fr, nil
+		}
+		fmt.Fprintf(f.log, "    round %d of %d: %.0f objects/s\n", round+1, rounds, fr.ObjectsPerSecond)
+		f.stopOperator()
+		if err := f.clear(ctx); err != nil {
+			return fr, fmt.Errorf("clear round %d: %w", round+1, err)
+		}
+	}
+	return fleetResult{}, fmt.Errorf("%d rounds: want at least 1", rounds)
+}
+
 // fleetRun is the fleet phase's state: the fronts, kept from one size to the next.
 type fleetRun struct {
 	*bench
@@ -160,9 +210,17 @@ func (f *fleetRun) closeInfrahub() {
 	}
 }
 
+// medianDelivery is the delivery of the median throughput (of the lower middle two, for an
+// even count): one round's figures, which belong together.
+func medianDelivery(rounds []fleetDelivery) fleetDelivery {
+	sorted := slices.Clone(rounds)
+	slices.SortFunc(sorted, func(a, b fleetDelivery) int { return cmp.Compare(a.ObjectsPerSecond, b.ObjectsPerSecond) })
+	return sorted[(len(sorted)-1)/2]
+}
+
 // measure enrolls n clusters on a fresh operator, delivers their bundles, lets them idle,
 // and measures each step.
-func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
+func (f *fleetRun) measure(ctx context.Context, n int, idleToo bool) (fleetResult, error) {
 	fr := fleetResult{Clusters: n, ControlPlanes: len(f.members), BundlesPerCluster: f.FleetBundles, ObjectsPerBundle: f.Objects}
 	if err := f.restartOperator(ctx, fmt.Sprintf("fleet-%d", n), f.FleetResync); err != nil {
 		return fr, err
@@ -205,6 +263,9 @@ func (f *fleetRun) measure(ctx context.Context, n int) (fleetResult, error) {
 	fr.HeapPerManagedObjectKiB, fr.LiveHeapPerManagedObjectKiB, fr.EventsHeapPerManagedObjectKiB = perObject(engaged, f.FleetBundles)
 	if first != nil {
 		fr.MarginalHeapPerManagedObjectKiB, fr.MarginalLiveHeapPerManagedObjectKiB, fr.MarginalEventsHeapPerManagedObjectKiB = perObject(*first, f.FleetBundles-1)
+	}
+	if !idleToo {
+		return fr, nil
 	}
 	return fr, f.measureIdleFleet(ctx, clusters, &fr)
 }

@@ -62,6 +62,7 @@ func fleetTargets(fleet []fleetResult, sharded *shardedResult) []check {
 // sharded fleet's.
 func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
 	defer printSharded(w, sharded)
+	defer printFleetGrowth(w, fleet)
 	for _, f := range fleet {
 		objects := f.Clusters * f.BundlesPerCluster * f.ObjectsPerBundle
 		fmt.Fprintf(w, "fleet of %d clusters\t%d fronts on 127.77.0.0/16 over %d control planes; %d bundles x %d objects each, from %d InfrahubSyncs (clusterFromTarget)\n",
@@ -69,6 +70,10 @@ func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
 		fmt.Fprintf(w, "  enroll\tp50 %.0f ms, p95 %.0f ms per cluster; all %d Engaged %.1f s after the first Secret\n", f.EngageP50Ms, f.EngageP95Ms, f.Clusters, f.EngageTotalSeconds)
 		fmt.Fprintf(w, "  deliver\t%.1f s from the syncs to every bundle Ready, %.0f objects/s (%d objects); %.2f hub writes per bundle (%s); %.2f member requests per object (%s); %.2f s operator CPU per 1000 objects\n",
 			f.ReadySeconds, f.ObjectsPerSecond, objects, f.HubWritesPerBundle, f.HubWrites, f.MemberRequestsPerObject, f.MemberRequests, f.CPUSecondsPer1000Objects)
+		if len(f.ObjectsPerSecondByRound) > 1 {
+			fmt.Fprintf(w, "  rounds\t%s objects/s delivered in %d rounds, each from nothing: the delivery's figures are the median round's, the others the last round's\n",
+				joinRates(f.ObjectsPerSecondByRound), len(f.ObjectsPerSecondByRound))
+		}
 		fmt.Fprintf(w, "  work\t%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s; the largest InfrahubSync on the hub %.0f KiB (of 1536 an object may hold); the hub's lists and watches meanwhile, by anyone: %s\n",
 			f.ReconcilesPerBundle, f.Reconciles, f.HubCPUSecondsPer1000Objects, f.MembersCPUSecondsPer1000Objects, f.LargestSyncKiB, orNone(f.HubLists))
 		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS at most; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.PeakRSSMiB, f.IdleRSSMiB, f.IdleHeapMiB)
@@ -113,4 +118,30 @@ func standingShare(f fleetResult) float64 {
 	}
 	idle := (f.IdleOperatorCPUSecondsPerMinute + f.IdleHubCPUSecondsPerMinute + f.IdleMembersCPUSecondsPerMinute) * f.ReadySeconds / 60
 	return idle / delivery
+}
+
+// joinRates is "258, 271, 266".
+func joinRates(rates []float64) string {
+	shown := make([]string, len(rates))
+	for i, r := range rates {
+		shown[i] = fmt.Sprintf("%.0f", r)
+	}
+	return strings.Join(shown, ", ")
+}
+
+// printFleetGrowth says how the largest size's throughput and CPU per object compare to
+// the smallest's: on a machine whose cores every component shares, the throughput follows
+// the sum of their CPU per object, which says which of them grew.
+func printFleetGrowth(w io.Writer, fleet []fleetResult) {
+	if len(fleet) < 2 {
+		return
+	}
+	small, large := fleet[0], fleet[len(fleet)-1]
+	all := func(f fleetResult) float64 {
+		return f.CPUSecondsPer1000Objects + f.HubCPUSecondsPer1000Objects + f.MembersCPUSecondsPer1000Objects
+	}
+	fmt.Fprintf(w, "fleet of %d against %d\tthroughput %.2f times; CPU per object %.2f times the operator's, %.2f the hub's, %.2f the members', %.2f in all\n",
+		large.Clusters, small.Clusters, large.ObjectsPerSecond/small.ObjectsPerSecond,
+		large.CPUSecondsPer1000Objects/small.CPUSecondsPer1000Objects, large.HubCPUSecondsPer1000Objects/small.HubCPUSecondsPer1000Objects,
+		large.MembersCPUSecondsPer1000Objects/small.MembersCPUSecondsPer1000Objects, all(large)/all(small))
 }

@@ -53,6 +53,7 @@ type settings struct {
 	FleetIdle     time.Duration `json:"fleetIdleWindow"`
 	FleetResync   time.Duration `json:"fleetResyncInterval"`
 	FleetReplicas int           `json:"fleetReplicas,omitempty"`
+	FleetRounds   int           `json:"fleetRounds"`
 	FleetPlot     string        `json:"-"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
@@ -81,6 +82,7 @@ func main() {
 	fleetClusters := flag.String("fleet-clusters", "100", "Comma-separated fleet sizes of the fleet phase, each measured on a fresh operator (100,300,1000).")
 	flag.IntVar(&s.FleetBundles, "fleet-bundles", 10, "Bundles (of -objects ConfigMaps) per cluster of the fleet phase, each from an InfrahubSync of its own.")
 	flag.DurationVar(&s.FleetIdle, "fleet-idle", 60*time.Second, "How long an idle fleet's requests are counted.")
+	flag.IntVar(&s.FleetRounds, "fleet-rounds", 3, "Times the smallest of several fleet sizes is delivered, each from nothing; its throughput, the base of the ratio of the largest size's to it, is the median of the rounds'.")
 	flag.IntVar(&s.FleetReplicas, "fleet-replicas", 0, "After the largest fleet, this many replicas with --sharding take it over from the one operator; then one is killed. 0 or 1: none.")
 	flag.DurationVar(&s.FleetResync, "fleet-resync", 10*time.Minute, "The operator's --resync-interval in the fleet phase: its default, as the chart runs it (-resync's 30s would ask 333 reconciles a second of 1,000 clusters' 10,000 VidraResources).")
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
@@ -97,8 +99,8 @@ func main() {
 		os.Exit(2)
 	}
 	var err error
-	if s.FleetClusters, err = sizes(*fleetClusters); err != nil || s.FleetBundles < 1 || s.FleetIdle <= 0 || s.FleetResync <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -fleet-clusters must be positive sizes, -fleet-bundles at least 1, -fleet-idle and -fleet-resync positive", err)
+	if s.FleetClusters, err = sizes(*fleetClusters); err != nil || s.FleetBundles < 1 || s.FleetRounds < 1 || s.FleetIdle <= 0 || s.FleetResync <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -fleet-clusters must be positive sizes, -fleet-bundles and -fleet-rounds at least 1, -fleet-idle and -fleet-resync positive", err)
 		os.Exit(2)
 	}
 	if *phases != "" {
