@@ -41,26 +41,16 @@ func (e *DocumentError) Unwrap() error { return e.Err }
 // validation stops the decode with a *DocumentError, so nothing of a broken bundle is
 // applied.
 func Decode(data []byte) ([]*unstructured.Unstructured, error) {
-	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	next := documentsOf(data)
 	var objects []*unstructured.Unstructured
 	seen := map[string]int{}
 	for index := 0; ; index++ {
-		var raw json.RawMessage
-		err := decoder.Decode(&raw)
+		doc, err := next()
 		if errors.Is(err, io.EOF) {
 			return objects, nil
 		}
 		if err != nil {
-			return nil, &DocumentError{Index: index, Item: -1, Err: fmt.Errorf("not valid YAML or JSON: %w", err)}
-		}
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-			continue
-		}
-		// utiljson keeps integers as int64, as unstructured objects need them.
-		var doc map[string]any
-		if err := utiljson.Unmarshal(raw, &doc); err != nil {
-			return nil, &DocumentError{Index: index, Item: -1, Err: fmt.Errorf("not an object: %w", err)}
+			return nil, &DocumentError{Index: index, Item: -1, Err: err}
 		}
 		if len(doc) == 0 {
 			continue
@@ -85,6 +75,51 @@ func Decode(data []byte) ([]*unstructured.Unstructured, error) {
 			objects = append(objects, obj)
 		}
 	}
+}
+
+// documentsOf returns the function that reads the manifest's next document: nil for an
+// empty one, io.EOF after the last. A JSON stream (the first bytes an object) is read by
+// apimachinery's decoder; YAML one document at a time (yamlDocuments).
+func documentsOf(data []byte) func() (map[string]any, error) {
+	if yaml.IsJSONBuffer(data[:min(len(data), sniffed)]) {
+		return throughJSON(data)
+	}
+	return yamlDocuments(data)
+}
+
+// throughJSON reads the documents with apimachinery's YAML-or-JSON decoder, each made
+// JSON (by sigs.k8s.io/yaml, if YAML) and decoded by utiljson: the way every manifest was
+// read before yamlDocuments, which must agree with it.
+func throughJSON(data []byte) func() (map[string]any, error) {
+	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), sniffed)
+	return func() (map[string]any, error) {
+		var raw json.RawMessage
+		if err := decoder.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+		}
+		return objectOf(raw)
+	}
+}
+
+// sniffed is how much of a manifest is looked at to tell JSON from YAML, as
+// yaml.NewYAMLOrJSONDecoder does.
+const sniffed = 4096
+
+// objectOf is the object a document's JSON holds: nil when it is empty or null.
+func objectOf(raw []byte) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	// utiljson keeps integers as int64, as unstructured objects need them.
+	var doc map[string]any
+	if err := utiljson.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("not an object: %w", err)
+	}
+	return doc, nil
 }
 
 func isList(doc map[string]any) bool {
