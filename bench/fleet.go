@@ -165,29 +165,29 @@ func (f *fleetRun) roundsOf(i int) int {
 // operator, the idle window in the last alone. The delivery's figures are the round's of
 // the median throughput, the others the last round's.
 func (f *fleetRun) measureRounds(ctx context.Context, n, rounds int) (fleetResult, error) {
-	var rates []float64
 	var deliveries []fleetDelivery
-	for round := range rounds {
-		last := round == rounds-1
-		fr, err := f.measure(ctx, n, last)
+	for round := 1; round < rounds; round++ {
+		fr, err := f.measure(ctx, n, false)
 		if err != nil {
 			return fr, err
 		}
-		rates = append(rates, fr.ObjectsPerSecond)
 		deliveries = append(deliveries, fr.fleetDelivery)
-		if last {
-			if rounds > 1 {
-				fr.fleetDelivery, fr.ObjectsPerSecondByRound = medianDelivery(deliveries), rates
-			}
-			return fr, nil
-		}
-		fmt.Fprintf(f.log, "    round %d of %d: %.0f objects/s\n", round+1, rounds, fr.ObjectsPerSecond)
+		fmt.Fprintf(f.log, "    round %d of %d: %.0f objects/s\n", round, rounds, fr.ObjectsPerSecond)
 		f.stopOperator()
 		if err := f.clear(ctx); err != nil {
-			return fr, fmt.Errorf("clear round %d: %w", round+1, err)
+			return fr, fmt.Errorf("clear round %d: %w", round, err)
 		}
 	}
-	return fleetResult{}, fmt.Errorf("%d rounds: want at least 1", rounds)
+	fr, err := f.measure(ctx, n, true)
+	if err != nil || len(deliveries) == 0 {
+		return fr, err
+	}
+	deliveries = append(deliveries, fr.fleetDelivery)
+	for _, d := range deliveries {
+		fr.ObjectsPerSecondByRound = append(fr.ObjectsPerSecondByRound, d.ObjectsPerSecond)
+	}
+	fr.fleetDelivery = medianDelivery(deliveries)
+	return fr, nil
 }
 
 // fleetRun is the fleet phase's state: the fronts, kept from one size to the next.

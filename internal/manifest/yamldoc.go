@@ -20,8 +20,9 @@ import (
 // does, and makes each document's object from what go-yaml parses it into, rather than
 // from that value encoded as JSON and decoded again (sigs.k8s.io/yaml then utiljson): the
 // same object in about half the time. Every resync of a VidraResource decodes its bundle,
-// and decoding was the larger part of what an unchanged bundle's resync cost. A document whose parsed value
-// holds anything the conversion cannot vouch for (jsonable) takes the JSON path instead.
+// and decoding was the larger part of what an unchanged bundle's resync cost. A document
+// whose parsed value holds anything the conversion cannot vouch for (jsonable) takes the
+// JSON path instead.
 func yamlDocuments(data []byte) func() (map[string]any, error) {
 	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	return func() (map[string]any, error) {
