@@ -31,6 +31,39 @@ type counters struct {
 	// results are the reconciles by result (success, error, requeue, requeue_after).
 	results    tally
 	cpuSeconds float64
+	gc         collector
+}
+
+// collector is what the operator's garbage collector did, from the Go runtime's metrics.
+// (The runtime's estimate of the collector's CPU is left out: it counts the time its
+// workers held a core as the Go scheduler saw it, which on a machine shared with the
+// control planes is far more than the CPU they got. A CPU profile says what it cost.)
+type collector struct {
+	cycles         float64
+	allocatedBytes float64
+	// liveBytes is the heap the last cycle found live (a gauge, not a count).
+	liveBytes float64
+}
+
+func (c collector) since(before collector) collector {
+	return collector{cycles: c.cycles - before.cycles, allocatedBytes: c.allocatedBytes - before.allocatedBytes, liveBytes: c.liveBytes}
+}
+
+// plus adds two deltas; the live heap is the later one's.
+func (c collector) plus(o collector) collector {
+	return collector{cycles: c.cycles + o.cycles, allocatedBytes: c.allocatedBytes + o.allocatedBytes, liveBytes: o.liveBytes}
+}
+
+// read records a series of the Go runtime's metrics, if it is one the collector counts.
+func (c *collector) read(series string, v float64) {
+	switch series {
+	case "go_gc_cycles_total_gc_cycles_total":
+		c.cycles = v
+	case "go_gc_heap_allocs_bytes_total":
+		c.allocatedBytes = v
+	case "go_gc_heap_live_bytes":
+		c.liveBytes = v
+	}
 }
 
 // counters reads the operator's counters.
@@ -73,6 +106,8 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 		case strings.HasPrefix(series, "controller_runtime_reconcile_total{") && parseLabels(series)["controller"] == "vidraresource":
 			c.reconciles += v
 			c.results[parseLabels(series)["result"]] += v
+		default:
+			c.gc.read(series, v)
 		}
 	}
 	return c, scanner.Err()
@@ -81,7 +116,7 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 // since is what the operator did between before and c.
 func (c counters) since(before counters) counters {
 	d := counters{requests: map[string]tally{}, reconciles: c.reconciles - before.reconciles,
-		results: c.results.since(before.results), cpuSeconds: c.cpuSeconds - before.cpuSeconds}
+		results: c.results.since(before.results), cpuSeconds: c.cpuSeconds - before.cpuSeconds, gc: c.gc.since(before.gc)}
 	for host, methods := range c.requests {
 		d.requests[host] = methods.since(before.requests[host])
 	}
@@ -91,7 +126,7 @@ func (c counters) since(before counters) counters {
 // plus adds two deltas.
 func (c counters) plus(o counters) counters {
 	sum := counters{requests: map[string]tally{}, reconciles: c.reconciles + o.reconciles,
-		results: c.results.added(o.results), cpuSeconds: c.cpuSeconds + o.cpuSeconds}
+		results: c.results.added(o.results), cpuSeconds: c.cpuSeconds + o.cpuSeconds, gc: c.gc.plus(o.gc)}
 	for _, part := range []counters{c, o} {
 		for host, methods := range part.requests {
 			sum.requests[host] = sum.requests[host].added(methods)

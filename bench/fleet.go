@@ -112,6 +112,22 @@ type fleetDelivery struct {
 	LargestSyncKiB                  float64 `json:"largestSyncKiB"`
 	HubCPUSecondsPer1000Objects     float64 `json:"hubCPUSecondsPer1000Objects"`
 	MembersCPUSecondsPer1000Objects float64 `json:"membersCPUSecondsPer1000Objects"`
+	fleetCollector
+}
+
+// fleetCollector is what the operator's garbage collector did during a delivery. A
+// cycle marks the live heap, which grows with the fleet; the cycles come every half of
+// the live heap allocated (GOGC 50), so the marking per object should not grow.
+type fleetCollector struct {
+	GCCyclesPer1000Objects float64 `json:"operatorGCCyclesPer1000Objects"`
+	AllocatedKiBPerObject  float64 `json:"operatorAllocatedKiBPerObject"`
+	// LiveHeapMiB is the heap the delivery's last cycle found live.
+	LiveHeapMiB float64 `json:"operatorLiveHeapMiB"`
+}
+
+// collectorOf is the collector's delta gc over a delivery of objects.
+func collectorOf(gc collector, objects float64) fleetCollector {
+	return fleetCollector{GCCyclesPer1000Objects: gc.cycles / objects * 1000, AllocatedKiBPerObject: gc.allocatedBytes / 1024 / objects, LiveHeapMiB: gc.liveBytes / (1 << 20)}
 }
 
 // measureFleet measures each fleet size of -fleet-clusters in turn, on a fresh operator.
@@ -162,7 +178,7 @@ func (f *fleetRun) roundsOf(i int) int {
 }
 
 // measureRounds measures a fleet of n clusters rounds times, each from nothing on a fresh
-// operator, the idle window in the last alone. The delivery's figures are the round's of
+// operator, the memory readings and the idle window in the last alone. The delivery's figures are the round's of
 // the median throughput, the others the last round's.
 func (f *fleetRun) measureRounds(ctx context.Context, n, rounds int) (fleetResult, error) {
 	var deliveries []fleetDelivery
@@ -219,8 +235,10 @@ func medianDelivery(rounds []fleetDelivery) fleetDelivery {
 }
 
 // measure enrolls n clusters on a fresh operator, delivers their bundles, lets them idle,
-// and measures each step.
-func (f *fleetRun) measure(ctx context.Context, n int, idleToo bool) (fleetResult, error) {
+// and measures each step. A round kept for its delivery alone (not whole) skips the
+// memory readings and the idle window: their pauses are a minute of the phase on a slow
+// machine, for figures the last round gives.
+func (f *fleetRun) measure(ctx context.Context, n int, whole bool) (fleetResult, error) {
 	fr := fleetResult{Clusters: n, ControlPlanes: len(f.members), BundlesPerCluster: f.FleetBundles, ObjectsPerBundle: f.Objects}
 	if err := f.restartOperator(ctx, fmt.Sprintf("fleet-%d", n), f.FleetResync); err != nil {
 		return fr, err
@@ -230,6 +248,13 @@ func (f *fleetRun) measure(ctx context.Context, n int, idleToo bool) (fleetResul
 		return fr, err
 	}
 	f.clusters = clusters
+	if !whole {
+		if err := f.enrollAll(ctx, clusters, &fr); err != nil {
+			return fr, err
+		}
+		_, err := f.deliverAll(ctx, clusters, &fr, false)
+		return fr, err
+	}
 	start, err := f.settled(ctx, fmt.Sprintf("fleet-%d-start", n))
 	if err != nil {
 		return fr, err
@@ -246,7 +271,7 @@ func (f *fleetRun) measure(ctx context.Context, n int, idleToo bool) (fleetResul
 		return (m.rssMiB - start.rssMiB) / float64(n), (m.heapMiB - start.heapMiB) / float64(n), (m.goroutines - start.goroutines) / float64(n)
 	}
 	fr.RSSPerEngagedClusterMiB, fr.HeapPerEngagedClusterMiB, fr.GoroutinesPerEngagedCluster = perCluster(engaged)
-	first, err := f.deliverAll(ctx, clusters, &fr)
+	first, err := f.deliverAll(ctx, clusters, &fr, true)
 	if err != nil {
 		return fr, err
 	}
@@ -264,9 +289,6 @@ func (f *fleetRun) measure(ctx context.Context, n int, idleToo bool) (fleetResul
 	if first != nil {
 		fr.MarginalHeapPerManagedObjectKiB, fr.MarginalLiveHeapPerManagedObjectKiB, fr.MarginalEventsHeapPerManagedObjectKiB = perObject(*first, f.FleetBundles-1)
 	}
-	if !idleToo {
-		return fr, nil
-	}
 	return fr, f.measureIdleFleet(ctx, clusters, &fr)
 }
 
@@ -275,8 +297,10 @@ func (f *fleetRun) measure(ctx context.Context, n int, idleToo bool) (fleetResul
 // first sync's are delivered alone and the operator's memory measured (first) before the
 // others are created, off the clock: what the rest then add is what objects cost, each
 // cluster's first-delivery costs apart. (The counters include that pause: a garbage
-// collection and a heap profile, a fraction of a percent of the delivery's CPU.)
-func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *fleetResult) (first *memory, err error) {
+// collection and a heap profile, a fraction of a percent of the delivery's CPU.) Without
+// measureFirst the first sync's bundles are still delivered first, so that every round
+// delivers alike, but nothing is measured between.
+func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *fleetResult, measureFirst bool) (first *memory, err error) {
 	f.closeInfrahub()
 	f.infrahub = infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
 	arts := make([]infrahubtest.Artifact, 0, len(clusters)*f.FleetBundles)
@@ -304,13 +328,16 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 		if err := f.waitReadyCount(ctx, vidrav1alpha1.InfrahubSyncLabel, len(clusters), 30*time.Minute); err != nil {
 			return nil, err
 		}
-		paused := time.Now()
-		m, err := f.settled(ctx, fmt.Sprintf("fleet-%d-first", len(clusters)))
-		if err != nil {
-			return nil, err
+		syncs = 1
+		if measureFirst {
+			paused := time.Now()
+			m, err := f.settled(ctx, fmt.Sprintf("fleet-%d-first", len(clusters)))
+			if err != nil {
+				return nil, err
+			}
+			first = &m
+			start = start.Add(time.Since(paused))
 		}
-		first, syncs = &m, 1
-		start = start.Add(time.Since(paused))
 	}
 	if err := f.createSyncs(ctx, syncs, f.FleetBundles); err != nil {
 		return nil, err
@@ -343,6 +370,7 @@ func (f *fleetRun) deliverAll(ctx context.Context, clusters []fleetCluster, fr *
 	fr.CPUSecondsPer1000Objects, fr.HubCPUSecondsPer1000Objects, fr.MembersCPUSecondsPer1000Objects = after.cpuSince(before, objects/1000)
 	reconciles := after.operator.since(before.operator)
 	fr.ReconcilesPerBundle, fr.Reconciles = reconciles.reconciles/float64(bundles), reconciles.results.per(float64(bundles))
+	fr.fleetCollector = collectorOf(reconciles.gc, objects)
 	fr.LargestSyncKiB, err = f.largestSyncKiB(ctx)
 	return first, err
 }

@@ -76,6 +76,8 @@ func printFleet(w io.Writer, fleet []fleetResult, sharded *shardedResult) {
 		}
 		fmt.Fprintf(w, "  work\t%.2f reconciles per bundle (%s); CPU per 1000 objects: hub %.2f s, members %.2f s; the largest InfrahubSync on the hub %.0f KiB (of 1536 an object may hold); the hub's lists and watches meanwhile, by anyone: %s\n",
 			f.ReconcilesPerBundle, f.Reconciles, f.HubCPUSecondsPer1000Objects, f.MembersCPUSecondsPer1000Objects, f.LargestSyncKiB, orNone(f.HubLists))
+		fmt.Fprintf(w, "  collector\tthe operator allocated %.0f KiB per object; its garbage collector ran %.1f cycles per 1000 objects and found %.0f MiB live at the last\n",
+			f.AllocatedKiBPerObject, f.GCCyclesPer1000Objects, f.LiveHeapMiB)
 		fmt.Fprintf(w, "  memory\t%.1f MiB RSS, %.1f MiB heap at start; %.1f MiB RSS at most; %.1f MiB RSS, %.1f MiB heap idle\n", f.StartRSSMiB, f.StartHeapMiB, f.PeakRSSMiB, f.IdleRSSMiB, f.IdleHeapMiB)
 		fmt.Fprintf(w, "  per engaged cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (before its bundles)\n", f.RSSPerEngagedClusterMiB, f.HeapPerEngagedClusterMiB, f.GoroutinesPerEngagedCluster)
 		fmt.Fprintf(w, "  per idle cluster\t%.3f MiB RSS, %.3f MiB heap, %.1f goroutines (with its bundles); %.2f KiB heap (%.2f KiB live, of which the Events recorder's %.2f) per managed object\n",
@@ -140,8 +142,9 @@ func printFleetGrowth(w io.Writer, fleet []fleetResult) {
 	all := func(f fleetResult) float64 {
 		return f.CPUSecondsPer1000Objects + f.HubCPUSecondsPer1000Objects + f.MembersCPUSecondsPer1000Objects
 	}
-	fmt.Fprintf(w, "fleet of %d against %d\tthroughput %.2f times; CPU per object %.2f times the operator's, %.2f the hub's, %.2f the members', %.2f in all\n",
+	fmt.Fprintf(w, "fleet of %d against %d\tthroughput %.2f times; CPU per object %.2f times the operator's (its allocations per object %.2f times), %.2f the hub's, %.2f the members', %.2f in all\n",
 		large.Clusters, small.Clusters, large.ObjectsPerSecond/small.ObjectsPerSecond,
-		large.CPUSecondsPer1000Objects/small.CPUSecondsPer1000Objects, large.HubCPUSecondsPer1000Objects/small.HubCPUSecondsPer1000Objects,
+		large.CPUSecondsPer1000Objects/small.CPUSecondsPer1000Objects, large.AllocatedKiBPerObject/small.AllocatedKiBPerObject,
+		large.HubCPUSecondsPer1000Objects/small.HubCPUSecondsPer1000Objects,
 		large.MembersCPUSecondsPer1000Objects/small.MembersCPUSecondsPer1000Objects, all(large)/all(small))
 }
