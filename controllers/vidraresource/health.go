@@ -21,7 +21,9 @@ import (
 // health reads every object and computes its kstatus: Ready needs each one Current.
 // It records each object's status in the inventory, so people see it from the hub, and
 // returns the objects still in progress and those that failed, each with the reason.
-func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref, current map[string]string) (inProgress, failed []string, err error) {
+// The objects the apply just returned (applied, by key) are judged as returned, not read
+// again and not copied: kstatus only reads them.
+func health(ctx context.Context, c client.Reader, applied map[string]*unstructured.Unstructured, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref, current map[string]string) (inProgress, failed []string, err error) {
 	entries := make(map[string]*vidrav1alpha1.ManagedResource, len(vr.Status.ManagedResources))
 	for i := range vr.Status.ManagedResources {
 		if ref, ok := inventory.FromEntry(vr.Status.ManagedResources[i]); ok {
@@ -50,10 +52,9 @@ func health(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResourc
 			setObjectStatus(ref, string(status.CurrentStatus), message)
 			continue
 		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(ref.GVK)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
-			return nil, nil, fmt.Errorf("read %s for its status: %w", ref, err)
+		u, err := objectOf(ctx, c, applied, ref)
+		if err != nil {
+			return nil, nil, err
 		}
 		result, err := status.Compute(u)
 		if err != nil {
@@ -100,7 +101,7 @@ func currentUnchanged(applied []apply.Result, judged map[string]vidrav1alpha1.Ma
 // just returned are judged as returned, not read again.
 func (r *Reconciler) reportHealth(ctx context.Context, d *delivery) *outcome {
 	vr := d.vr
-	inProgress, failed, err := health(ctx, withApplied(d.dest.client, d.results), vr, d.kept, currentUnchanged(d.results, d.judged))
+	inProgress, failed, err := health(ctx, d.dest.client, appliedObjects(d.results), vr, d.kept, currentUnchanged(d.results, d.judged))
 	switch {
 	case err != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
@@ -133,33 +134,27 @@ func firstFew(items []string) string {
 	return fmt.Sprintf("%s; and %d more (status.managedResources lists each)", strings.Join(items[:listedObjects], "; "), len(items)-listedObjects)
 }
 
-// appliedReader serves reads of the objects an apply just returned from them, and the
-// others from the destination.
-type appliedReader struct {
-	client.Client
-	applied map[string]*unstructured.Unstructured
-}
-
-func withApplied(c client.Client, results []apply.Result) client.Client {
-	applied := map[string]*unstructured.Unstructured{}
+// appliedObjects are the objects the apply returned, by key.
+func appliedObjects(results []apply.Result) map[string]*unstructured.Unstructured {
+	applied := make(map[string]*unstructured.Unstructured, len(results))
 	for _, res := range results {
 		if res.Object != nil {
 			applied[res.Ref.Key()] = res.Object
 		}
 	}
-	return appliedReader{Client: c, applied: applied}
+	return applied
 }
 
-func (a appliedReader) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return a.Client.Get(ctx, k, obj, opts...)
+// objectOf is the object ref names as the apply returned it, or else as the destination
+// has it now.
+func objectOf(ctx context.Context, c client.Reader, applied map[string]*unstructured.Unstructured, ref inventory.Ref) (*unstructured.Unstructured, error) {
+	if got, ok := applied[ref.Key()]; ok && got.GroupVersionKind() == ref.GVK {
+		return got, nil
 	}
-	ref := inventory.Ref{GVK: u.GroupVersionKind(), Namespace: k.Namespace, Name: k.Name}
-	got, ok := a.applied[ref.Key()]
-	if !ok || got.GroupVersionKind() != u.GroupVersionKind() {
-		return a.Client.Get(ctx, k, obj, opts...)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GVK)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+		return nil, fmt.Errorf("read %s for its status: %w", ref, err)
 	}
-	got.DeepCopyInto(u)
-	return nil
+	return u, nil
 }

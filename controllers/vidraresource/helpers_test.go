@@ -2,6 +2,7 @@ package vidraresource_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -149,4 +150,13 @@ func hasEvent(ctx context.Context, vr, reason, text string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// configMaps is a bundle of n ConfigMaps named prefix-0, prefix-1 and so on.
+func configMaps(prefix string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-%d\ndata:\n  k: v\n", prefix, i)
+	}
+	return b.String()
 }

@@ -53,3 +53,32 @@ spec:
 		t.Errorf("inventory = %+v, want the Deployment Current", m)
 	}
 }
+
+// TestObjectsAreJudgedAsTheApplyReturnedThem: the health check reads none of the objects
+// a delivery just applied, so a first delivery costs about one request per object (the
+// apply), not two. The count leaves room for the namespace and the cluster's own
+// traffic meanwhile, not for a read of each object.
+func TestObjectsAreJudgedAsTheApplyReturnedThem(t *testing.T) {
+	member := fleet.Members[1]
+	const objects = 100
+	before := limiters.count(member.Name)
+	deliver(t, "judged-as-applied", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "judged-as-applied"}, configMaps("judged", objects))
+	vr := ready(t, "judged-as-applied")
+	passed := limiters.count(member.Name) - before
+	t.Logf("%d requests for %d objects", passed, objects)
+	if passed < objects || passed > objects+objects/5 {
+		t.Fatalf("%d requests to %s delivered %d new objects: want one apply each and a few more, not a read of each", passed, member.Name, objects)
+	}
+	configMaps := 0
+	for _, m := range vr.Status.ManagedResources {
+		if m.Status != "Current" {
+			t.Errorf("%s %s is %s, want Current", m.Kind, m.Name, m.Status)
+		}
+		if m.Kind == "ConfigMap" {
+			configMaps++
+		}
+	}
+	if configMaps != objects {
+		t.Errorf("the inventory lists %d ConfigMaps, want %d", configMaps, objects)
+	}
+}

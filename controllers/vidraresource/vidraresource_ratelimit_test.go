@@ -1,8 +1,6 @@
 package vidraresource_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -17,12 +15,8 @@ import (
 func TestEveryRequestToAClusterPassesItsRateLimiter(t *testing.T) {
 	member := fleet.Members[0]
 	const objects = 150
-	var manifest strings.Builder
-	for i := range objects {
-		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: limited-%d\ndata:\n  k: v\n", i)
-	}
 	before := limiters.count(member.Name)
-	deliver(t, "rate-limited", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "rate-limited"}, manifest.String())
+	deliver(t, "rate-limited", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "rate-limited"}, configMaps("limited", objects))
 	ready(t, "rate-limited")
 	if passed := limiters.count(member.Name) - before; passed < objects {
 		t.Fatalf("%d requests passed %s's rate limiter while %d objects were applied there", passed, member.Name, objects)
