@@ -178,8 +178,8 @@ func (f *fleetRun) roundsOf(i int) int {
 }
 
 // measureRounds measures a fleet of n clusters rounds times, each from nothing on a fresh
-// operator, the memory readings and the idle window in the last alone. The delivery's figures are the round's of
-// the median throughput, the others the last round's.
+// operator, the memory readings and the idle window in the last alone. The delivery's
+// figures are the round's of the median throughput, the others the last round's.
 func (f *fleetRun) measureRounds(ctx context.Context, n, rounds int) (fleetResult, error) {
 	var deliveries []fleetDelivery
 	for round := 1; round < rounds; round++ {

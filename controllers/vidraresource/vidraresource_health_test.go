@@ -69,16 +69,16 @@ func TestObjectsAreJudgedAsTheApplyReturnedThem(t *testing.T) {
 	if passed < objects || passed > objects+objects/5 {
 		t.Fatalf("%d requests to %s delivered %d new objects: want one apply each and a few more, not a read of each", passed, member.Name, objects)
 	}
-	configMaps := 0
+	listed := 0
 	for _, m := range vr.Status.ManagedResources {
 		if m.Status != "Current" {
 			t.Errorf("%s %s is %s, want Current", m.Kind, m.Name, m.Status)
 		}
 		if m.Kind == "ConfigMap" {
-			configMaps++
+			listed++
 		}
 	}
-	if configMaps != objects {
-		t.Errorf("the inventory lists %d ConfigMaps, want %d", configMaps, objects)
+	if listed != objects {
+		t.Errorf("the inventory lists %d ConfigMaps, want %d", listed, objects)
 	}
 }
