@@ -6,6 +6,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -41,6 +42,9 @@ type Operator struct {
 
 	// guards check the hub's admission policies for every controller; nil: none required.
 	guards *admissionguard.Checker
+	// temporarySourceCache is the source cache New made for want of --source-cache-dir,
+	// removed when the operator stops: every run would leave one behind otherwise.
+	temporarySourceCache string
 
 	log logr.Logger
 	// about says, in the log line that starts it, which operator this is.
@@ -49,7 +53,7 @@ type Operator struct {
 
 // New builds the operator against the hub whose client configuration is hub: nothing
 // runs until Start.
-func New(ctx context.Context, hub *rest.Config, opts Options) (*Operator, error) {
+func New(ctx context.Context, hub *rest.Config, opts Options) (_ *Operator, err error) {
 	cfg := rest.CopyConfig(hub)
 	// client-go's default of 5 requests a second to the hub was what bounded delivery
 	// (make bench): each VidraResource reconcile writes its finalizer, inventory, status
@@ -83,6 +87,11 @@ func New(ctx context.Context, hub *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	op := &Operator{log: opts.Logger}
+	defer func() {
+		if err != nil {
+			op.removeTemporarySourceCache()
+		}
+	}()
 	if op.HubID, err = resolveHubID(ctx, local.GetAPIReader(), opts.HubID); err != nil {
 		return nil, err
 	}
@@ -117,8 +126,20 @@ func New(ctx context.Context, hub *rest.Config, opts Options) (*Operator, error)
 // Start runs the operator until ctx ends.
 func (o *Operator) Start(ctx context.Context) error {
 	o.log.Info("starting operator", o.about...)
+	defer o.removeTemporarySourceCache()
 	if err := o.Manager.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// removeTemporarySourceCache removes the source cache New made, if it made one: once the
+// manager has stopped, nothing reads it.
+func (o *Operator) removeTemporarySourceCache() {
+	if o.temporarySourceCache == "" {
+		return
+	}
+	if err := os.RemoveAll(o.temporarySourceCache); err != nil {
+		o.log.Error(err, "remove the temporary source cache", "dir", o.temporarySourceCache)
+	}
 }

@@ -127,11 +127,13 @@ type Options struct {
 	InfrahubSyncTimeout      time.Duration
 	InfrahubMemoryBudget     int64
 
-	// Sources: how GitSyncs, OCISyncs and HelmSyncs fetch. Checkouts and extracted artifacts live
-	// on disk under SourceCacheDir, one per URL and revision, however many syncs read
-	// them (empty: a new temporary directory), at most SourceCacheBytes of them. The bounds are the administrator's, not the syncs': the size of a checkout
-	// on disk (.git included), of a downloaded artifact, the files either may hold, and
-	// the bundle built from them (at most what the content store keeps).
+	// Sources: how GitSyncs, OCISyncs and HelmSyncs fetch. Checkouts and extracted
+	// artifacts live on disk under SourceCacheDir, one per URL and revision, however many
+	// syncs read them (empty: a new temporary directory, removed when the operator
+	// stops), at most SourceCacheBytes of them. The bounds are the administrator's, not
+	// the syncs': the size of a checkout on disk (.git included), of a downloaded
+	// artifact, the files either may hold, and the bundle built from them (at most what
+	// the content store keeps).
 	SourceCacheDir       string
 	SourceCacheBytes     int64
 	GitMaxRepoBytes      int64

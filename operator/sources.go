@@ -29,7 +29,7 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 		if err != nil {
 			return fmt.Errorf("source cache: %w", err)
 		}
-		opts.SourceCacheDir = dir
+		opts.SourceCacheDir, o.temporarySourceCache = dir, dir
 	}
 	secrets := sourcesync.Secrets{
 		Reader:    local.GetAPIReader(),

@@ -265,7 +265,7 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 
 func bindSourceFlags(fs *flag.FlagSet, o *operator.Options) {
 	fs.StringVar(&o.SourceCacheDir, "source-cache-dir", o.SourceCacheDir,
-		"Directory where GitSyncs' checkouts, OCISyncs' artifacts and HelmSyncs' charts from OCI registries are kept, one per URL and revision however many syncs read them; empty: a new temporary directory.")
+		"Directory where GitSyncs' checkouts, OCISyncs' artifacts and HelmSyncs' charts from OCI registries are kept, one per URL and revision however many syncs read them; empty: a new temporary directory, removed when the operator stops.")
 	fs.Var(bytesValue{&o.SourceCacheBytes}, "source-cache-bytes",
 		"Most disk, a `size` such as 1Gi, the checkouts and artifacts kept in --source-cache-dir take: the least recently used one nobody reads is deleted first. Keep it under the volume's size by the largest fetch (--git-max-repo-bytes, --oci-max-artifact-bytes).")
 	fs.Var(bytesValue{&o.GitMaxRepoBytes}, "git-max-repo-bytes",
