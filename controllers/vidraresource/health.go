@@ -60,7 +60,14 @@ func health(ctx context.Context, c client.Reader, applied map[string]*unstructur
 		if err != nil {
 			return nil, nil, fmt.Errorf("compute status of %s: %w", ref, err)
 		}
-		setObjectStatus(ref, string(result.Status), result.Message)
+		message := result.Message
+		if result.Status == status.CurrentStatus {
+			// The inventory says why an object is not Current (the API's promise). Of one
+			// that is, kstatus's "Resource is always ready" would only fill every
+			// VidraResource of ConfigMaps, on the hub and in every cache of it.
+			message = ""
+		}
+		setObjectStatus(ref, string(result.Status), message)
 		switch result.Status {
 		case status.CurrentStatus:
 		case status.FailedStatus:

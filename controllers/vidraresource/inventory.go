@@ -103,8 +103,8 @@ func setInventory(vr *vidrav1alpha1.VidraResource, refs []inventory.Ref) {
 const recordLimit = hubobject.Limit - 128<<10
 
 // entryOverhead is an inventory entry's JSON beyond its values, its health included, and
-// a message of messageAllowance bytes ("Resource is always ready", "Deployment is
-// available. Replicas: 3").
+// a message of messageAllowance bytes (why the object is not Current, such as "Replicas:
+// 1/3").
 var entryOverhead = len(`{"kind":"","apiVersion":"","name":"","namespace":"","status":"InProgress","message":""},`) + messageAllowance
 
 // An entry's message is cut to maxEntryMessage bytes. The inventory's messages together

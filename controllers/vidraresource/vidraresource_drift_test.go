@@ -122,7 +122,7 @@ func TestUnchangedReconcileWritesNothing(t *testing.T) {
 	member := fleet.Members[1]
 	deliver(t, "quiet", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "quiet", ReconcileOnEvents: true}, cmManifest("quiet"))
 	vr := ready(t, "quiet")
-	if vr.Status.LastSyncTime == nil || len(vr.Status.ManagedResources) == 0 || vr.Status.ManagedResources[0].Message == "" {
+	if vr.Status.LastSyncTime == nil || len(vr.Status.ManagedResources) == 0 || vr.Status.ManagedResources[0].Status != "Current" {
 		t.Fatalf("status after the first apply: %+v", vr.Status)
 	}
 	// Once the drift watches have seen the objects, a reconcile finds them unchanged.

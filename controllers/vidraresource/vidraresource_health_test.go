@@ -12,7 +12,8 @@ import (
 )
 
 // TestReadyWaitsForEveryObjectToBeCurrent: nothing runs pods here, so a Deployment stays
-// in progress until its status is written as a kubelet and controller would.
+// in progress until its status is written as a kubelet and controller would. Its
+// inventory entry says why it is in progress, and nothing once it is Current.
 func TestReadyWaitsForEveryObjectToBeCurrent(t *testing.T) {
 	member := fleet.Members[1]
 	deliver(t, "app", vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "default"}, `
@@ -49,8 +50,8 @@ spec:
 	if err := member.Client.Status().Update(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
-	if m := ready(t, "app").Status.ManagedResources; len(m) != 1 || m[0].Status != "Current" {
-		t.Errorf("inventory = %+v, want the Deployment Current", m)
+	if m := ready(t, "app").Status.ManagedResources; len(m) != 1 || m[0].Status != "Current" || m[0].Message != "" {
+		t.Errorf("inventory = %+v, want the Deployment Current, with no message", m)
 	}
 }
 
@@ -71,8 +72,8 @@ func TestObjectsAreJudgedAsTheApplyReturnedThem(t *testing.T) {
 	}
 	listed := 0
 	for _, m := range vr.Status.ManagedResources {
-		if m.Status != "Current" {
-			t.Errorf("%s %s is %s, want Current", m.Kind, m.Name, m.Status)
+		if m.Status != "Current" || m.Message != "" {
+			t.Errorf("%s %s is %s (%q), want Current with no message", m.Kind, m.Name, m.Status, m.Message)
 		}
 		if m.Kind == "ConfigMap" {
 			listed++
