@@ -26,7 +26,7 @@ import (
 // bundles the hub publishes for the cluster and repairs their drift with or without the
 // hub, plus its link to the hub, found in the Secret vidra-agent-hub of AgentNamespace.
 // It waits for the hub only the first time, to learn in whose name it owns objects.
-func NewAgent(ctx context.Context, member *rest.Config, opts Options) (*Operator, error) {
+func NewAgent(ctx context.Context, member *rest.Config, opts Options) (_ *Operator, err error) {
 	scheme, err := operatorscheme.New()
 	if err != nil {
 		return nil, err
@@ -68,6 +68,11 @@ func NewAgent(ctx context.Context, member *rest.Config, opts Options) (*Operator
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			op.removeTemporarySourceCache()
+		}
+	}()
 	hubCache, err := cache.New(hubCfg, cache.Options{Scheme: scheme, Mapper: hubMapper,
 		DefaultNamespaces: map[string]cache.Config{link.Namespace: {}}, DefaultTransform: apply.TrimCached})
 	if err != nil {
