@@ -1,11 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,9 +31,11 @@ type fleetResult struct {
 	EngageTotalSeconds float64 `json:"engageTotalSeconds"`
 
 	// Delivery: the median round's when the size was delivered in several rounds
-	// (-fleet-rounds); ObjectsPerSecondByRound are every round's.
+	// (-fleet-rounds); ObjectsPerSecondByRound are every round's before the larger
+	// sizes, DeliveredAfterLargest the rounds delivered after the largest.
 	fleetDelivery
-	ObjectsPerSecondByRound []float64 `json:"objectsPerSecondByRound,omitempty"`
+	ObjectsPerSecondByRound []float64       `json:"objectsPerSecondByRound,omitempty"`
+	DeliveredAfterLargest   []fleetDelivery `json:"deliveredAfterLargest,omitempty"`
 
 	// Memory: at the operator's start (no fleet cluster), then per engaged cluster before
 	// any bundle, and per idle cluster with its bundles delivered; HeapPerManagedObjectKiB
@@ -130,82 +130,6 @@ func collectorOf(gc collector, objects float64) fleetCollector {
 	return fleetCollector{GCCyclesPer1000Objects: gc.cycles / objects * 1000, AllocatedKiBPerObject: gc.allocatedBytes / 1024 / objects, LiveHeapMiB: gc.liveBytes / (1 << 20)}
 }
 
-// measureFleet measures each fleet size of -fleet-clusters in turn, on a fresh operator.
-func (b *bench) measureFleet(ctx context.Context, r *results) error {
-	f := &fleetRun{bench: b}
-	defer func() { _ = f.fronts.close() }()
-	defer f.closeInfrahub()
-	// The earlier phases' VidraResources would be reconciled by the fleet's fresh operator
-	// in the middle of its figures: the fleet starts on a hub holding none.
-	b.stopOperator()
-	if err := f.clearVidraResources(ctx); err != nil {
-		return fmt.Errorf("clear the earlier phases' VidraResources: %w", err)
-	}
-	for i, n := range b.FleetClusters {
-		fmt.Fprintf(b.log, "  a fleet of %d clusters...\n", n)
-		fr, err := f.measureRounds(ctx, n, f.roundsOf(i))
-		if err != nil {
-			return fmt.Errorf("%d clusters: %w", n, err)
-		}
-		r.Fleet = append(r.Fleet, fr)
-		if i == len(b.FleetClusters)-1 && b.FleetReplicas > 1 {
-			fmt.Fprintf(b.log, "  the fleet of %d clusters on %d replicas...\n", n, b.FleetReplicas)
-			sr, err := f.measureSharded(ctx)
-			if err != nil {
-				sr.Error = err.Error()
-			}
-			r.FleetSharded = &sr
-		}
-		if i < len(b.FleetClusters)-1 {
-			b.stopOperator()
-			if err := f.clear(ctx); err != nil {
-				return fmt.Errorf("clear the fleet of %d clusters: %w", n, err)
-			}
-		}
-	}
-	return nil
-}
-
-// roundsOf is how many times the i-th size is delivered: -fleet-rounds for the smallest
-// of several sizes, the base of the throughput ratio, and once for the others. Its
-// delivery is the shortest (half a minute at 100 clusters), short enough for a slow
-// minute of a shared machine to move it by a third; the largest sizes last minutes.
-func (f *fleetRun) roundsOf(i int) int {
-	if i == 0 && len(f.FleetClusters) > 1 {
-		return f.FleetRounds
-	}
-	return 1
-}
-
-// measureRounds measures a fleet of n clusters rounds times, each from nothing on a fresh
-// operator, the memory readings and the idle window in the last alone. The delivery's
-// figures are the round's of the median throughput, the others the last round's.
-func (f *fleetRun) measureRounds(ctx context.Context, n, rounds int) (fleetResult, error) {
-	var deliveries []fleetDelivery
-	for round := 1; round < rounds; round++ {
-		fr, err := f.measure(ctx, n, false)
-		if err != nil {
-			return fr, err
-		}
-		deliveries = append(deliveries, fr.fleetDelivery)
-		fmt.Fprintf(f.log, "    round %d of %d: %.0f objects/s\n", round, rounds, fr.ObjectsPerSecond)
-		f.stopOperator()
-		if err := f.clear(ctx); err != nil {
-			return fr, fmt.Errorf("clear round %d: %w", round, err)
-		}
-	}
-	fr, err := f.measure(ctx, n, true)
-	if err != nil || len(deliveries) == 0 {
-		return fr, err
-	}
-	deliveries = append(deliveries, fr.fleetDelivery)
-	for _, d := range deliveries {
-		fr.ObjectsPerSecondByRound = append(fr.ObjectsPerSecondByRound, d.ObjectsPerSecond)
-	}
-	fr.fleetDelivery = medianDelivery(deliveries)
-	return fr, nil
-}
-
 // fleetRun is the fleet phase's state: the fronts, kept from one size to the next.
 type fleetRun struct {
 	*bench
@@ -224,14 +148,6 @@ func (f *fleetRun) closeInfrahub() {
 	if f.infrahub != nil {
 		f.infrahub.Close()
 	}
-}
-
-// medianDelivery is the delivery of the median throughput (of the lower middle two, for an
-// even count): one round's figures, which belong together.
-func medianDelivery(rounds []fleetDelivery) fleetDelivery {
-	sorted := slices.Clone(rounds)
-	slices.SortFunc(sorted, func(a, b fleetDelivery) int { return cmp.Compare(a.ObjectsPerSecond, b.ObjectsPerSecond) })
-	return sorted[(len(sorted)-1)/2]
 }
 
 // measure enrolls n clusters on a fresh operator, delivers their bundles, lets them idle,

@@ -34,7 +34,7 @@ func fleetPanels() []fleetPanel {
 			{"p95 per cluster", func(f fleetResult) float64 { return f.EngageP95Ms / 1000 }},
 		}},
 		{title: "Delivery throughput", unit: "objects/s", series: []fleetSeries{
-			{"syncs to every bundle Ready", func(f fleetResult) float64 { return f.ObjectsPerSecond }},
+			{"syncs to every bundle Ready (smallest: before and after the largest)", func(f fleetResult) float64 { return bracketed(f, objectsPerSecond) }},
 		}},
 		{title: "Memory per idle cluster", unit: "MiB", target: 1, series: []fleetSeries{
 			{"RSS, engaged", func(f fleetResult) float64 { return f.RSSPerEngagedClusterMiB }},

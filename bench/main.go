@@ -82,7 +82,7 @@ func main() {
 	fleetClusters := flag.String("fleet-clusters", "100", "Comma-separated fleet sizes of the fleet phase, each measured on a fresh operator (100,300,1000).")
 	flag.IntVar(&s.FleetBundles, "fleet-bundles", 10, "Bundles (of -objects ConfigMaps) per cluster of the fleet phase, each from an InfrahubSync of its own.")
 	flag.DurationVar(&s.FleetIdle, "fleet-idle", 60*time.Second, "How long an idle fleet's requests are counted.")
-	flag.IntVar(&s.FleetRounds, "fleet-rounds", 3, "Times the smallest of several fleet sizes is delivered, each from nothing; its throughput, the base of the ratio of the largest size's to it, is the median of the rounds'.")
+	flag.IntVar(&s.FleetRounds, "fleet-rounds", 2, "Times the smallest of several fleet sizes is delivered, each from nothing: half of them (rounded up) before the larger sizes, the others after the largest. The base of the largest size's throughput ratio is the mean of the median round before and the median round after, which a machine whose speed drifts through the phase moves as it moves the largest.")
 	flag.IntVar(&s.FleetReplicas, "fleet-replicas", 0, "After the largest fleet, this many replicas with --sharding take it over from the one operator; then one is killed. 0 or 1: none.")
 	flag.DurationVar(&s.FleetResync, "fleet-resync", 10*time.Minute, "The operator's --resync-interval in the fleet phase: its default, as the chart runs it (-resync's 30s would ask 333 reconciles a second of 1,000 clusters' 10,000 VidraResources).")
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
