@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +13,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -178,9 +181,23 @@ func forEach[T any](ctx context.Context, items []T, do func(T) error) error {
 }
 
 // clear removes the fleet of n clusters with the operator stopped, so that the next size
-// starts from nothing (the operator is stopped first): the syncs, their VidraResources and revisions, the enrollment
-// Secrets and VidraClusters on the hub, the delivered objects on the members.
+// starts from nothing (the operator is stopped first): the syncs, their VidraResources and
+// revisions, the enrollment Secrets and VidraClusters on the hub, and at the same time the
+// delivered objects on the members. At a thousand clusters that is 100,000 objects on the
+// members and 30,000 on the hub: minutes of the phase, though none of it is measured.
 func (f *fleetRun) clear(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return f.clearHub(ctx) })
+	g.Go(func() error {
+		return forEach(ctx, f.clusters, func(c fleetCluster) error {
+			return c.member.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(c.name), client.HasLabels{vidrav1alpha1.ManagedByLabel})
+		})
+	})
+	return g.Wait()
+}
+
+// clearHub removes the fleet's objects on the hub.
+func (f *fleetRun) clearHub(ctx context.Context) error {
 	hub := f.fleet.Hub.Client
 	for k := range f.FleetBundles {
 		sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: fleetArtifact(k)}}
@@ -196,10 +213,7 @@ func (f *fleetRun) clear(ctx context.Context) error {
 	}
 	return forEach(ctx, f.clusters, func(c fleetCluster) error {
 		vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
-		if err := client.IgnoreNotFound(hub.Delete(ctx, vc)); err != nil {
-			return err
-		}
-		return c.member.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(c.name), client.HasLabels{vidrav1alpha1.ManagedByLabel})
+		return client.IgnoreNotFound(hub.Delete(ctx, vc))
 	})
 }
 
@@ -211,9 +225,9 @@ func (f *fleetRun) clearVidraResources(ctx context.Context, opts ...client.ListO
 	if err := hub.List(ctx, &vrs, opts...); err != nil {
 		return err
 	}
-	uids := map[string]bool{}
+	uids := make([]string, 0, len(vrs.Items))
 	for _, vr := range vrs.Items {
-		uids[string(vr.UID)] = true
+		uids = append(uids, string(vr.UID))
 	}
 	err := forEach(ctx, vrs.Items, func(vr vidrav1alpha1.VidraResource) error {
 		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))
@@ -228,20 +242,21 @@ func (f *fleetRun) clearVidraResources(ctx context.Context, opts ...client.ListO
 	return f.clearRevisions(ctx, uids)
 }
 
-// clearRevisions deletes the revision history of the VidraResources whose UIDs are given.
-func (f *fleetRun) clearRevisions(ctx context.Context, uids map[string]bool) error {
-	var revisions appsv1.ControllerRevisionList
-	if err := f.fleet.Hub.Client.List(ctx, &revisions, client.InNamespace(namespace), client.HasLabels{vidrav1alpha1.RevisionOfLabel}); err != nil {
-		return err
+// clearRevisions deletes the revision history of the VidraResources whose UIDs are given,
+// a collection of a hundred VidraResources' at a time rather than a request a revision.
+func (f *fleetRun) clearRevisions(ctx context.Context, uids []string) error {
+	const perRequest = 100
+	var chunks [][]string
+	for chunk := range slices.Chunk(uids, perRequest) {
+		chunks = append(chunks, chunk)
 	}
-	var gone []appsv1.ControllerRevision
-	for _, cr := range revisions.Items {
-		if uids[cr.Labels[vidrav1alpha1.RevisionOfLabel]] {
-			gone = append(gone, cr)
+	return forEach(ctx, chunks, func(of []string) error {
+		revisionOf, err := labels.NewRequirement(vidrav1alpha1.RevisionOfLabel, selection.In, of)
+		if err != nil {
+			return err
 		}
-	}
-	return forEach(ctx, gone, func(cr appsv1.ControllerRevision) error {
-		return client.IgnoreNotFound(f.fleet.Hub.Client.Delete(ctx, &cr))
+		return f.fleet.Hub.Client.DeleteAllOf(ctx, &appsv1.ControllerRevision{}, client.InNamespace(namespace),
+			client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*revisionOf)})
 	})
 }
 

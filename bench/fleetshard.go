@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vidra-operator/vidra/internal/sharding"
@@ -62,11 +64,7 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 	f.stopOperator()
 	var peers []string
 	replicas := map[string]*exec.Cmd{}
-	defer func() {
-		for _, cmd := range replicas {
-			_ = testfleet.Terminate(cmd, 30*time.Second)
-		}
-	}()
+	defer func() { f.stopReplicas(replicas) }()
 	leasesBefore, err := f.hubRequests(ctx, onLeases)
 	if err != nil {
 		return sr, err
@@ -218,4 +216,39 @@ func (f *fleetRun) fenceHolders(ctx context.Context) (map[string]string, error) 
 		}
 	}
 	return holders, nil
+}
+
+// replicaStopWait is how long a replica is given to stop after SIGTERM before it is sent
+// SIGQUIT, which makes Go write every goroutine's stack to its log and exit: what held it
+// is then on record. An operator stops in about a second; the chart gives it 30.
+const replicaStopWait = 10 * time.Second
+
+// stopReplicas stops the replicas side by side, each as stopReplica.
+func (f *fleetRun) stopReplicas(replicas map[string]*exec.Cmd) {
+	var wg sync.WaitGroup
+	for id, cmd := range replicas {
+		wg.Go(func() { f.stopReplica(id, cmd) })
+	}
+	wg.Wait()
+}
+
+// stopReplica sends the replica SIGTERM, and SIGQUIT if it has not exited replicaStopWait
+// later; SIGKILL ends it if that did not.
+func (f *fleetRun) stopReplica(id string, cmd *exec.Cmd) {
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return
+	case <-time.After(replicaStopWait):
+	}
+	fmt.Fprintf(f.log, "  replica %s has not stopped %s after SIGTERM: SIGQUIT, its goroutines are in its log\n", id, replicaStopWait)
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(replicaStopWait):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 }
