@@ -187,8 +187,13 @@ func forEach[T any](ctx context.Context, items []T, do func(T) error) error {
 // members and 30,000 on the hub: minutes of the phase, though none of it is measured.
 func (f *fleetRun) clear(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return f.clearHub(ctx) })
+	start := time.Now()
 	g.Go(func() error {
+		defer func() { fmt.Fprintf(f.log, "    the hub's part cleared in %s\n", since(start)) }()
+		return f.clearHub(ctx)
+	})
+	g.Go(func() error {
+		defer func() { fmt.Fprintf(f.log, "    the members' part cleared in %s\n", since(start)) }()
 		return forEach(ctx, f.clusters, func(c fleetCluster) error {
 			return c.member.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(c.name), client.HasLabels{vidrav1alpha1.ManagedByLabel})
 		})
@@ -196,34 +201,55 @@ func (f *fleetRun) clear(ctx context.Context) error {
 	return g.Wait()
 }
 
-// clearHub removes the fleet's objects on the hub.
+// clearHub removes the fleet's objects on the hub, the kinds side by side (the operator is
+// stopped, nothing orders them): the syncs, their VidraResources, the enrollment Secrets
+// and VidraClusters, each timed in the log.
 func (f *fleetRun) clearHub(ctx context.Context) error {
 	hub := f.fleet.Hub.Client
-	for k := range f.FleetBundles {
-		sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: fleetArtifact(k)}}
-		if err := client.IgnoreNotFound(hub.Delete(ctx, sync)); err != nil {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		start := time.Now()
+		for k := range f.FleetBundles {
+			sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: fleetArtifact(k)}}
+			if err := client.IgnoreNotFound(hub.Delete(ctx, sync)); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(f.log, "    %d InfrahubSyncs cleared in %s\n", f.FleetBundles, since(start))
+		return nil
+	})
+	g.Go(func() error { return f.clearVidraResources(ctx, client.HasLabels{vidrav1alpha1.InfrahubSyncLabel}) })
+	g.Go(func() error {
+		start := time.Now()
+		if err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.HasLabels{fleetLabel}); err != nil {
 			return err
 		}
-	}
-	if err := f.clearVidraResources(ctx, client.HasLabels{vidrav1alpha1.InfrahubSyncLabel}); err != nil {
-		return err
-	}
-	if err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.HasLabels{fleetLabel}); err != nil {
-		return err
-	}
-	return forEach(ctx, f.clusters, func(c fleetCluster) error {
-		vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
-		return client.IgnoreNotFound(hub.Delete(ctx, vc))
+		fmt.Fprintf(f.log, "    %d enrollment Secrets cleared in %s\n", len(f.clusters), since(start))
+		return nil
 	})
+	g.Go(func() error {
+		start := time.Now()
+		err := forEach(ctx, f.clusters, func(c fleetCluster) error {
+			vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
+			return client.IgnoreNotFound(hub.Delete(ctx, vc))
+		})
+		fmt.Fprintf(f.log, "    %d VidraClusters cleared in %s\n", len(f.clusters), since(start))
+		return err
+	})
+	return g.Wait()
 }
 
 // clearVidraResources deletes the hub's VidraResources that match opts, finalizers and
 // all, and their revisions.
 func (f *fleetRun) clearVidraResources(ctx context.Context, opts ...client.ListOption) error {
 	hub := f.fleet.Hub.Client
+	start := time.Now()
 	var vrs vidrav1alpha1.VidraResourceList
 	if err := hub.List(ctx, &vrs, opts...); err != nil {
 		return err
+	}
+	if len(vrs.Items) == 0 {
+		return nil
 	}
 	uids := make([]string, 0, len(vrs.Items))
 	for _, vr := range vrs.Items {
@@ -239,6 +265,9 @@ func (f *fleetRun) clearVidraResources(ctx context.Context, opts ...client.ListO
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(f.log, "    %d VidraResources cleared in %s\n", len(vrs.Items), since(start))
+	start = time.Now()
+	defer func() { fmt.Fprintf(f.log, "    their revisions cleared in %s\n", since(start)) }()
 	return f.clearRevisions(ctx, uids)
 }
 
