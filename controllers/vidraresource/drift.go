@@ -31,6 +31,14 @@ type DriftWatches struct {
 	// events feeds the VidraResource controller.
 	events chan event.TypedGenericEvent[*vidrav1alpha1.VidraResource]
 
+	// needLeader: the watches run and stop beside the VidraResource controller (sharded,
+	// that runs on every replica).
+	needLeader bool
+	// stopped is closed when the watches stop with the controller. A requeue then has no
+	// reader, and once the buffer is full a send would wait for ever, holding a worker (a
+	// slot's wake-up), the coordinator (a cluster gained) or a watch: it is dropped.
+	stopped chan struct{}
+
 	mu       sync.Mutex
 	clusters map[multicluster.ClusterName]*clusterWatches
 	// periodicOnly holds VidraResources with reconcileOnEvents false: as in the original
@@ -44,6 +52,8 @@ func NewDriftWatches(log logr.Logger, hubID string) *DriftWatches {
 		log:          log,
 		hubID:        hubID,
 		events:       make(chan event.TypedGenericEvent[*vidrav1alpha1.VidraResource], 1024),
+		needLeader:   true,
+		stopped:      make(chan struct{}),
 		clusters:     map[multicluster.ClusterName]*clusterWatches{},
 		periodicOnly: map[string]bool{},
 	}
@@ -101,6 +111,8 @@ func (w *DriftWatches) Engage(ctx context.Context, name multicluster.ClusterName
 				case w.events <- requeueEvent(name):
 				case <-ctx.Done():
 					return
+				case <-w.stopped:
+					return
 				}
 			}
 		}()
@@ -112,6 +124,7 @@ func (w *DriftWatches) Engage(ctx context.Context, name multicluster.ClusterName
 // stop with it.
 func (w *DriftWatches) Start(ctx context.Context) error {
 	<-ctx.Done()
+	close(w.stopped)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, cw := range w.clusters {
@@ -119,6 +132,10 @@ func (w *DriftWatches) Start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// NeedLeaderElection puts the watches in the manager's group of the VidraResource
+// controller, so that both stop at once: the controller's workers may be sending requeues.
+func (w *DriftWatches) NeedLeaderElection() bool { return w.needLeader }
 
 // Forget stops every watch on the cluster: another replica reconciles it now.
 func (w *DriftWatches) Forget(name multicluster.ClusterName) {
@@ -187,7 +204,7 @@ func (w *DriftWatches) requeueOwners(m *metav1.PartialObjectMetadata) {
 		if !ok || w.isPeriodicOnly(name) {
 			continue
 		}
-		w.events <- requeueEvent(name)
+		w.send(name)
 	}
 }
 
@@ -198,8 +215,14 @@ func (w *DriftWatches) isPeriodicOnly(vr string) bool {
 }
 
 // Requeue asks for the VidraResource to be reconciled again.
-func (w *DriftWatches) Requeue(vr string) {
-	w.events <- requeueEvent(vr)
+func (w *DriftWatches) Requeue(vr string) { w.send(vr) }
+
+// send requeues the VidraResource name, unless the watches have stopped.
+func (w *DriftWatches) send(name string) {
+	select {
+	case w.events <- requeueEvent(name):
+	case <-w.stopped:
+	}
 }
 
 // requeueEvent asks the controller to reconcile the VidraResource name.

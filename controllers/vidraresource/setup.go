@@ -68,6 +68,7 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 	if err != nil {
 		return fmt.Errorf("set up VidraResource controller: %w", err)
 	}
+	r.Watches.needLeader = r.Shard == nil
 	if err := r.Manager.Add(r.Watches); err != nil {
 		return fmt.Errorf("set up drift watches: %w", err)
 	}

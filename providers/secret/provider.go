@@ -157,6 +157,10 @@ type Provider struct {
 	// enrollEvents and renewEvents record Events on enrollment Secrets.
 	enrollEvents, renewEvents events.Recorder
 	requeue                   chan event.TypedGenericEvent[*corev1.Secret]
+	// stopped is closed when Start returns: requeues have no reader then, and one sent
+	// with the buffer full would wait for ever (ClusterGained holds the sharding
+	// coordinator, and with it the manager's stop).
+	stopped chan struct{}
 
 	// aware engages clusters; it is set by Start, and ready is closed then.
 	aware multicluster.Aware
@@ -204,6 +208,7 @@ func New(log logr.Logger, opts Options) (*Provider, error) {
 		mappings: restmapping.NewMappings(),
 		requeue:  make(chan event.TypedGenericEvent[*corev1.Secret], 64),
 		ready:    make(chan struct{}),
+		stopped:  make(chan struct{}),
 		clusters: map[multicluster.ClusterName]*engagedCluster{},
 		claims:   map[types.NamespacedName]claim{},
 	}, nil
@@ -220,7 +225,10 @@ func (p *Provider) ClusterGained(name multicluster.ClusterName) {
 	}
 	s := &corev1.Secret{}
 	s.Namespace, s.Name = ec.secret.Namespace, ec.secret.Name
-	p.requeue <- event.TypedGenericEvent[*corev1.Secret]{Object: s}
+	select {
+	case p.requeue <- event.TypedGenericEvent[*corev1.Secret]{Object: s}:
+	case <-p.stopped:
+	}
 }
 
 // Get returns an engaged cluster.
@@ -303,6 +311,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.aware = aware
 	close(p.ready)
 	<-ctx.Done()
+	close(p.stopped)
 	p.mu.Lock()
 	engaged := p.clusters
 	p.clusters = map[multicluster.ClusterName]*engagedCluster{}
