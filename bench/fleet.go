@@ -322,7 +322,10 @@ func (f *fleetRun) createSyncs(ctx context.Context, from, until int) error {
 }
 
 // fleetArtifact is the name of the k-th bundle's artifacts, one per cluster.
-func fleetArtifact(k int) string { return fmt.Sprintf("fleet-bundle-%d", k) }
+func fleetArtifact(k int) string { return fmt.Sprintf("%s%d", fleetArtifactPrefix, k) }
+
+// fleetArtifactPrefix begins the name of every fleet bundle's artifacts and InfrahubSync.
+const fleetArtifactPrefix = "fleet-bundle-"
 
 // measureIdleFleet counts, over -fleet-idle with nothing changing, the operator's
 // requests to the fleet's clusters and to the hub, the hub's writes and everyone's CPU;

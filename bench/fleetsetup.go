@@ -33,6 +33,10 @@ type fleetCluster struct {
 	kubeconfig []byte
 }
 
+// fleetClusterPrefix begins the name of each fleet cluster, its enrollment Secret and
+// VidraCluster.
+const fleetClusterPrefix = "fleet-"
+
 // fleetLabel marks the fleet phase's enrollment Secrets.
 const fleetLabel = "bench.vidra.infrahub.operators.com/fleet"
 
@@ -61,7 +65,7 @@ func (f *fleetRun) prepare(ctx context.Context, n int) ([]fleetCluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		clusters[i] = fleetCluster{name: fmt.Sprintf("fleet-%04d", i), member: member, addr: f.addresses[i], kubeconfig: kubeconfig}
+		clusters[i] = fleetCluster{name: fmt.Sprintf("%s%04d", fleetClusterPrefix, i), member: member, addr: f.addresses[i], kubeconfig: kubeconfig}
 	}
 	err := forEach(ctx, clusters, func(c fleetCluster) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
@@ -177,65 +181,6 @@ func forEach[T any](ctx context.Context, items []T, do func(T) error) error {
 		}
 		g.Go(func() error { return do(it) })
 	}
-	return g.Wait()
-}
-
-// clear removes the fleet of n clusters with the operator stopped, so that the next size
-// starts from nothing (the operator is stopped first): the syncs, their VidraResources and
-// revisions, the enrollment Secrets and VidraClusters on the hub, and at the same time the
-// delivered objects on the members. At a thousand clusters that is 100,000 objects on the
-// members and 30,000 on the hub: minutes of the phase, though none of it is measured.
-func (f *fleetRun) clear(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	start := time.Now()
-	g.Go(func() error {
-		defer func() { fmt.Fprintf(f.log, "    the hub's part cleared in %s\n", since(start)) }()
-		return f.clearHub(ctx)
-	})
-	g.Go(func() error {
-		defer func() { fmt.Fprintf(f.log, "    the members' part cleared in %s\n", since(start)) }()
-		return forEach(ctx, f.clusters, func(c fleetCluster) error {
-			return c.member.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(c.name), client.HasLabels{vidrav1alpha1.ManagedByLabel})
-		})
-	})
-	return g.Wait()
-}
-
-// clearHub removes the fleet's objects on the hub, the kinds side by side (the operator is
-// stopped, nothing orders them): the syncs, their VidraResources, the enrollment Secrets
-// and VidraClusters, each timed in the log.
-func (f *fleetRun) clearHub(ctx context.Context) error {
-	hub := f.fleet.Hub.Client
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		start := time.Now()
-		for k := range f.FleetBundles {
-			sync := &vidrav1alpha1.InfrahubSync{ObjectMeta: metav1.ObjectMeta{Name: fleetArtifact(k)}}
-			if err := client.IgnoreNotFound(hub.Delete(ctx, sync)); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(f.log, "    %d InfrahubSyncs cleared in %s\n", f.FleetBundles, since(start))
-		return nil
-	})
-	g.Go(func() error { return f.clearVidraResources(ctx, client.HasLabels{vidrav1alpha1.InfrahubSyncLabel}) })
-	g.Go(func() error {
-		start := time.Now()
-		if err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.HasLabels{fleetLabel}); err != nil {
-			return err
-		}
-		fmt.Fprintf(f.log, "    %d enrollment Secrets cleared in %s\n", len(f.clusters), since(start))
-		return nil
-	})
-	g.Go(func() error {
-		start := time.Now()
-		err := forEach(ctx, f.clusters, func(c fleetCluster) error {
-			vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: c.name}}
-			return client.IgnoreNotFound(hub.Delete(ctx, vc))
-		})
-		fmt.Fprintf(f.log, "    %d VidraClusters cleared in %s\n", len(f.clusters), since(start))
-		return err
-	})
 	return g.Wait()
 }
 

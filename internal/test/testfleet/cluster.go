@@ -96,6 +96,12 @@ func (c *Cluster) Server() string {
 	return c.Config.Host
 }
 
+// EtcdURL is the address of the cluster's etcd, for a caller that removes what the API
+// server stores faster than the API server can (the bench's clear between its workloads).
+func (c *Cluster) EtcdURL() string {
+	return c.env.ControlPlane.Etcd.URL.String()
+}
+
 // WriteKubeconfig writes the cluster's kubeconfig into dir and returns its path.
 func (c *Cluster) WriteKubeconfig(dir string) (string, error) {
 	path := filepath.Join(dir, c.Name+".kubeconfig")
