@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ctrlqueue"
 )
 
 // Runner runs the Reconciler once the hub's cache of the cluster's bundles has synced,
@@ -56,6 +57,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		Reconciler:              r.Reconciler,
 		MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, retryCap),
+		NewQueue:                ctrlqueue.Requests(),
 		SkipNameValidation:      ptr.To(true),
 		Logger:                  r.Log,
 	})

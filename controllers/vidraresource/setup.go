@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ctrlqueue"
 )
 
 // SetupWithManager registers the controller with the hub's manager: VidraResources (on a
@@ -61,6 +62,7 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 	}
 	err := b.WithOptions(controller.Options{
 		MaxConcurrentReconciles: maxConcurrentReconciles,
+		NewQueue:                ctrlqueue.Requests(),
 		// Sharded, every replica runs it; Reconcile skips clusters owned elsewhere.
 		NeedLeaderElection: ptr.To(r.Shard == nil),
 	}).

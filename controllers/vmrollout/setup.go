@@ -22,6 +22,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ctrlqueue"
 	"github.com/vidra-operator/vidra/internal/destination"
 )
 
@@ -47,6 +48,7 @@ func (r *Reconciler) SetupWithManager(mgr mcmanager.Manager, maxConcurrentReconc
 			mcbuilder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, clusterChanged()))).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: maxConcurrentReconciles,
+			NewQueue:                ctrlqueue.ClusterRequests(),
 			// The multicluster builder does not read the manager's controller defaults.
 			SkipNameValidation: local.GetControllerOptions().SkipNameValidation,
 			// Sharded, every replica runs it; Reconcile skips clusters owned elsewhere.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ctrlqueue"
 )
 
 // Backoff of failed syncs: soon at first, never slower than this.
@@ -73,6 +74,7 @@ func (c Controller) Setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 	err := b.WithOptions(controller.Options{
 		MaxConcurrentReconciles: c.MaxConcurrentReconciles,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffMax),
+		NewQueue:                ctrlqueue.Requests(),
 	}).
 		Complete(r)
 	if err != nil {

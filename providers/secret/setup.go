@@ -25,6 +25,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/ctrlqueue"
 	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/pull"
 )
@@ -43,6 +44,7 @@ func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
 		Named("cluster-provider").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: p.opts.MaxConcurrentReconciles,
+			NewQueue:                ctrlqueue.Requests(),
 			// Sharded, every replica engages every cluster; the coordinator picks the
 			// replica whose controllers run on it.
 			NeedLeaderElection: ptr.To(p.opts.Shard == nil),
