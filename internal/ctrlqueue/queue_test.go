@@ -45,7 +45,14 @@ func TestWorkersLeaveAShutDownQueue(t *testing.T) {
 			wg.Go(func() {
 				for {
 					key := request(fmt.Sprintf("obj-%d", rand.IntN(1000)))
-					q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(rand.IntN(3))}, key)
+					switch rand.IntN(3) {
+					case 0:
+						q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(rand.IntN(3))}, key)
+					case 1:
+						q.AddAfter(key, time.Duration(rand.IntN(3))*time.Millisecond)
+					default:
+						q.AddRateLimited(key)
+					}
 					item, _, shutdown := q.GetWithPriority()
 					if shutdown {
 						return
@@ -58,7 +65,15 @@ func TestWorkersLeaveAShutDownQueue(t *testing.T) {
 			})
 		}
 		time.Sleep(5 * time.Millisecond)
-		q.ShutDown()
+		// ShutDown waits for the workers it wakes, at most 10s before it falls back to
+		// controller-runtime's shutdown, which may leave one waiting: it must not need to.
+		shutDown := make(chan struct{})
+		go func() { q.ShutDown(); close(shutDown) }()
+		select {
+		case <-shutDown:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: ShutDown still waits for the workers it woke", round)
+		}
 		left := make(chan struct{})
 		go func() { wg.Wait(); close(left) }()
 		select {
