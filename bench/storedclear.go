@@ -115,23 +115,13 @@ func (f *fleetRun) clearHub(ctx context.Context) error {
 // awaitNoVidraResources returns once the hub's API server lists no VidraResource: its
 // cache follows etcd's deletions, and the next operator's first list must find none.
 func (f *fleetRun) awaitNoVidraResources(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
+	return testfleet.WaitFor(ctx, 100*time.Millisecond, time.Minute, "the hub lists no VidraResource once they were removed from etcd", func() (bool, error) {
 		var vrs vidrav1alpha1.VidraResourceList
-		err := f.fleet.Hub.Client.List(ctx, &vrs, client.Limit(1))
-		if err == nil && len(vrs.Items) == 0 {
-			return nil
+		if err := f.fleet.Hub.Client.List(ctx, &vrs, client.Limit(1)); err != nil {
+			return false, err
 		}
-		if err == nil {
-			err = fmt.Errorf("the hub still lists %s once they were removed", vrs.Items[0].Name)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the hub's VidraResources, removed from etcd: %w", err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return len(vrs.Items) == 0, nil
+	})
 }
 
 // clearMembers removes the delivered objects from the members' etcds, each cluster's

@@ -67,18 +67,10 @@ func TestWorkersLeaveAShutDownQueue(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		// ShutDown waits for the workers it wakes, at most 10s before it falls back to
 		// controller-runtime's shutdown, which may leave one waiting: it must not need to.
-		shutDown := make(chan struct{})
-		go func() { q.ShutDown(); close(shutDown) }()
-		select {
-		case <-shutDown:
-		case <-time.After(5 * time.Second):
+		if !returnsWithin(5*time.Second, q.ShutDown) {
 			t.Fatalf("round %d: ShutDown still waits for the workers it woke", round)
 		}
-		left := make(chan struct{})
-		go func() { wg.Wait(); close(left) }()
-		select {
-		case <-left:
-		case <-time.After(30 * time.Second):
+		if !returnsWithin(30*time.Second, wg.Wait) {
 			t.Fatalf("round %d: a worker is still waiting on the shut-down queue", round)
 		}
 		select {
@@ -86,6 +78,18 @@ func TestWorkersLeaveAShutDownQueue(t *testing.T) {
 			t.Fatalf("round %d: the wake-up key %s was handed out as work", round, name)
 		default:
 		}
+	}
+}
+
+// returnsWithin reports whether f returned within d (it is left running if not).
+func returnsWithin(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
