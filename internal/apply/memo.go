@@ -53,32 +53,31 @@ type declaration [16]byte
 
 // memoEntry is the resourceVersion an owner's last apply left an object at and a digest
 // of what it declared, whether or not it declares the owners set; and when it does, what
-// a later apply reads of the object: its UID, owners set, label and apply manager. The
-// UID and resourceVersion are packed, and the owner is kept as a digest, for Forget: a
-// fleet's every managed object has an entry. An owners set of the owner alone, as most
-// are, is kept as soleOwner; any other, and the manager, are interned, as the objects of
-// a bundle share them.
+// a later apply reads of the object: its UID, owners set and label (its apply manager is
+// the owner's). The UID and resourceVersion are packed, and the owner is kept as a
+// digest, for Forget: a fleet's every managed object has an entry, held in 64 bytes in
+// the map itself. An owners set of the owner alone, as most are, is kept as soleOwner;
+// any other is interned, as the objects of a bundle share it.
 type memoEntry struct {
-	version              objectversion.Version
-	declared             declaration
-	owner                ownerDigest
-	owners, fieldManager unique.Handle[string]
-	declaresOwners       bool
-	soleOwner, managed   bool
+	version                            objectversion.Version
+	declared                           declaration
+	owners                             unique.Handle[string]
+	owner                              ownerDigest
+	declaresOwners, soleOwner, managed bool
 }
 
 // ownerDigest tells the owners of a memo's entries apart for Forget: two owners of one
 // digest would forget each other's objects together, which costs their next applies a
 // read each, nothing more.
-type ownerDigest uint64
+type ownerDigest uint32
 
 func digestOfOwner(owner string) ownerDigest {
 	sum := sha256.Sum256([]byte(owner))
-	return ownerDigest(binary.LittleEndian.Uint64(sum[:]))
+	return ownerDigest(binary.LittleEndian.Uint32(sum[:]))
 }
 
-// recall returns the object as owner's apply left it, or nil.
-func (m *Memo) recall(owner string, ref inventory.Ref) *metav1.PartialObjectMetadata {
+// recall returns the object as owner's apply, by fieldManager, left it, or nil.
+func (m *Memo) recall(owner, fieldManager string, ref inventory.Ref) *metav1.PartialObjectMetadata {
 	if m == nil {
 		return nil
 	}
@@ -89,11 +88,11 @@ func (m *Memo) recall(owner string, ref inventory.Ref) *metav1.PartialObjectMeta
 	if !ok || !entry.declaresOwners {
 		return nil
 	}
-	return entry.object(owner, ref)
+	return entry.object(owner, fieldManager, ref)
 }
 
 // object is the object's metadata as a later apply reads it.
-func (e memoEntry) object(owner string, ref inventory.Ref) *metav1.PartialObjectMetadata {
+func (e memoEntry) object(owner, fieldManager string, ref inventory.Ref) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(ref.GVK)
 	obj.Namespace, obj.Name = ref.Namespace, ref.Name
@@ -109,7 +108,7 @@ func (e memoEntry) object(owner string, ref inventory.Ref) *metav1.PartialObject
 		obj.Labels = map[string]string{vidrav1alpha1.ManagedByLabel: vidrav1alpha1.ManagedByValue}
 	}
 	obj.ManagedFields = []metav1.ManagedFieldsEntry{{
-		Manager: e.fieldManager.Value(), Operation: metav1.ManagedFieldsOperationApply, FieldsV1: ownsOwnersFields,
+		Manager: fieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: ownsOwnersFields,
 	}}
 	return obj
 }
@@ -141,7 +140,7 @@ func (m *Memo) remember(owner, fieldManager string, ref inventory.Ref, obj *meta
 	entry := memoEntry{version: objectversion.Of("", obj.ResourceVersion), declared: declared, owner: digestOfOwner(owner)}
 	if ownership.AppliesOwners(obj, fieldManager) {
 		entry.declaresOwners = true
-		entry.version, entry.fieldManager = objectversion.Of(obj.UID, obj.ResourceVersion), unique.Make(fieldManager)
+		entry.version = objectversion.Of(obj.UID, obj.ResourceVersion)
 		if owners := obj.Annotations[vidrav1alpha1.OwnersAnnotation]; owners == ownership.SetOf(owner) {
 			entry.soleOwner = true
 		} else {

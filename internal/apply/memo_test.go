@@ -2,6 +2,7 @@ package apply
 
 import (
 	"testing"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,19 +45,22 @@ func TestTheMemoKeepsEachOwnersObjectsApart(t *testing.T) {
 			t.Errorf("%s's %s declaring %x at %q is unchanged", c.owner, c.ref.Key(), c.declared[:1], c.rv)
 		}
 	}
-	if got := m.recall("hub/a", x); got == nil || got.UID != left("1", "5").UID || got.ResourceVersion != "5" ||
+	if got := m.recall("hub/a", "vidra", x); got == nil || got.UID != left("1", "5").UID || got.ResourceVersion != "5" ||
 		got.Annotations[vidrav1alpha1.OwnersAnnotation] != `["hub/a"]` || got.ManagedFields[0].Manager != "vidra" {
 		t.Errorf("recalled %+v", got)
 	}
-	if got := m.recall("hub/a", y); got != nil {
+	if got := m.recall("hub/a", "vidra", y); got != nil {
 		t.Errorf("recalled another owner's object: %+v", got)
 	}
 
 	m.Forget("hub/a")
-	if m.recall("hub/a", x) != nil || m.unchanged("hub/a", x, d1, "5") {
+	if m.recall("hub/a", "vidra", x) != nil || m.unchanged("hub/a", x, d1, "5") {
 		t.Error("a forgotten owner's object is still remembered")
 	}
-	if got := m.recall("hub/b", y); got == nil || got.Annotations[vidrav1alpha1.OwnersAnnotation] != `["hub/a"]` || !m.unchanged("hub/b", y, d2, "7") {
+	if got := m.recall("hub/b", "vidra", y); got == nil || got.Annotations[vidrav1alpha1.OwnersAnnotation] != `["hub/a"]` || !m.unchanged("hub/b", y, d2, "7") {
 		t.Error("forgetting one owner forgot another's object")
+	}
+	if size := unsafe.Sizeof(memoEntry{}); size > 64 {
+		t.Errorf("a memo entry is %d bytes", size)
 	}
 }

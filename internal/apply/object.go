@@ -125,7 +125,7 @@ func (e *Engine) known(ref inventory.Ref) known {
 	if e.Applied != nil && !e.Applied(ref) {
 		return known{read: true}
 	}
-	if live := e.Memo.recall(e.Owner, ref); live != nil {
+	if live := e.Memo.recall(e.Owner, e.FieldManager(), ref); live != nil {
 		return known{read: true, remembered: true, live: live}
 	}
 	return known{}

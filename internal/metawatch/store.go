@@ -16,7 +16,9 @@ var _ toolscache.ReflectorStore = &store{}
 // change is an object the watch had that changed or went.
 type change struct {
 	key      key
-	was, now *record
+	was, now record
+	// gone says the object went: now is none.
+	gone bool
 }
 
 func (s *store) Add(obj any) error {
@@ -30,13 +32,15 @@ func (s *store) Update(obj any) error {
 	}
 	k, r := keyOf(m.Namespace, m.Name), recordOf(m, s.opts.Keep)
 	s.mu.Lock()
-	was := s.records[k]
+	was, had := s.records[k]
 	s.records[k] = r
-	s.unindex(k, was)
+	if had {
+		s.unindex(k, was)
+	}
 	s.index(k, r)
 	s.mu.Unlock()
-	if was != nil && !was.same(r) {
-		s.tell(change{k, was, r})
+	if had && !was.same(r) {
+		s.tell(change{key: k, was: was, now: r})
 	}
 	return nil
 }
@@ -51,12 +55,14 @@ func (s *store) Delete(obj any) error {
 	}
 	k := keyOf(m.Namespace, m.Name)
 	s.mu.Lock()
-	was := s.records[k]
+	was, had := s.records[k]
 	delete(s.records, k)
-	s.unindex(k, was)
+	if had {
+		s.unindex(k, was)
+	}
 	s.mu.Unlock()
-	if was != nil {
-		s.tell(change{key: k, was: was})
+	if had {
+		s.tell(change{key: k, was: was, gone: true})
 	}
 	return nil
 }
@@ -64,7 +70,7 @@ func (s *store) Delete(obj any) error {
 // Replace takes a new list (at a start, or after the watch could not resume): what
 // changed or went meanwhile is reported as the watch would have.
 func (s *store) Replace(list []any, _ string) error {
-	records := make(map[key]*record, len(list))
+	records := make(map[key]record, len(list))
 	for _, obj := range list {
 		m, err := s.metadata(obj)
 		if err != nil {
@@ -82,22 +88,22 @@ func (s *store) Replace(list []any, _ string) error {
 	s.mu.Unlock()
 	if s.opts.OnListed != nil {
 		for k, now := range records {
-			if old[k] == nil {
+			if _, had := old[k]; !had {
 				s.opts.OnListed(now.object(s.opts.Kind, k.namespace.Value(), k.name))
 			}
 		}
 	}
 	s.synced.Store(true)
 	for k, was := range old {
-		if now := records[k]; now == nil || !was.same(now) {
-			s.tell(change{k, was, now})
+		if now, has := records[k]; !has || !was.same(now) {
+			s.tell(change{key: k, was: was, now: now, gone: !has})
 		}
 	}
 	return nil
 }
 
 // index adds the record's key under its IndexLabel's value; s.mu is held.
-func (s *store) index(k key, r *record) {
+func (s *store) index(k key, r record) {
 	value, ok := r.label(s.opts.IndexLabel)
 	if !ok {
 		return
@@ -105,11 +111,8 @@ func (s *store) index(k key, r *record) {
 	s.byLabel[value] = append(s.byLabel[value], k)
 }
 
-// unindex removes what index added for the record (nil: none); s.mu is held.
-func (s *store) unindex(k key, r *record) {
-	if r == nil {
-		return
-	}
+// unindex removes what index added for the record; s.mu is held.
+func (s *store) unindex(k key, r record) {
 	value, ok := r.label(s.opts.IndexLabel)
 	if !ok {
 		return
@@ -145,7 +148,7 @@ func (s *store) tell(c change) {
 	}
 	namespace := c.key.namespace.Value()
 	var now *metav1.PartialObjectMetadata
-	if c.now != nil {
+	if !c.gone {
 		now = c.now.object(s.opts.Kind, namespace, c.key.name)
 	}
 	s.opts.OnChange(c.was.object(s.opts.Kind, namespace, c.key.name), now)
