@@ -21,10 +21,8 @@ func encodeKept(obj *metav1.PartialObjectMetadata, keep Keep) string {
 		for _, k := range keys {
 			if v, ok := from[k]; ok {
 				b = append(b, tag)
-				b = binary.AppendUvarint(b, uint64(len(k)))
-				b = append(b, k...)
-				b = binary.AppendUvarint(b, uint64(len(v)))
-				b = append(b, v...)
+				b = appendString(b, k)
+				b = appendString(b, v)
 			}
 		}
 	}
@@ -35,17 +33,12 @@ func encodeKept(obj *metav1.PartialObjectMetadata, keep Keep) string {
 
 // eachKept calls do with each pair encodeKept encoded, until do returns false.
 func eachKept(s string, do func(tag byte, key, value string) bool) {
-	next := func() string {
-		n, size := uvarint(s)
-		v := s[size : size+n]
-		s = s[size+n:]
-		return v
-	}
 	for s != "" {
 		tag := s[0]
-		s = s[1:]
-		key := next()
-		if !do(tag, key, next()) {
+		var key, value string
+		key, s = cutString(s[1:])
+		value, s = cutString(s)
+		if !do(tag, key, value) {
 			return
 		}
 	}
@@ -76,6 +69,18 @@ func keptLabel(s, key string) (value string, found bool) {
 		return !found
 	})
 	return value, found
+}
+
+// appendString appends s after its length, as the encodings of a record keep strings.
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// cutString is the string appendString wrote at the start of s, and the rest of s.
+func cutString(s string) (value, rest string) {
+	n, size := uvarint(s)
+	return s[size : size+n], s[size+n:]
 }
 
 // uvarint reads what binary.AppendUvarint wrote at the start of s, and its size; as

@@ -14,15 +14,10 @@ import (
 // transform left them (Vidra's trim makes them one of two short values).
 func encodeManagers(entries []metav1.ManagedFieldsEntry) string {
 	var b []byte
-	str := func(s string) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
 	for _, e := range entries {
-		str(e.Manager)
-		str(string(e.Operation))
-		str(e.APIVersion)
-		str(e.Subresource)
+		for _, s := range []string{e.Manager, string(e.Operation), e.APIVersion, e.Subresource} {
+			b = appendString(b, s)
+		}
 		var at int64
 		if e.Time != nil {
 			at = e.Time.Unix()
@@ -32,8 +27,7 @@ func encodeManagers(entries []metav1.ManagedFieldsEntry) string {
 			b = append(b, 0)
 			continue
 		}
-		b = append(b, 1)
-		str(e.FieldsV1.GetRawString())
+		b = appendString(append(b, 1), e.FieldsV1.GetRawString())
 	}
 	return string(b)
 }
@@ -43,10 +37,8 @@ func decodeManagers(s string) []metav1.ManagedFieldsEntry {
 	if s == "" {
 		return nil
 	}
-	str := func() string {
-		n, size := uvarint(s)
-		v := s[size : size+n]
-		s = s[size+n:]
+	str := func() (v string) {
+		v, s = cutString(s)
 		return v
 	}
 	var out []metav1.ManagedFieldsEntry
