@@ -331,6 +331,7 @@ func (r *results) print(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "  Flux's engine\t%.0f objects/s (%s) applying the same bundles with ssa.ResourceManager.ApplyAllStaged, %.2f member requests per object; operator/Flux %.2f\n",
 			w.FluxObjectsPerSec, rates(w.FluxRates), w.FluxMemberRequestsPerObject, w.OperatorToFlux)
+		fmt.Fprintf(tw, "  Flux's CPU per 1000 objects\t%.2f s engine + %.2f s members' control planes\n", w.FluxCPUSecondsPer1000, w.FluxMembersCPUSecondsPer1000)
 		fmt.Fprintf(tw, "  requests\t%.2f per object to the members (%s), %.1f hub writes per VidraResource (%s)\n", w.MemberRequestsPerObject, w.MemberRequests, w.HubWritesPerResource, w.HubWrites)
 		fmt.Fprintf(tw, "  CPU per 1000 objects\t%.2f s operator + %.2f s members' control planes + %.2f s hub's; tight loop %.2f s + %.2f s members'\n",
 			w.CPUSecondsPer1000, w.MembersCPUSecondsPer1000, w.HubCPUSecondsPer1000, w.LimitCPUSecondsPer1000, w.LimitMembersCPUSecondsPer1000)

@@ -215,6 +215,11 @@ type workload struct {
 	FluxRates                   []float64 `json:"fluxObjectsPerSecondByRound"`
 	FluxMemberRequestsPerObject float64   `json:"fluxMemberRequestsPerObject"`
 	OperatorToFlux              float64   `json:"operatorToFlux"`
+	// The CPU Flux's engine (the bench process) and the members' control planes spent
+	// meanwhile, per 1000 objects: beside the operator's pipeline's, it says whether a
+	// ratio follows the work each does or something else (a client-side limit).
+	FluxCPUSecondsPer1000        float64 `json:"fluxCPUSecondsPer1000Objects"`
+	FluxMembersCPUSecondsPer1000 float64 `json:"fluxMembersCPUSecondsPer1000Objects"`
 }
 
 // measureWorkload delivers the workload through the operator, counting what it cost,
@@ -236,7 +241,7 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 	var fluxRequestsPerObject float64
 	var delta counters
 	writes := tally{}
-	var membersCPU, hubCPU, limitCPU, limitMembersCPU float64
+	var membersCPU, hubCPU, limitCPU, limitMembersCPU, fluxCPU, fluxMembersCPU float64
 	perRound := float64(len(members) * w.Resources * w.Objects)
 	for round := range b.Rounds {
 		name := w.Name
@@ -286,10 +291,15 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 		limits = append(limits, limit)
 		limitCPU += cpu
 		limitMembersCPU += membersAfter - membersBefore
+		membersBefore, _ = b.controlPlanesCPU(members)
+		cpuBefore := selfCPUSeconds()
 		flux, fluxRequests, err := b.fluxPeer(ctx, members, w.Resources, w.Objects)
 		if err != nil {
 			return err
 		}
+		fluxCPU += selfCPUSeconds() - cpuBefore
+		membersAfter, _ = b.controlPlanesCPU(members)
+		fluxMembersCPU += membersAfter - membersBefore
 		fluxRates, fluxRequestsPerObject = append(fluxRates, flux), fluxRequestsPerObject+fluxRequests/float64(b.Rounds)
 		if len(members) > 1 {
 			rate, _, err := b.limit(ctx, members, w.Resources*w.Objects, true)
@@ -320,6 +330,7 @@ func (b *bench) measureWorkload(ctx context.Context, w *workload, members []*tes
 	w.OperatorRates, w.LimitRates = delivered, limits
 	w.FluxRates, w.FluxObjectsPerSec, w.FluxMemberRequestsPerObject = fluxRates, median(fluxRates), fluxRequestsPerObject
 	w.OperatorToFlux = median(quotients(delivered, fluxRates))
+	w.FluxCPUSecondsPer1000, w.FluxMembersCPUSecondsPer1000 = fluxCPU/objects*1000, fluxMembersCPU/objects*1000
 	if len(spread) > 0 {
 		w.SpreadLimitRates, w.SpreadLimitObjectsPerSec, w.OperatorToSpreadLimit = spread, median(spread), median(quotients(delivered, spread))
 	}
@@ -466,6 +477,12 @@ func (b *bench) limit(ctx context.Context, members []*testfleet.Cluster, n int, 
 		c   client.Client
 		obj *unstructured.Unstructured
 	}
+	clients := make(map[*testfleet.Cluster]client.Client, len(members))
+	for _, m := range members {
+		if clients[m], err = unthrottled(m, nil); err != nil {
+			return 0, 0, err
+		}
+	}
 	jobs := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -506,7 +523,7 @@ func (b *bench) limit(ctx context.Context, members []*testfleet.Cluster, n int, 
 			"metadata": map[string]any{"name": fmt.Sprintf("limit-%d", i), "namespace": round},
 			"data":     map[string]any{"k": "v"},
 		}}
-		jobs <- job{c: m.Client, obj: obj}
+		jobs <- job{c: clients[m], obj: obj}
 	}
 	close(jobs)
 	wg.Wait()
