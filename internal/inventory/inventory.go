@@ -68,11 +68,28 @@ func Entries(refs []Ref) []vidrav1alpha1.ManagedResource {
 	return managed
 }
 
-// Sort is refs sorted by key, each object once.
+// Sort is refs sorted by key, each object once. Each key is built once, not at every
+// comparison: a reconcile sorts its bundle's refs more than once.
 func Sort(refs []Ref) []Ref {
-	refs = slices.Clone(refs)
-	slices.SortFunc(refs, func(a, b Ref) int { return cmp.Compare(a.Key(), b.Key()) })
-	return slices.CompactFunc(refs, func(a, b Ref) bool { return a.Key() == b.Key() })
+	if len(refs) == 0 {
+		return slices.Clone(refs)
+	}
+	type keyed struct {
+		key string
+		ref Ref
+	}
+	byKey := make([]keyed, len(refs))
+	for i, r := range refs {
+		byKey[i] = keyed{r.Key(), r}
+	}
+	slices.SortFunc(byKey, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	sorted := make([]Ref, 0, len(byKey))
+	for i, k := range byKey {
+		if i == 0 || k.key != byKey[i-1].key {
+			sorted = append(sorted, k.ref)
+		}
+	}
+	return sorted
 }
 
 // Union is the objects of a and b, sorted.

@@ -53,6 +53,9 @@ func TestSetAlgebra(t *testing.T) {
 	if got, want := keys(inventory.Difference([]inventory.Ref{deploy, cm, ns}, []inventory.Ref{cm})), []string{"apps/Deployment/web/api", "/Namespace//web"}; !slices.Equal(got, want) {
 		t.Errorf("difference = %v, want %v (in the first list's order)", got, want)
 	}
+	if got := inventory.Sort(nil); got != nil {
+		t.Errorf("sort of nothing = %#v, want nil (a status holding none stays unchanged)", got)
+	}
 	if inventory.Covers([]inventory.Ref{cm}, []inventory.Ref{cm, ns}) {
 		t.Error("one object covers two")
 	}
