@@ -29,7 +29,9 @@ type counters struct {
 	requests   map[string]tally
 	reconciles float64
 	// results are the reconciles by result (success, error, requeue, requeue_after).
-	results    tally
+	results tally
+	// applies counts the objects applied, whatever the outcome (vidra_apply_total).
+	applies    float64
 	cpuSeconds float64
 	gc         collector
 }
@@ -106,6 +108,8 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 		case strings.HasPrefix(series, "controller_runtime_reconcile_total{") && parseLabels(series)["controller"] == "vidraresource":
 			c.reconciles += v
 			c.results[parseLabels(series)["result"]] += v
+		case strings.HasPrefix(series, "vidra_apply_total{"):
+			c.applies += v
 		default:
 			c.gc.read(series, v)
 		}

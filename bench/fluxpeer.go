@@ -17,11 +17,13 @@ import (
 )
 
 // fluxPeer applies a workload's bundles with the engine a user would otherwise run:
-// Flux's (fluxcd/pkg/ssa's ResourceManager.ApplyAllStaged, as kustomize-controller applies
-// a Kustomization), the same ConfigMaps in bundles of the same size, the operator's
-// -workers bundles at once and each bundle's objects one after another as the operator
-// applies them, straight to the members: nothing is written to a hub. It returns the
-// objects per second and the requests it made to the members per object.
+// Flux's (fluxcd/pkg/ssa's ResourceManager.ApplyAllStaged), set up as kustomize-controller
+// sets it up by default for a Kustomization: its field manager, its two owner labels on
+// every object, and fluxConcurrentSSA reads and dry-runs of a bundle at once (its applies
+// follow one after another). The same ConfigMaps in bundles of the same size, the
+// operator's -workers bundles at once, straight to the members: nothing is written to a
+// hub. It returns the objects per second and the requests it made to the members per
+// object.
 func (b *bench) fluxPeer(ctx context.Context, members []*testfleet.Cluster, bundles, objects int) (perSecond, requestsPerObject float64, err error) {
 	var requests atomic.Int64
 	round := fmt.Sprintf("bench-flux-%d", time.Now().UnixNano())
@@ -48,6 +50,7 @@ func (b *bench) fluxPeer(ctx context.Context, members []*testfleet.Cluster, bund
 					"data":     map[string]any{"k": "v"},
 				}})
 			}
+			manager.SetOwnerLabels(objs, fmt.Sprintf("flux-%d", r), "flux-system")
 			jobs = append(jobs, job{manager, objs})
 		}
 	}
@@ -76,8 +79,13 @@ func fluxManager(m *testfleet.Cluster, requests *atomic.Int64) (*ssa.ResourceMan
 	if err != nil {
 		return nil, err
 	}
-	return ssa.NewResourceManager(c, nil, ssa.Owner{Field: "bench-flux", Group: "bench.flux"}), nil
+	manager := ssa.NewResourceManager(c, nil, ssa.Owner{Field: "kustomize-controller", Group: "kustomize.toolkit.fluxcd.io"})
+	manager.SetConcurrency(fluxConcurrentSSA)
+	return manager, nil
 }
+
+// fluxConcurrentSSA is kustomize-controller's default --concurrent-ssa.
+const fluxConcurrentSSA = 4
 
 // unthrottled is a client of the member with no client-side rate limit, as the
 // operator's clients of its clusters have by default (--cluster-qps=0). The member's own

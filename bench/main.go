@@ -37,6 +37,8 @@ type settings struct {
 	// Rounds is how many times each workload and its limit are measured (medians kept).
 	Rounds int           `json:"rounds"`
 	Resync time.Duration `json:"resyncInterval"`
+	// WorkloadResync is the operator's --resync-interval in every other phase.
+	WorkloadResync time.Duration `json:"workloadResyncInterval"`
 	// Apart delivers each workload a second time with the members' control planes on
 	// CPUs of their own (see placement.go).
 	Apart bool `json:"apart,omitempty"`
@@ -73,7 +75,8 @@ func main() {
 	flag.IntVar(&s.Rounds, "rounds", 5, "Times each workload, and its tight-loop limit, are measured, alternating; the medians are kept.")
 	flag.IntVar(&s.BulkObjects, "bulk-objects", 25, "Objects (ConfigMaps) per VidraResource of the bulk workload.")
 	flag.IntVar(&s.BundleObjects, "bundle-objects", 5000, "Objects (ConfigMaps) of the bundle workload's one VidraResource, on the first member; 0 skips it.")
-	flag.DurationVar(&s.Resync, "resync", 30*time.Second, "The operator's --resync-interval; the resync phase waits one interval.")
+	flag.DurationVar(&s.Resync, "resync", 30*time.Second, "The operator's --resync-interval in the resync phase, which waits one interval (on an operator restarted so, then put back).")
+	flag.DurationVar(&s.WorkloadResync, "workload-resync", 10*time.Minute, "The operator's --resync-interval outside the resync phase: its default, as the chart runs it. -resync's 30s would resync every VidraResource delivered before while the next workload is timed, work the peers it is compared with do not do.")
 	flag.BoolVar(&s.Apart, "apart", false, "Deliver each workload a second time with the members' control planes on half of the CPUs and the hub, the operator and the bench on the other half, as separate machines would be.")
 	flag.IntVar(&s.PullMembers, "pull-members", 3, "Pull clusters of the pull phase: each the agent, run in the bench process, of one of the first members (at most -members).")
 	flag.DurationVar(&s.PullHeartbeat, "pull-heartbeat", 10*time.Second, "The pull agents' --agent-heartbeat; the idle figures are also given normalised to the default, 30s.")
@@ -92,6 +95,10 @@ func main() {
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
+		os.Exit(2)
+	}
+	if s.Resync <= 0 || s.WorkloadResync <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -resync and -workload-resync must be positive")
 		os.Exit(2)
 	}
 	if s.PullHeartbeat <= 0 || s.PullIdle <= 0 || s.PullChanges < 1 || s.PullMembers < 1 {

@@ -440,8 +440,18 @@ func (b *bench) measureOnFirstMember(ctx context.Context, r *results, name strin
 }
 
 // measureResync counts what the periodic resync of converged, unchanged VidraResources
-// costs: writes to the members and to the hub, per reconcile.
-func (b *bench) measureResync(ctx context.Context, r *results) error {
+// costs: writes to the members and to the hub, per reconcile. It runs on an operator
+// restarted with -resync, once that one has reconciled each VidraResource since its
+// start, and puts the operator back to -workload-resync after.
+func (b *bench) measureResync(ctx context.Context, r *results) (err error) {
+	if err := b.restartSettled(ctx, "vidra-resync", b.Resync); err != nil {
+		return err
+	}
+	defer func() {
+		if restartErr := b.restartSettled(ctx, "vidra", b.WorkloadResync); err == nil {
+			err = restartErr
+		}
+	}()
 	before, hubBefore, err := b.snapshot(ctx)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 	if err := b.installFinalizerPolicy(ctx); err != nil {
 		return err
 	}
-	return b.launchOperator(ctx, "vidra", b.Resync)
+	return b.launchOperator(ctx, "vidra", b.WorkloadResync)
 }
 
 // launchOperator starts bin/vidra against the hub, resyncing every VidraResource at the
@@ -133,6 +133,34 @@ func (b *bench) vidraCommand(kubeconfig string, resync time.Duration, flags ...s
 func (b *bench) restartOperator(ctx context.Context, label string, resync time.Duration) error {
 	b.stopOperator()
 	return b.launchOperator(ctx, label, resync)
+}
+
+// restartSettled restarts the operator and waits until it has applied every object the
+// VidraResources on the hub manage, and gone quiet: what follows is not its start (whose
+// first apply of each object, with nothing remembered yet, writes it).
+func (b *bench) restartSettled(ctx context.Context, label string, resync time.Duration) error {
+	if err := b.restartOperator(ctx, label, resync); err != nil {
+		return err
+	}
+	var vrs vidrav1alpha1.VidraResourceList
+	if err := b.fleet.Hub.Client.List(ctx, &vrs); err != nil {
+		return err
+	}
+	managed := 0
+	for _, vr := range vrs.Items {
+		managed += len(vr.Status.ManagedResources)
+	}
+	last, quietSince := -1.0, time.Now()
+	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the restarted operator quiet", func() (bool, error) {
+		c, err := b.counters(ctx)
+		if err != nil {
+			return false, err
+		}
+		if c.reconciles != last {
+			last, quietSince = c.reconciles, time.Now()
+		}
+		return c.applies >= float64(managed) && time.Since(quietSince) >= 2*time.Second, nil
+	})
 }
 
 // installFinalizerPolicy installs the chart's MutatingAdmissionPolicy on the hub, as
