@@ -441,8 +441,8 @@ func (b *bench) measureOnFirstMember(ctx context.Context, r *results, name strin
 
 // measureResync counts what the periodic resync of converged, unchanged VidraResources
 // costs: writes to the members and to the hub, per reconcile. It runs on an operator
-// restarted with -resync, once that one has reconciled each VidraResource since its
-// start, and puts the operator back to -workload-resync after.
+// restarted with -resync, once that one has applied every managed object since its start
+// (restartSettled), and puts the operator back to -workload-resync after.
 func (b *bench) measureResync(ctx context.Context, r *results) (err error) {
 	if err := b.restartSettled(ctx, "vidra-resync", b.Resync); err != nil {
 		return err
