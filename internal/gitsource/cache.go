@@ -7,10 +7,30 @@ import (
 	"github.com/vidra-operator/vidra/internal/dircache"
 )
 
-// Limits bound one checkout on disk (worktree and .git); 0 is unbounded.
+// Limits bound one checkout on disk (worktree and .git), and what a remote
+// may send; 0 is unbounded, but for MaxRefsBytes.
 type Limits struct {
 	MaxRepoBytes int64
 	MaxFiles     int
+	// MaxRefsBytes bounds a ref advertisement as the remote sends it over
+	// HTTP (default 32 MiB); a clone may receive MaxRepoBytes beside it.
+	MaxRefsBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRefsBytes <= 0 {
+		l.MaxRefsBytes = defaultMaxRefsBytes
+	}
+	return l
+}
+
+// cloneBytes bounds what a clone may receive over HTTP: its ref
+// advertisement and its pack, which is no larger than the checkout's .git.
+func (l Limits) cloneBytes() int64 {
+	if l.MaxRepoBytes <= 0 {
+		return 0
+	}
+	return l.MaxRepoBytes + l.MaxRefsBytes
 }
 
 // Cache keeps checkouts of resolved revisions in a directory cache it may
@@ -25,7 +45,8 @@ type Cache struct {
 
 // NewCache returns a cache keeping its checkouts in dirs.
 func NewCache(dirs *dircache.Cache, limits Limits) *Cache {
-	return &Cache{limits: limits, dirs: dirs}
+	installBoundedTransport()
+	return &Cache{limits: limits.withDefaults(), dirs: dirs}
 }
 
 // Fetches counts the checkouts started since the cache was made, each one

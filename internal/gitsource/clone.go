@@ -38,12 +38,20 @@ func (c *Cache) clone(ctx context.Context, e *endpoint, rev Revision, dir string
 		return fmt.Errorf("clone %s: %w", e.display, err)
 	}
 	defer client.Close()
+	x, err := newExchange(e.remote.CA, c.limits.cloneBytes())
+	if err != nil {
+		return err
+	}
+	defer x.close()
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := c.watch(ctx, cancel, e, rev.Commit, dir)
-	got, err := client.Clone(ctx, e.remote.URL, repository.CloneConfig{CheckoutStrategy: strategy, ShallowClone: shallow})
+	got, err := client.Clone(x.within(ctx), e.remote.URL, repository.CloneConfig{CheckoutStrategy: strategy, ShallowClone: shallow})
 	stop()
+	if x.over.Load() {
+		return &LimitError{URL: e.display, Commit: rev.Commit, Bound: "response", Limit: x.max}
+	}
 	if err != nil {
 		var limit *LimitError
 		if errors.As(context.Cause(ctx), &limit) {
@@ -69,7 +77,7 @@ func (c *Cache) clone(ctx context.Context, e *endpoint, rev Revision, dir string
 // the full history, then a checkout (as Flux does). The ref listing costs
 // one advertisement, and tells a branch from a tag of the same name.
 func (c *Cache) strategy(ctx context.Context, e *endpoint, rev Revision) (repository.CheckoutStrategy, bool, error) {
-	listed, err := e.listRefs(ctx)
+	listed, err := e.listRefs(ctx, c.limits.MaxRefsBytes)
 	if err != nil {
 		return repository.CheckoutStrategy{}, false, err
 	}

@@ -29,7 +29,8 @@ type AuthError struct {
 }
 
 func (e *AuthError) Error() string {
-	return fmt.Sprintf("authenticate to %s: %v", e.URL, e.Err)
+	// go-git ends its message with ": " and the refusal's body, which is never read.
+	return fmt.Sprintf("authenticate to %s: %s", e.URL, strings.TrimSuffix(strings.TrimSpace(e.Err.Error()), ":"))
 }
 
 func (e *AuthError) Unwrap() error { return e.Err }
@@ -78,7 +79,9 @@ func (e *MovedError) Error() string {
 type LimitError struct {
 	URL    string
 	Commit string
-	// Bound is "bytes" (Limits.MaxRepoBytes) or "files" (Limits.MaxFiles).
+	// Bound is "bytes" (Limits.MaxRepoBytes), "files" (Limits.MaxFiles) or
+	// "response" (Limits.MaxRefsBytes, or MaxRepoBytes for a clone's
+	// download: what the remote sent over HTTP).
 	Bound  string
 	Limit  int64
 	Actual int64
@@ -92,7 +95,15 @@ func (e *LimitError) Error() string {
 	if e.AtLeast {
 		atLeast = "at least "
 	}
-	if e.Bound == "files" {
+	switch e.Bound {
+	case "response":
+		if e.Commit == "" {
+			return fmt.Sprintf("repository %s answered a ref listing with more than %s, the bound of a ref advertisement",
+				e.URL, bytesize.Format(e.Limit))
+		}
+		return fmt.Sprintf("repository %s at sha1:%s sent more than %s while cloning, over the limit (--git-max-repo-bytes, and a ref advertisement's allowance)",
+			e.URL, e.Commit, bytesize.Format(e.Limit))
+	case "files":
 		return fmt.Sprintf("repository %s at sha1:%s has %s%d files on disk, over the %d limit (--git-max-files)",
 			e.URL, e.Commit, atLeast, e.Actual, e.Limit)
 	}

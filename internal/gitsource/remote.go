@@ -125,14 +125,14 @@ func (e *endpoint) fluxAuth() (*fluxgit.AuthOptions, error) {
 	a := e.remote.Auth
 	data := map[string][]byte{}
 	// NewAuthOptions looks at which keys are present, so set only those
-	// with a value.
+	// with a value. The CA is not among them: go-git would then need its
+	// own transport, and the exchange's carries it (see boundedTransport).
 	for key, value := range map[string][]byte{
 		"username":    []byte(a.Username),
 		"password":    []byte(a.Password),
 		"bearerToken": []byte(a.BearerToken),
 		"identity":    a.Identity,
 		"known_hosts": a.KnownHosts,
-		"caFile":      e.remote.CA,
 	} {
 		if len(value) > 0 {
 			data[key] = value
@@ -166,21 +166,28 @@ func (r refs) tag(name string) (string, bool) {
 }
 
 // listRefs asks the remote for its refs, as git ls-remote does: one ref
-// advertisement, no objects.
-func (e *endpoint) listRefs(ctx context.Context) (refs, error) {
+// advertisement of at most maxBytes, no objects.
+func (e *endpoint) listRefs(ctx context.Context, maxBytes int64) (refs, error) {
 	auth, err := e.transportAuth()
 	if err != nil {
 		return refs{}, err
 	}
+	x, err := newExchange(e.remote.CA, maxBytes)
+	if err != nil {
+		return refs{}, err
+	}
+	defer x.close()
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{
 		Name: fluxgit.DefaultRemote,
 		URLs: []string{e.remote.URL},
 	})
-	list, err := remote.ListContext(ctx, &gogit.ListOptions{
+	list, err := remote.ListContext(x.within(ctx), &gogit.ListOptions{
 		Auth:          auth,
-		CABundle:      e.remote.CA,
 		PeelingOption: gogit.AppendPeeled,
 	})
+	if x.over.Load() {
+		return refs{}, &LimitError{URL: e.display, Bound: "response", Limit: maxBytes}
+	}
 	if err != nil {
 		return refs{}, classify(err, e.display, "list refs of")
 	}

@@ -34,7 +34,7 @@ func (c *Cache) resolve(ctx context.Context, remote Remote, ref Ref) (Revision, 
 		if err != nil {
 			return Revision{}, err
 		}
-		if _, err := e.listRefs(ctx); err != nil {
+		if _, err := e.listRefs(ctx, c.limits.MaxRefsBytes); err != nil {
 			return Revision{}, err
 		}
 		return Revision{Commit: commit}, nil
@@ -45,7 +45,7 @@ func (c *Cache) resolve(ctx context.Context, remote Remote, ref Ref) (Revision, 
 			return Revision{}, &InvalidError{Reason: fmt.Sprintf("semver range %q does not parse: %v", ref.SemVer, err)}
 		}
 	}
-	listed, err := e.listRefs(ctx)
+	listed, err := e.listRefs(ctx, c.limits.MaxRefsBytes)
 	if err != nil {
 		return Revision{}, err
 	}
