@@ -50,7 +50,8 @@ func (e *InvalidArtifactError) Unwrap() error { return e.Err }
 // LimitError is an artifact larger than one of the cache's Limits.
 type LimitError struct {
 	Artifact string
-	// Limit names the bound: MaxArtifactBytes, MaxBytes or MaxFiles.
+	// Limit names the bound: MaxArtifactBytes, MaxBytes, MaxFiles, MaxTagListBytes or
+	// MaxTagListPages.
 	Limit string
 	Max   int64
 	// Seen is the figure that went over: the layer's declared size, or what was counted
@@ -63,8 +64,11 @@ func (e *LimitError) Error() string {
 }
 
 func (e *LimitError) unit() string {
-	if e.Limit == "MaxFiles" {
+	switch e.Limit {
+	case "MaxFiles":
 		return "entries"
+	case limitTagPages:
+		return "pages"
 	}
 	return "bytes"
 }

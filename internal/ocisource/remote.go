@@ -100,16 +100,20 @@ func newTransport(ca []byte) (*http.Transport, error) {
 
 // options are the registry client's options for one call.
 func (t *target) options(ctx context.Context) []remote.Option {
-	var rt http.RoundTripper = t.transport
-	if !t.insecure {
-		rt = httpsOnly{inner: t.transport}
-	}
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuth(t.auth),
-		remote.WithTransport(rt),
+		remote.WithTransport(t.roundTripper()),
 		remote.WithUserAgent("vidra-ocisource"),
 	}
+}
+
+// roundTripper is the target's transport, refusing plain http unless it is allowed.
+func (t *target) roundTripper() http.RoundTripper {
+	if !t.insecure {
+		return httpsOnly{inner: t.transport}
+	}
+	return t.transport
 }
 
 // close drops the connections this target opened; each call makes its own transport.

@@ -106,9 +106,9 @@ func (t *target) latestMatching(ctx context.Context, constraint string) (string,
 	if err != nil {
 		return "", &InvalidError{Msg: fmt.Sprintf("semver %q is not a valid constraint: %v", constraint, err)}
 	}
-	listed, err := remote.List(t.repo, t.options(ctx)...)
+	listed, err := t.listTags(ctx)
 	if err != nil {
-		return "", classify(err, t.url, "tags")
+		return "", err
 	}
 	best, ok := tags.Newest(listed, c)
 	if !ok {
