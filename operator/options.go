@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/vidra-operator/vidra/internal/helmrender"
 	"github.com/vidra-operator/vidra/internal/hublink"
 	"github.com/vidra-operator/vidra/internal/kubeconfig"
 	"github.com/vidra-operator/vidra/internal/version"
@@ -145,6 +146,10 @@ type Options struct {
 	// archive.
 	HelmMaxIndexBytes int64
 	HelmMaxChartBytes int64
+	// HelmRender renders each chart in a child process bounded in memory and time (see
+	// helmrender). Without a Command, charts render inside the operator, which only a
+	// caller that trusts every chart should allow: the binary always sets one.
+	HelmRender helmrender.Options
 
 	// Pull mode. On the hub, AgentTimeout is how long a pull cluster's agent may stay
 	// silent before its cluster is Unreachable. In an agent (NewAgent), AgentNamespace
@@ -225,6 +230,9 @@ func DefaultOptions() Options {
 		SourceTimeout:        2 * time.Minute,
 		HelmMaxIndexBytes:    32 << 20,
 		HelmMaxChartBytes:    16 << 20,
+		HelmRender: helmrender.Options{
+			MaxMemory: helmrender.DefaultMaxMemory, Timeout: helmrender.DefaultTimeout, Processes: helmrender.DefaultProcesses,
+		},
 
 		AgentTimeout:   90 * time.Second,
 		AgentNamespace: DefaultNamespace,

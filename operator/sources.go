@@ -12,6 +12,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/destination"
 	"github.com/vidra-operator/vidra/internal/dircache"
 	"github.com/vidra-operator/vidra/internal/gitsource"
+	"github.com/vidra-operator/vidra/internal/helmrender"
 	"github.com/vidra-operator/vidra/internal/helmsource"
 	"github.com/vidra-operator/vidra/internal/ocisource"
 )
@@ -61,6 +62,13 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 		Hub:            local.GetClient(),
 		Timeout:        opts.SourceTimeout,
 		MaxBundleBytes: int(opts.SourceMaxBundleBytes),
+	}
+	if len(opts.HelmRender.Command) > 0 {
+		runner, err := helmrender.New(opts.HelmRender)
+		if err != nil {
+			return err
+		}
+		helm.Render = runner.Render
 	}
 	for _, kind := range []struct {
 		kind     string

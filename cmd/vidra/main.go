@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/vidra-operator/vidra/internal/helmrender"
 	"github.com/vidra-operator/vidra/internal/tracing"
 	"github.com/vidra-operator/vidra/operator"
 )
@@ -29,6 +30,9 @@ func main() {
 
 // run starts the operator and blocks until ctx ends; it returns the process exit code.
 func run(ctx context.Context, args []string) int {
+	if len(args) > 0 && args[0] == helmrender.Command {
+		return helmrender.Main(os.Stdin, os.Stdout, os.Stderr, args[1:])
+	}
 	opts, err := parseOptions(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -71,6 +75,11 @@ func start(ctx context.Context, log logr.Logger, opts options) (retErr error) {
 		return err
 	}
 	opts.operator.Logger = log
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the operator's binary, which renders charts: %w", err)
+	}
+	opts.operator.HelmRender.Command = []string{exe, helmrender.Command}
 	newOperator := operator.New
 	if opts.mode == modeAgent {
 		newOperator = operator.NewAgent

@@ -11,6 +11,7 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vidra-operator/vidra/internal/admissionguard"
+	"github.com/vidra-operator/vidra/internal/helmrender"
 	"github.com/vidra-operator/vidra/operator"
 )
 
@@ -58,6 +59,7 @@ func parseOptions(args []string) (options, error) {
 	bindDeliveryFlags(fs, &o.operator)
 	bindInfrahubFlags(fs, &o.operator)
 	bindSourceFlags(fs, &o.operator)
+	bindHelmRenderFlags(fs, &o.operator.HelmRender)
 	o.logging.BindFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "vidra: multi-cluster delivery operator for Infrahub artifacts.\n\nUsage: vidra [flags]\n\n")
@@ -282,6 +284,17 @@ func bindSourceFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Largest index.yaml of a HelmSync's repository, a `size` such as 32Mi; past it, the sync is Stalled (LimitExceeded) and the index is not read further.")
 	fs.Var(bytesValue{&o.HelmMaxChartBytes}, "helm-max-chart-bytes",
 		"Largest chart archive a HelmSync downloads from a Helm repository, a `size` such as 16Mi (a chart from an OCI registry is bounded by --oci-max-artifact-bytes); past it, the sync is Stalled (LimitExceeded).")
+}
+
+// bindHelmRenderFlags binds the bounds of each chart's rendering, which runs in a child
+// process of its own (vidra render-helm).
+func bindHelmRenderFlags(fs *flag.FlagSet, o *helmrender.Options) {
+	fs.Var(bytesValue{&o.MaxMemory}, "helm-render-max-memory",
+		"Most memory, a `size` such as 512Mi, the process rendering one chart for one cluster may take; past it the process is stopped and the HelmSync is Stalled (LimitExceeded). Up to --helm-render-processes of them run beside the operator, within its container's memory limit.")
+	fs.DurationVar(&o.Timeout, "helm-render-timeout", o.Timeout,
+		"Most time one chart's rendering for one cluster may take; past it the rendering is stopped and the HelmSync is Stalled (LimitExceeded).")
+	fs.IntVar(&o.Processes, "helm-render-processes", o.Processes,
+		"Most charts rendered at once, each in a process of its own.")
 }
 
 // defaultShardID is $POD_NAME (set by the chart through the downward API), else the

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/clusterinfo"
 	"github.com/vidra-operator/vidra/internal/fanout"
+	"github.com/vidra-operator/vidra/internal/helmrender"
 	"github.com/vidra-operator/vidra/internal/helmsource"
 )
 
@@ -35,6 +37,18 @@ type Helm struct {
 	Timeout time.Duration
 	// MaxBundleBytes bounds a rendering (0: none).
 	MaxBundleBytes int
+	// Render renders a chart for one cluster: in a bounded child process in the
+	// operator (helmrender.Runner.Render); nil renders in this process, which only a
+	// caller that trusts every chart should do.
+	Render func(ctx context.Context, ch *chart.Chart, opts helmsource.RenderOptions) (helmsource.Rendered, error)
+}
+
+// render renders ch with opts as h.Render says.
+func (h *Helm) render(ctx context.Context, ch *chart.Chart, opts helmsource.RenderOptions) (helmsource.Rendered, error) {
+	if h.Render == nil {
+		return helmsource.Render(ch, opts)
+	}
+	return h.Render(ctx, ch, opts)
 }
 
 // helmFetch is what Prepare needs of a resolved chart version.
@@ -124,11 +138,16 @@ func (h *Helm) Prepare(ctx context.Context, obj Object, rev Revision, target fan
 			return nil, helmFailure(err)
 		}
 		opts.IsUpgrade = upgrade
-		out, err := helmsource.Render(ch, opts)
+		out, err := h.render(ctx, ch, opts)
 		var limit *helmsource.LimitError
+		var bound *helmrender.LimitError
 		switch {
+		case errors.As(err, &bound):
+			// A chart over the render's memory or time stays over them: it is not
+			// rendered again until the sync or the chart version changes.
+			return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
 		case errors.As(err, &limit):
-			return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Err: fmt.Errorf("%w; the operator's --source-max-bundle-bytes sets the bound", err)}
+			return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: fmt.Errorf("%w; the operator's --source-max-bundle-bytes sets the bound", err)}
 		case err != nil:
 			return nil, &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("render %s %s: %w", f.version.Chart, f.version.Version, err)}
 		}
