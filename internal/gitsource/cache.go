@@ -12,8 +12,9 @@ import (
 type Limits struct {
 	MaxRepoBytes int64
 	MaxFiles     int
-	// MaxRefsBytes bounds a ref advertisement as the remote sends it over
-	// HTTP (default 32 MiB); a clone may receive MaxRepoBytes beside it.
+	// MaxRefsBytes bounds each ref advertisement as the remote sends it over
+	// HTTP (default 32 MiB), a clone's included; the clone's pack is bounded
+	// by MaxRepoBytes (it is no larger than the checkout's .git).
 	MaxRefsBytes int64
 }
 
@@ -22,15 +23,6 @@ func (l Limits) withDefaults() Limits {
 		l.MaxRefsBytes = defaultMaxRefsBytes
 	}
 	return l
-}
-
-// cloneBytes bounds what a clone may receive over HTTP: its ref
-// advertisement and its pack, which is no larger than the checkout's .git.
-func (l Limits) cloneBytes() int64 {
-	if l.MaxRepoBytes <= 0 {
-		return 0
-	}
-	return l.MaxRepoBytes + l.MaxRefsBytes
 }
 
 // Cache keeps checkouts of resolved revisions in a directory cache it may

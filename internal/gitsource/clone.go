@@ -38,7 +38,7 @@ func (c *Cache) clone(ctx context.Context, e *endpoint, rev Revision, dir string
 		return fmt.Errorf("clone %s: %w", e.display, err)
 	}
 	defer client.Close()
-	x, err := newExchange(e.remote.CA, c.limits.cloneBytes())
+	x, err := newExchange(e.remote.CA, c.limits.MaxRefsBytes, c.limits.MaxRepoBytes)
 	if err != nil {
 		return err
 	}
@@ -49,8 +49,8 @@ func (c *Cache) clone(ctx context.Context, e *endpoint, rev Revision, dir string
 	stop := c.watch(ctx, cancel, e, rev.Commit, dir)
 	got, err := client.Clone(x.within(ctx), e.remote.URL, repository.CloneConfig{CheckoutStrategy: strategy, ShallowClone: shallow})
 	stop()
-	if x.over.Load() {
-		return &LimitError{URL: e.display, Commit: rev.Commit, Bound: "response", Limit: x.max}
+	if over := x.over(); over != nil {
+		return &LimitError{URL: e.display, Commit: rev.Commit, Bound: "response", Limit: over.Max()}
 	}
 	if err != nil {
 		var limit *LimitError

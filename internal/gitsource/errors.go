@@ -80,8 +80,8 @@ type LimitError struct {
 	URL    string
 	Commit string
 	// Bound is "bytes" (Limits.MaxRepoBytes), "files" (Limits.MaxFiles) or
-	// "response" (Limits.MaxRefsBytes, or MaxRepoBytes for a clone's
-	// download: what the remote sent over HTTP).
+	// "response" (what the remote sent over HTTP: Limits.MaxRefsBytes for a ref
+	// advertisement, MaxRepoBytes for a clone's pack).
 	Bound  string
 	Limit  int64
 	Actual int64
@@ -101,7 +101,7 @@ func (e *LimitError) Error() string {
 			return fmt.Sprintf("repository %s answered a ref listing with more than %s, the bound of a ref advertisement",
 				e.URL, bytesize.Format(e.Limit))
 		}
-		return fmt.Sprintf("repository %s at sha1:%s sent more than %s while cloning, over the limit (--git-max-repo-bytes, and a ref advertisement's allowance)",
+		return fmt.Sprintf("repository %s at sha1:%s sent more than %s in one answer while cloning, over the bound of a ref advertisement or of a pack (--git-max-repo-bytes)",
 			e.URL, e.Commit, bytesize.Format(e.Limit))
 	case "files":
 		return fmt.Sprintf("repository %s at sha1:%s has %s%d files on disk, over the %d limit (--git-max-files)",

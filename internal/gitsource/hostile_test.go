@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +57,35 @@ func TestAHostileRemoteCostsABoundedRead(t *testing.T) {
 				t.Errorf("the remote wrote %d bytes before the operator stopped reading, want at most %d", got, tc.most)
 			}
 		})
+	}
+}
+
+// A clone asks for the refs again: a remote that answered the listing before it and
+// floods the clone's own advertisement costs a bounded read too, whatever MaxRepoBytes.
+func TestACloneReadsItsRefAdvertisementWithinItsBound(t *testing.T) {
+	f := newFixture(t)
+	upstream, err := url.Parse(f.server.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written hostile.Counter
+	srv := httptest.NewServer(hostile.GitRefsAfter(2, httputil.NewSingleHostReverseProxy(upstream), &written))
+	t.Cleanup(srv.Close)
+	remote := Remote{URL: srv.URL + strings.TrimPrefix(f.remote.URL, f.server.URL()), InsecureHTTP: true}
+	c := newCache(t, Limits{MaxRefsBytes: 1 << 20})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rev, err := c.Resolve(ctx, remote, Ref{Branch: "main"})
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	_, _, err = c.Checkout(ctx, remote, rev)
+	var limit *LimitError
+	if !errors.As(err, &limit) || limit.Bound != "response" || limit.Commit != rev.Commit {
+		t.Fatalf("Checkout = %v, want a *LimitError on the response of the clone", err)
+	}
+	srv.CloseClientConnections()
+	if got, most := written.Written(), int64(1<<20+16<<20); got > most {
+		t.Errorf("the remote wrote %d bytes before the clone stopped reading, want at most %d", got, most)
 	}
 }

@@ -172,7 +172,7 @@ func (e *endpoint) listRefs(ctx context.Context, maxBytes int64) (refs, error) {
 	if err != nil {
 		return refs{}, err
 	}
-	x, err := newExchange(e.remote.CA, maxBytes)
+	x, err := newExchange(e.remote.CA, maxBytes, 0)
 	if err != nil {
 		return refs{}, err
 	}
@@ -185,7 +185,7 @@ func (e *endpoint) listRefs(ctx context.Context, maxBytes int64) (refs, error) {
 		Auth:          auth,
 		PeelingOption: gogit.AppendPeeled,
 	})
-	if x.over.Load() {
+	if x.over() != nil {
 		return refs{}, &LimitError{URL: e.display, Bound: "response", Limit: maxBytes}
 	}
 	if err != nil {

@@ -2,17 +2,15 @@ package gitsource
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
+	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/vidra-operator/vidra/internal/httpbound"
 )
 
 // defaultMaxRefsBytes bounds what a remote may answer to a ref listing: the
@@ -38,37 +36,54 @@ func installBoundedTransport() {
 // the transport that trusts the remote's CA.
 type exchange struct {
 	transport *http.Transport
-	// left is how many more body bytes the remote may send.
-	left atomic.Int64
-	max  int64
-	// over is set once the remote sent more than max.
-	over atomic.Bool
+	// refs bounds the ref advertisements the remote sends (GET .../info/refs),
+	// pack the rest (a clone's POST .../git-upload-pack); nil is no bound.
+	refs, pack *httpbound.Budget
 }
 
 type exchangeKey struct{}
 
-// newExchange is an exchange of at most max body bytes (none when max ≤ 0),
-// trusting ca beside the system's roots.
-func newExchange(ca []byte, max int64) (*exchange, error) {
-	base, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return nil, fmt.Errorf("the default HTTP transport is a %T, not an *http.Transport", http.DefaultTransport)
+// newExchange is an exchange of at most refsMax bytes of ref advertisements and
+// packMax of anything else (no bound when ≤ 0), trusting ca beside the system's
+// roots.
+func newExchange(ca []byte, refsMax, packMax int64) (*exchange, error) {
+	base, err := httpbound.Default()
+	if err != nil {
+		return nil, err
 	}
-	t := base.Clone()
-	if len(ca) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			// Without system roots (a scratch image) the given CA alone is still useful.
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, &InvalidError{Reason: "the Secret's caFile holds no PEM certificate"}
-		}
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	t, err := httpbound.Trusting(base, ca)
+	if errors.Is(err, httpbound.ErrNoCertificate) {
+		return nil, &InvalidError{Reason: "the Secret's caFile holds no PEM certificate"}
 	}
-	x := &exchange{transport: t, max: max}
-	x.left.Store(max)
+	if err != nil {
+		return nil, err
+	}
+	x := &exchange{transport: t}
+	if refsMax > 0 {
+		x.refs = httpbound.NewBudget(refsMax)
+	}
+	if packMax > 0 {
+		x.pack = httpbound.NewBudget(packMax)
+	}
 	return x, nil
+}
+
+// over is the budget the remote went past, if any.
+func (x *exchange) over() *httpbound.Budget {
+	for _, b := range []*httpbound.Budget{x.refs, x.pack} {
+		if b != nil && b.Over() {
+			return b
+		}
+	}
+	return nil
+}
+
+// budget is what bounds the response to req.
+func (x *exchange) budget(req *http.Request) *httpbound.Budget {
+	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/info/refs") {
+		return x.refs
+	}
+	return x.pack
 }
 
 // within returns ctx carrying x, for go-git's requests made with it.
@@ -102,38 +117,8 @@ func (boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body, resp.ContentLength = http.NoBody, 0
 		return resp, nil
 	}
-	if x.max > 0 {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, x: x}
+	if b := x.budget(req); b != nil {
+		resp.Body = b.Body(resp.Body)
 	}
 	return resp, nil
-}
-
-// errOverBound is what a body past its exchange's bound reads as; the
-// exchange's over flag is what callers test, since go-git does not always
-// wrap the errors it is given.
-var errOverBound = errors.New("the remote sent more than its bound")
-
-// cappedBody reads a body within its exchange's bound.
-type cappedBody struct {
-	io.ReadCloser
-	x *exchange
-}
-
-func (c *cappedBody) Read(p []byte) (int, error) {
-	left := c.x.left.Load()
-	if left <= 0 {
-		// At the bound exactly, a body that ends there is within it.
-		var probe [1]byte
-		if n, err := c.ReadCloser.Read(probe[:]); n == 0 && errors.Is(err, io.EOF) {
-			return 0, io.EOF
-		}
-		c.x.over.Store(true)
-		return 0, errOverBound
-	}
-	if int64(len(p)) > left {
-		p = p[:left]
-	}
-	n, err := c.ReadCloser.Read(p)
-	c.x.left.Add(-int64(n))
-	return n, err
 }

@@ -3,13 +3,13 @@ package helmsource
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/vidra-operator/vidra/internal/httpbound"
 )
 
 // httpClient is a client for src's repository: it trusts src.CA, refuses plain http
@@ -33,21 +33,16 @@ func (c *Client) transport(ca []byte) (*http.Transport, error) {
 	if t, ok := c.transports.Get(key); ok {
 		return t.(*http.Transport), nil
 	}
-	base, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return nil, fmt.Errorf("the default HTTP transport is a %T, not an *http.Transport", http.DefaultTransport)
+	base, err := httpbound.Default()
+	if err != nil {
+		return nil, err
 	}
-	t := base.Clone()
-	if len(ca) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			// Without system roots (a scratch image) the given CA alone is still useful.
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, &InvalidError{Msg: "the CA holds no PEM certificate"}
-		}
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	t, err := httpbound.Trusting(base, ca)
+	if errors.Is(err, httpbound.ErrNoCertificate) {
+		return nil, &InvalidError{Msg: "the CA holds no PEM certificate"}
+	}
+	if err != nil {
+		return nil, err
 	}
 	c.transports.Add(key, t)
 	return t, nil

@@ -3,7 +3,6 @@ package ocisource
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/vidra-operator/vidra/internal/httpbound"
 )
 
 // target is a Remote made ready for the registry client: its repository, and the
@@ -82,20 +83,11 @@ func newTransport(ca []byte) (*http.Transport, error) {
 	if !ok {
 		return nil, fmt.Errorf("registry client's default transport is a %T, not an *http.Transport", remote.DefaultTransport)
 	}
-	t := base.Clone()
-	if len(ca) == 0 {
-		return t, nil
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		// Without system roots (a scratch image), the given CA alone is still useful.
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(ca) {
+	t, err := httpbound.Trusting(base, ca)
+	if errors.Is(err, httpbound.ErrNoCertificate) {
 		return nil, &InvalidError{Msg: "CA holds no PEM certificate"}
 	}
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return t, nil
+	return t, err
 }
 
 // options are the registry client's options for one call.

@@ -60,6 +60,20 @@ func GitRefs(status int, c *Counter) http.Handler {
 	})
 }
 
+// GitRefsAfter answers as real does, but for the ref advertisements after the first n,
+// which never end: a remote that lets a listing pass and floods the clone that follows.
+func GitRefsAfter(n int, real http.Handler, c *Counter) http.Handler {
+	endless := GitRefs(http.StatusOK, c)
+	var seen atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/info/refs") && seen.Add(1) > int64(n) {
+			endless.ServeHTTP(w, r)
+			return
+		}
+		real.ServeHTTP(w, r)
+	})
+}
+
 func writePkt(b *bytes.Buffer, line string) {
 	fmt.Fprintf(b, "%04x%s", len(line)+4, line)
 }
