@@ -292,7 +292,7 @@ func bindHelmRenderFlags(fs *flag.FlagSet, o *helmrender.Options) {
 	fs.Var(bytesValue{&o.MaxMemory}, "helm-render-max-memory",
 		"Most memory, a `size` such as 512Mi, the process rendering one chart for one cluster may take; past it the process is stopped and the HelmSync is Stalled (LimitExceeded). Up to --helm-render-processes of them run beside the operator, within its container's memory limit.")
 	fs.DurationVar(&o.Timeout, "helm-render-timeout", o.Timeout,
-		"Most time one chart's rendering for one cluster may take; past it the rendering is stopped and the HelmSync is Stalled (LimitExceeded).")
+		"Most time one chart's rendering for one cluster may take; past it the rendering is stopped, the HelmSync is not Ready (LimitExceeded), and the chart is rendered again 10 minutes later.")
 	fs.IntVar(&o.Processes, "helm-render-processes", o.Processes,
 		"Most charts rendered at once, each in a process of its own.")
 }

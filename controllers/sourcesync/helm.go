@@ -139,20 +139,35 @@ func (h *Helm) Prepare(ctx context.Context, obj Object, rev Revision, target fan
 		}
 		opts.IsUpgrade = upgrade
 		out, err := h.render(ctx, ch, opts)
-		var limit *helmsource.LimitError
-		var bound *helmrender.LimitError
-		switch {
-		case errors.As(err, &bound):
-			// A chart over the render's memory or time stays over them: it is not
-			// rendered again until the sync or the chart version changes.
-			return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
-		case errors.As(err, &limit):
-			return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: fmt.Errorf("%w; the operator's --source-max-bundle-bytes sets the bound", err)}
-		case err != nil:
-			return nil, &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("render %s %s: %w", f.version.Chart, f.version.Version, err)}
-		}
-		return out.Manifest, nil
+		return renderFailure(f.version, out, err)
 	}}, nil
+}
+
+// renderTimeoutFor is how long a chart whose rendering ran past its deadline is not
+// rendered again: a loaded machine may have slowed it.
+const renderTimeoutFor = 10 * time.Minute
+
+// renderFailure says what a rendering's error means for the sync, or gives its bundle.
+func renderFailure(v helmsource.Version, out helmsource.Rendered, err error) ([]byte, error) {
+	var limit *helmsource.LimitError
+	var bound *helmrender.LimitError
+	var process *helmrender.ProcessError
+	switch {
+	case errors.As(err, &bound) && bound.Bound == helmrender.BoundTime:
+		return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, RetryAfter: renderTimeoutFor,
+			Err: fmt.Errorf("%w; it is tried again in %s", err, renderTimeoutFor)}
+	case errors.As(err, &bound):
+		// A chart over the render's memory stays over it: it is not rendered again until
+		// the sync or the chart version changes.
+		return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
+	case errors.As(err, &process):
+		return nil, &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Transient: true, Err: err}
+	case errors.As(err, &limit):
+		return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: fmt.Errorf("%w; the operator's --source-max-bundle-bytes sets the bound", err)}
+	case err != nil:
+		return nil, &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("render %s %s: %w", v.Chart, v.Version, err)}
+	}
+	return out.Manifest, nil
 }
 
 // renderKey identifies what a rendering is made of: the chart version, the release, the

@@ -58,7 +58,10 @@ type Failure struct {
 	// Transient: it may pass on its own, and is retried with backoff; otherwise the sync
 	// is looked at again at its interval.
 	Transient bool
-	Err       error
+	// RetryAfter, when set, is how long a build that failed so is not tried again (a
+	// build failure stands for good otherwise, Transient ones not at all).
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (f *Failure) Error() string { return f.Err.Error() }

@@ -173,12 +173,15 @@ const refNotFoundFor = 10 * time.Minute
 
 // remembered says how long a failure to build a revision stands: for good when it is the
 // revision's own (the same revision and path build the same way), for a while when the
-// commit named was not found, not at all when it may be the network's or a Secret's.
+// commit named was not found or the failure says how long, not at all when it may be the
+// network's, a Secret's or the machine's (Transient).
 func (r *Reconciler) remembered(err error) (failedBuild, bool) {
 	var f *Failure
 	switch {
-	case !errors.As(err, &f):
+	case !errors.As(err, &f), f.Transient:
 		return failedBuild{}, false
+	case f.RetryAfter > 0:
+		return failedBuild{err: err, until: r.now().Add(f.RetryAfter)}, true
 	case f.Reason == vidrav1alpha1.ReasonBuildFailed, f.Reason == vidrav1alpha1.ReasonLimitExceeded:
 		return failedBuild{err: err}, true
 	case f.Reason == vidrav1alpha1.ReasonRefNotFound:

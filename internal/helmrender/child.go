@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -38,6 +40,7 @@ func Main(in io.Reader, out, errOut io.Writer, args []string) int {
 		// fits renders rather than running out.
 		debug.SetMemoryLimit(*maxMemory / 2)
 	}
+	quiet()
 	var req request
 	if err := json.NewDecoder(in).Decode(&req); err != nil {
 		fmt.Fprintf(errOut, "read the request: %v\n", err)
@@ -48,6 +51,15 @@ func Main(in io.Reader, out, errOut io.Writer, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// quiet makes this process the one the kernel kills first when memory runs short (it
+// shares the operator's cgroup), and silences Helm's warnings (a coalesce warning per
+// conflicting value key), whose volume would otherwise hide a fatal error's last line.
+func quiet() {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
+	log.SetOutput(io.Discard)
+	slog.SetDefault(slog.New(slog.DiscardHandler))
 }
 
 func render(req request) reply {

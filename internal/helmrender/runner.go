@@ -96,6 +96,20 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("the rendering of %s needed more than %s of memory and was stopped (--helm-render-max-memory)", e.Chart, e.Max)
 }
 
+// ProcessError is a rendering that failed for want of a working process, not for what
+// the chart says: the process could not start, was killed from outside, or answered
+// nothing readable. Another try may pass.
+type ProcessError struct {
+	Chart string
+	Err   error
+}
+
+func (e *ProcessError) Error() string {
+	return fmt.Sprintf("render %s: the render process: %v", e.Chart, e.Err)
+}
+
+func (e *ProcessError) Unwrap() error { return e.Err }
+
 // errDeadline is the cause of a child's context when its own deadline passed.
 var errDeadline = errors.New("the rendering's deadline passed")
 
@@ -105,15 +119,16 @@ func (r *Runner) Render(ctx context.Context, ch *chart.Chart, opts helmsource.Re
 		return helmsource.Rendered{}, errors.New("render: no chart")
 	}
 	name := strings.TrimSpace(ch.Name() + " " + ch.Metadata.Version)
-	body, err := json.Marshal(request{Chart: toWire(ch), Options: opts})
-	if err != nil {
-		return helmsource.Rendered{}, fmt.Errorf("render %s: encode the request: %w", name, err)
-	}
 	select {
 	case r.slots <- struct{}{}:
 		defer func() { <-r.slots }()
 	case <-ctx.Done():
-		return helmsource.Rendered{}, fmt.Errorf("render %s: wait for a render process: %w", name, context.Cause(ctx))
+		return helmsource.Rendered{}, &ProcessError{Chart: name, Err: fmt.Errorf("wait for a render process: %w", context.Cause(ctx))}
+	}
+	// Encoded once a slot is held, so that renderings waiting for one hold no copy.
+	body, err := json.Marshal(request{Chart: toWire(ch), Options: opts})
+	if err != nil {
+		return helmsource.Rendered{}, fmt.Errorf("render %s: encode the request: %w", name, err)
 	}
 	out, err := r.run(ctx, name, body, opts.MaxBytes)
 	if err != nil {
@@ -130,32 +145,33 @@ func (r *Runner) run(ctx context.Context, name string, body []byte, maxBytes int
 	cmd := exec.CommandContext(cctx, r.command[0], args...) //nolint:gosec // the operator's own binary
 	// The child inherits nothing of the operator's environment: no credential there is
 	// a template's to read.
-	cmd.Env = []string{"GOTRACEBACK=single"}
+	cmd.Env = []string{"GOTRACEBACK=none"}
+	cmd.SysProcAttr = childAttributes()
 	cmd.Stdin = bytes.NewReader(body)
 	stdout := &capped{max: replyBound(maxBytes)}
-	stderr := &capped{max: 8 << 10}
+	stderr := &headTail{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	switch {
+	case err == nil && !stdout.over:
+		return stdout.Bytes(), nil
 	case errors.Is(context.Cause(cctx), errDeadline):
 		return nil, &LimitError{Chart: name, Bound: BoundTime, Max: r.timeout.String()}
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("render %s: %w", name, context.Cause(ctx))
+		return nil, &ProcessError{Chart: name, Err: context.Cause(ctx)}
 	case outOfMemory(stderr.String()):
 		return nil, &LimitError{Chart: name, Bound: BoundMemory, Max: bytesize.Format(r.maxMemory)}
 	case stdout.over:
 		return nil, &helmsource.LimitError{What: "the rendering of " + name, Limit: "MaxBundleBytes", Max: int64(maxBytes)}
-	case err != nil:
-		return nil, fmt.Errorf("render %s: the render process failed: %w: %s", name, err, lastLine(stderr.String()))
 	}
-	return stdout.Bytes(), nil
+	return nil, &ProcessError{Chart: name, Err: fmt.Errorf("%w: %s", err, lastLine(stderr.String()))}
 }
 
 func decodeReply(name string, out []byte) (helmsource.Rendered, error) {
 	var rep reply
 	if err := json.Unmarshal(out, &rep); err != nil {
-		return helmsource.Rendered{}, fmt.Errorf("render %s: the render process's reply: %w", name, err)
+		return helmsource.Rendered{}, &ProcessError{Chart: name, Err: fmt.Errorf("its reply: %w", err)}
 	}
 	switch {
 	case rep.Limit != nil:
@@ -167,10 +183,11 @@ func decodeReply(name string, out []byte) (helmsource.Rendered, error) {
 }
 
 // replyBound is the most a reply holding a bundle of maxBytes may take: its JSON
-// (base64, a third more) and room for the hooks dropped and an error.
+// (base64, a third more) and room for the hooks dropped and an error. Without a bound,
+// a bundle is as large as the content store keeps (64 MiB).
 func replyBound(maxBytes int) int {
 	if maxBytes <= 0 {
-		maxBytes = 256 << 20
+		maxBytes = 64 << 20
 	}
 	return maxBytes/3*4 + 1<<20
 }
@@ -185,6 +202,29 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// headTail keeps the first and the last max bytes written to it: a Go runtime's fatal
+// error is at the head of what it writes, after whatever was written before it.
+type headTail struct {
+	head, tail []byte
+	max        int
+}
+
+func (t *headTail) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := t.max - len(t.head); room > 0 {
+		take := min(room, len(p))
+		t.head, p = append(t.head, p[:take]...), p[take:]
+	}
+	t.tail = append(t.tail, p...)
+	if over := len(t.tail) - t.max; over > 0 {
+		t.tail = append(t.tail[:0], t.tail[over:]...)
+	}
+	return n, nil
+}
+
+// String is the head, then the tail.
+func (t *headTail) String() string { return string(t.head) + string(t.tail) }
 
 // capped keeps the first max bytes written to it, and says whether more came.
 type capped struct {

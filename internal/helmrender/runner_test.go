@@ -111,3 +111,17 @@ func TestARenderingOverMaxBytesIsRefusedInTheChild(t *testing.T) {
 		t.Fatalf("Render = %v, want a *helmsource.LimitError on MaxBundleBytes", err)
 	}
 }
+
+// A process that fails without a reply is the machine's failure, not the chart's.
+func TestAProcessThatAnswersNothingIsAProcessError(t *testing.T) {
+	r, err := helmrender.New(helmrender.Options{Command: []string{"/bin/false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Render(context.Background(), helmrepo.Chart(t, helmrepo.HooksChart, "1.0.0"), renderOptions())
+	var process *helmrender.ProcessError
+	var limit *helmrender.LimitError
+	if !errors.As(err, &process) || errors.As(err, &limit) {
+		t.Fatalf("Render with /bin/false = %v, want a *ProcessError", err)
+	}
+}
