@@ -91,7 +91,7 @@ func main() {
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), from half way through the delivery of each fleet size and from the start of its idle window, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,leaks,pull,fleet); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -164,6 +164,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"drift", "drift", b.measureDrift},
 		{"isolation", "isolation", b.measureIsolation},
 		{"noisy", "one team's bundle beside another team's misbehaviour", b.measureNoisy},
+		{"hostile", "one team's sync beside another team's hostile sources", b.measureHostile},
 		{"leaks", "leak check", b.measureLeaks},
 		{"pull", "pull mode: idle agents' hub requests, change to Ready", b.measurePull},
 		// Last: it restarts the operator for each fleet size.
@@ -267,10 +268,12 @@ type results struct {
 	// FleetSharded is the largest fleet on -fleet-replicas replicas, when they ran.
 	FleetSharded *shardedResult `json:"fleetSharded,omitempty"`
 	// Noisy is the noisy phase's, when it ran.
-	Noisy                   *noisyResult `json:"noisy,omitempty"`
-	Targets                 []check      `json:"targets"`
-	MeasuredAt              string       `json:"measuredAt"`
-	IsolationObjectsPerSide int          `json:"isolationObjectsPerRound"`
+	Noisy *noisyResult `json:"noisy,omitempty"`
+	// Hostile is the hostile phase's, when it ran.
+	Hostile                 *hostileResult `json:"hostile,omitempty"`
+	Targets                 []check        `json:"targets"`
+	MeasuredAt              string         `json:"measuredAt"`
+	IsolationObjectsPerSide int            `json:"isolationObjectsPerRound"`
 }
 
 // check is one target and whether this run met it.
@@ -312,6 +315,11 @@ func (r *results) judge() {
 			check{"noisy: beside bundles naming clusters that never come / quiet", n.UnknownServerMs / n.QuietMs, "<= 2", n.UnknownServerMs <= 2*n.QuietMs},
 			check{"noisy: beside a member whose webhook holds every write / quiet", n.SlowWebhookMs / n.QuietMs, "<= 2", n.SlowWebhookMs <= 2*n.QuietMs},
 			check{"noisy: an InfrahubSync beside syncs of a trickling Infrahub / quiet", n.SyncTricklingMs / n.SyncQuietMs, "<= 2", n.SyncTricklingMs <= 2*n.SyncQuietMs})
+	}
+	if h := r.Hostile; h != nil {
+		r.Targets = append(r.Targets,
+			check{"hostile: an InfrahubSync beside hostile sources / quiet", h.HostileMs / h.QuietMs, "<= 2", h.HostileMs <= 2*h.QuietMs},
+			check{"hostile: operator peak RSS meanwhile (MiB)", h.PeakRSSMiB, "< chart limit / 2", h.PeakRSSMiB < h.ChartLimitMiB/2})
 	}
 	r.Targets = append(r.Targets, fleetTargets(r.Fleet, r.FleetSharded)...)
 	if p := r.Pull; p != nil {
@@ -359,6 +367,9 @@ func (r *results) print(w io.Writer) {
 	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB (%.1f MiB once idle)\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB, r.HeapAfterCyclesIdleMiB)
 	if n := r.Noisy; n != nil {
 		fmt.Fprintf(tw, "one team's bundle (%d objects) while another misbehaves\t%s\n", s.Objects, n.print())
+	}
+	if h := r.Hostile; h != nil {
+		fmt.Fprintf(tw, "one team's sync (%d objects) beside hostile sources\t%s\n", s.Objects, h.print())
 	}
 	if p := r.Pull; p != nil {
 		fmt.Fprintf(tw, "pull (%d clusters x %d VidraResources x %d objects)\t%s\n", p.Clusters, p.BundlesPerCluster, s.Objects, p.Setup)
