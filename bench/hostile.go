@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"time"
@@ -54,20 +52,12 @@ func (b *bench) measureHostile(ctx context.Context, r *results) error {
 	if hr.QuietMs, err = b.timeSync(ctx, "hostile-quiet", own.URL(), dest); err != nil {
 		return err
 	}
-	var refs, refusal, tags hostile.Counter
-	charts, err := hostile.HelmRepo()
+	sources, err := hostile.Start()
 	if err != nil {
 		return err
 	}
-	servers := map[string]*httptest.Server{
-		"refs":    httptest.NewServer(hostile.GitRefs(http.StatusOK, &refs)),
-		"refusal": httptest.NewServer(hostile.GitRefs(http.StatusUnauthorized, &refusal)),
-		"tags":    httptest.NewServer(hostile.OCITags(true, &tags)), "charts": httptest.NewServer(charts),
-	}
-	for _, s := range servers {
-		defer s.Close()
-	}
-	syncs, err := hostileSyncs(servers, b.members[0].Name)
+	defer sources.Close()
+	syncs, err := hostileSyncs(sources.Syncs, b.members[0].Name)
 	if err != nil {
 		return err
 	}
@@ -87,7 +77,7 @@ func (b *bench) measureHostile(ctx context.Context, r *results) error {
 	if hr.HostileMs, err = b.timeSync(ctx, "hostile", own.URL(), dest); err != nil {
 		return err
 	}
-	if hr.Syncs, err = b.waitStopped(ctx, syncs); err != nil {
+	if hr.Syncs, err = b.waitStopped(ctx, sources.Syncs, syncs); err != nil {
 		return err
 	}
 	m, err := b.memory(ctx)
@@ -95,26 +85,18 @@ func (b *bench) measureHostile(ctx context.Context, r *results) error {
 		return err
 	}
 	hr.PeakRSSMiB = m.peakRSSMiB
-	hr.SentMiB = float64(refs.Written()+refusal.Written()+tags.Written()) / (1 << 20)
+	hr.SentMiB = float64(sources.Sent()) / (1 << 20)
 	r.Hostile = hr
 	return nil
 }
 
-// hostileSyncs are the hostile team's syncs of servers, to cluster.
-func hostileSyncs(servers map[string]*httptest.Server, cluster string) ([]*unstructured.Unstructured, error) {
-	host := func(name string) string { return strings.TrimPrefix(servers[name].URL, "http://") }
-	var out []*unstructured.Unstructured
-	for _, s := range []struct{ kind, name, source string }{
-		{"GitSync", "hostile-refs", "url: " + servers["refs"].URL + "/app.git\n    insecureAllowHTTP: true"},
-		{"GitSync", "hostile-refusal", "url: " + servers["refusal"].URL + "/app.git\n    insecureAllowHTTP: true"},
-		{"OCISync", "hostile-tags", "url: oci://" + host("tags") + "/team/app\n    insecureAllowHTTP: true\n    ref: {semver: \">=1.0.0\"}"},
-		{"HelmSync", "hostile-chart", "repoURL: " + servers["charts"].URL + "\n    chart: hostile\n    insecureAllowHTTP: true"},
-	} {
+// hostileSyncs are the hostile team's syncs, to cluster, as objects to create.
+func hostileSyncs(syncs []hostile.Sync, cluster string) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(syncs))
+	for _, s := range syncs {
 		obj := &unstructured.Unstructured{}
-		doc := fmt.Sprintf("apiVersion: infrahub.operators.com/v1alpha1\nkind: %s\nmetadata:\n  name: %s\nspec:\n  interval: 1m\n  source:\n    %s\n  destination:\n    cluster: %s\n    namespace: hostile\n",
-			s.kind, s.name, s.source, cluster)
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", s.kind, s.name, err)
+		if err := yaml.Unmarshal(s.Manifest(cluster), &obj.Object); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", s.Kind, s.Name, err)
 		}
 		out = append(out, obj)
 	}
@@ -123,23 +105,17 @@ func hostileSyncs(servers map[string]*httptest.Server, cluster string) ([]*unstr
 
 // waitStopped waits until every sync's Ready condition is False with the reason its bound
 // gives, and returns each as kind/name: reason.
-func (b *bench) waitStopped(ctx context.Context, syncs []*unstructured.Unstructured) ([]string, error) {
-	want := map[string]string{"hostile-refusal": vidrav1alpha1.ReasonAuthenticationFailed}
+func (b *bench) waitStopped(ctx context.Context, want []hostile.Sync, syncs []*unstructured.Unstructured) ([]string, error) {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		var got []string
-		for _, s := range syncs {
+		for i, s := range syncs {
 			obj := &unstructured.Unstructured{}
 			obj.SetGroupVersionKind(s.GroupVersionKind())
 			if err := b.fleet.Hub.Client.Get(ctx, client.ObjectKeyFromObject(s), obj); err != nil {
 				return nil, err
 			}
-			reason := readyReason(obj)
-			wanted := want[s.GetName()]
-			if wanted == "" {
-				wanted = vidrav1alpha1.ReasonLimitExceeded
-			}
-			if reason == wanted {
+			if reason := readyReason(obj); reason == want[i].Reason {
 				got = append(got, s.GetKind()+"/"+s.GetName()+": "+reason)
 			}
 		}

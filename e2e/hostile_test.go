@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
 	"github.com/vidra-operator/vidra/internal/bytesize"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
-	"github.com/vidra-operator/vidra/internal/test/helmrepo"
 	"github.com/vidra-operator/vidra/internal/test/hostile"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
@@ -26,14 +23,6 @@ const tenantCluster = "calm-b"
 // chartMemoryLimit is the operator's memory limit in the chart (resources.limits.memory).
 const chartMemoryLimit = 1 << 30
 
-// hostileSync is a sync a tenant writes against a source that answers without end, and
-// what its conditions say once the operator has stopped reading.
-type hostileSync struct {
-	kind, name, source string
-	// condition and reason are what the sync shows; text is in its message.
-	condition, reason, text string
-}
-
 // TestHostileSourcesStopOnlyTheirOwnSyncs: a tenant who may deliver to one cluster writes
 // syncs of sources that never stop answering (a Git ref advertisement without end, a
 // refusal whose body never ends, an OCI tag list of endless pages, a chart whose template
@@ -43,25 +32,11 @@ type hostileSync struct {
 func TestHostileSourcesStopOnlyTheirOwnSyncs(t *testing.T) {
 	team := gitserver.New(t).Repo(t, "team")
 	team.Commit(t, "main", map[string]string{"deploy/web.yaml": gitConfigMap("v1")}, "v1")
-	var refsSent, refusalSent, tagsSent hostile.Counter
-	refs := httptest.NewServer(hostile.GitRefs(http.StatusOK, &refsSent))
-	refusal := httptest.NewServer(hostile.GitRefs(http.StatusUnauthorized, &refusalSent))
-	tags := httptest.NewServer(hostile.OCITags(true, &tagsSent))
-	for _, s := range []*httptest.Server{refs, refusal, tags} {
-		t.Cleanup(s.Close)
+	sources, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
 	}
-	charts := helmrepo.NewRepo(t)
-	charts.Add(helmrepo.ChartWith(t, helmrepo.CapsChart, "1.0.0", map[string]string{
-		"templates/hostile.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hostile\ndata:\n  big: {{ repeat 1500000000 \"x\" }}\n",
-	}))
-	syncs := []hostileSync{
-		{"GitSync", "endless-refs", gitSource(refs.URL + "/app.git"), "Stalled", "LimitExceeded", "the bound of a ref advertisement"},
-		{"GitSync", "endless-refusal", gitSource(refusal.URL + "/app.git"), "Ready", "AuthenticationFailed", "authenticate to"},
-		{"OCISync", "endless-tags", fmt.Sprintf("url: oci://%s/team/app\n    insecureAllowHTTP: true\n    ref: {semver: \">=1.0.0\"}",
-			strings.TrimPrefix(tags.URL, "http://")), "Stalled", "LimitExceeded", "MaxTagListPages"},
-		{"HelmSync", "endless-chart", fmt.Sprintf("repoURL: %s\n    chart: caps-chart\n    insecureAllowHTTP: true", charts.URL()),
-			"Stalled", "LimitExceeded", "--helm-render-max-memory"},
-	}
+	t.Cleanup(sources.Close)
 	members := []string{"calm-a", tenantCluster}
 	var op *fleetenv.Operator
 	feature := features.New("hostile sources stop only their own syncs").
@@ -89,12 +64,12 @@ func TestHostileSourcesStopOnlyTheirOwnSyncs(t *testing.T) {
 			}()
 			asTenant := tenantWithDeliver(ctx, t, "mallory", members[1])
 			defer dropTenant(ctx, t, "mallory")
-			for _, s := range syncs {
-				if _, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, s.manifest(), asTenant, "apply", "-f", "-"); err != nil {
-					t.Fatalf("mallory applies %s %s: %v", s.kind, s.name, err)
+			for _, s := range sources.Syncs {
+				if _, err := fleetenv.Fleet(ctx).Hub.Kubectl(ctx, s.Manifest(tenantCluster), asTenant, "apply", "-f", "-"); err != nil {
+					t.Fatalf("mallory applies %s %s: %v", s.Kind, s.Name, err)
 				}
 			}
-			for _, s := range syncs {
+			for _, s := range sources.Syncs {
 				waitCondition(ctx, t, s)
 			}
 			second := team.Commit(t, "main", map[string]string{"deploy/web.yaml": gitConfigMap("v2")}, "v2")
@@ -114,8 +89,8 @@ func TestHostileSourcesStopOnlyTheirOwnSyncs(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("operator peak RSS %s (chart limit %s); the hostile servers sent %s, %s and %s before it stopped reading",
-				bytesize.Format(peak), bytesize.Format(chartMemoryLimit), bytesize.Format(refsSent.Written()),
-				bytesize.Format(refusalSent.Written()), bytesize.Format(tagsSent.Written()))
+				bytesize.Format(peak), bytesize.Format(chartMemoryLimit), bytesize.Format(sources.Refs.Written()),
+				bytesize.Format(sources.Refusal.Written()), bytesize.Format(sources.Tags.Written()))
 			if peak > chartMemoryLimit/2 {
 				t.Errorf("the operator's peak RSS %s is over half the chart's limit", bytesize.Format(peak))
 			}
@@ -124,34 +99,15 @@ func TestHostileSourcesStopOnlyTheirOwnSyncs(t *testing.T) {
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			kubectl(ctx, t, nil, "delete", "gitsync", "team", "--ignore-not-found")
 			kubectl(ctx, t, nil, "delete", "vidraresources", "-l", "vidra.infrahub.operators.com/gitsync=team", "--timeout=60s")
-			for _, s := range syncs {
-				kubectl(ctx, t, nil, "delete", strings.ToLower(s.kind), s.name, "--ignore-not-found")
-				kubectl(ctx, t, nil, "delete", "vidraresources", "-l", "vidra.infrahub.operators.com/"+strings.ToLower(s.kind)+"="+s.name, "--timeout=60s")
+			for _, s := range sources.Syncs {
+				kubectl(ctx, t, nil, "delete", strings.ToLower(s.Kind), s.Name, "--ignore-not-found")
+				kubectl(ctx, t, nil, "delete", "vidraresources", "-l", "vidra.infrahub.operators.com/"+strings.ToLower(s.Kind)+"="+s.Name, "--timeout=60s")
 			}
 			stopChartOperator(ctx, t, op, members)
 			return ctx
 		}).
 		Feature()
 	testenv.Test(t, feature)
-}
-
-func gitSource(url string) string {
-	return "url: " + url + "\n    insecureAllowHTTP: true\n    ref: {branch: main}"
-}
-
-func (s hostileSync) manifest() []byte {
-	return fmt.Appendf(nil, `apiVersion: infrahub.operators.com/v1alpha1
-kind: %s
-metadata:
-  name: %s
-spec:
-  interval: 1m
-  source:
-    %s
-  destination:
-    cluster: %s
-    namespace: hostile
-`, s.kind, s.name, s.source, tenantCluster)
 }
 
 // teamSync is the other team's GitSync of repository url, to every calm cluster.
@@ -173,19 +129,24 @@ spec:
 `, url)
 }
 
-// waitCondition waits until s shows its condition with its reason and text.
-func waitCondition(ctx context.Context, t *testing.T, s hostileSync) {
+// waitCondition waits until s shows Ready=False (and Stalled, when it stalls) with its
+// reason and text, and nothing of what its server answered.
+func waitCondition(ctx context.Context, t *testing.T, s hostile.Sync) {
 	t.Helper()
-	jsonpath := fmt.Sprintf(`jsonpath={.status.conditions[?(@.type=="%s")].reason}{"|"}{.status.conditions[?(@.type=="%s")].message}`, s.condition, s.condition)
+	condition := "Ready"
+	if s.Stalled {
+		condition = "Stalled"
+	}
+	jsonpath := fmt.Sprintf(`jsonpath={.status.conditions[?(@.type=="%s")].reason}{"|"}{.status.conditions[?(@.type=="%s")].message}`, condition, condition)
 	var out string
-	testfleet.Eventually(t, 90*time.Second, fmt.Sprintf("%s %s %s %s", s.kind, s.name, s.condition, s.reason), func() (bool, error) {
-		out = kubectl(ctx, t, nil, "get", strings.ToLower(s.kind), s.name, "-o", jsonpath)
+	testfleet.Eventually(t, 90*time.Second, fmt.Sprintf("%s %s %s %s", s.Kind, s.Name, condition, s.Reason), func() (bool, error) {
+		out = kubectl(ctx, t, nil, "get", strings.ToLower(s.Kind), s.Name, "-o", jsonpath)
 		reason, message, _ := strings.Cut(out, "|")
-		return reason == s.reason && strings.Contains(message, s.text), nil
+		return reason == s.Reason && strings.Contains(message, s.Text), nil
 	})
-	t.Logf("%s %s: %s", s.kind, s.name, out)
+	t.Logf("%s %s: %s", s.Kind, s.Name, out)
 	if strings.Contains(out, "denied") {
-		t.Errorf("%s %s repeats what the hostile server answered: %s", s.kind, s.name, out)
+		t.Errorf("%s %s repeats what the hostile server answered: %s", s.Kind, s.Name, out)
 	}
 }
 

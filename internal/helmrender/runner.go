@@ -163,7 +163,7 @@ func (r *Runner) run(ctx context.Context, name string, body []byte, maxBytes int
 	case outOfMemory(stderr.String()):
 		return nil, &LimitError{Chart: name, Bound: BoundMemory, Max: bytesize.Format(r.maxMemory)}
 	case stdout.over:
-		return nil, &helmsource.LimitError{What: "the rendering of " + name, Limit: "MaxBundleBytes", Max: int64(maxBytes)}
+		return nil, &helmsource.LimitError{What: "the rendering of " + name, Limit: helmsource.LimitBundleBytes, Max: int64(maxBytes)}
 	}
 	return nil, &ProcessError{Chart: name, Err: fmt.Errorf("%w: %s", err, lastLine(stderr.String()))}
 }

@@ -137,7 +137,7 @@ func Render(ch *chart.Chart, opts RenderOptions) (Rendered, error) {
 		b.add(h.source, h.content)
 	}
 	if b.over {
-		return Rendered{}, &LimitError{What: "the rendering of " + name, Limit: limitBundleBytes, Max: int64(opts.MaxBytes)}
+		return Rendered{}, &LimitError{What: "the rendering of " + name, Limit: LimitBundleBytes, Max: int64(opts.MaxBytes)}
 	}
 	return Rendered{Manifest: b.buf.Bytes(), Dropped: plan.dropped}, nil
 }
@@ -217,8 +217,8 @@ func keptOnRelease(doc string) (string, error) {
 	return node.MustString(), nil
 }
 
-// limitBundleBytes names RenderOptions.MaxBytes in a LimitError.
-const limitBundleBytes = "MaxBundleBytes"
+// LimitBundleBytes names RenderOptions.MaxBytes in a LimitError.
+const LimitBundleBytes = "MaxBundleBytes"
 
 // bundle is the manifest being written, within max bytes (none when max ≤ 0). A document
 // that would go past max is not written, so the buffer never grows beyond it.

@@ -92,10 +92,15 @@ func newTransport(ca []byte) (*http.Transport, error) {
 
 // options are the registry client's options for one call.
 func (t *target) options(ctx context.Context) []remote.Option {
+	return t.optionsVia(ctx, t.roundTripper())
+}
+
+// optionsVia are the options for one call sent through rt, which wraps roundTripper.
+func (t *target) optionsVia(ctx context.Context, rt http.RoundTripper) []remote.Option {
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuth(t.auth),
-		remote.WithTransport(t.roundTripper()),
+		remote.WithTransport(rt),
 		remote.WithUserAgent("vidra-ocisource"),
 	}
 }

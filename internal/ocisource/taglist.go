@@ -26,7 +26,7 @@ const (
 // maxTagPages: a registry whose list never ends costs a bounded read.
 func (t *target) listTags(ctx context.Context) ([]string, error) {
 	budget := httpbound.NewBudget(maxTagListBytes)
-	opts := append(t.options(ctx), remote.WithTransport(httpbound.Transport{Inner: t.roundTripper(), Budget: budget}))
+	opts := t.optionsVia(ctx, httpbound.Transport{Inner: t.roundTripper(), Budget: budget})
 	over := func() error {
 		return &LimitError{Artifact: t.url + " tags", Limit: limitTagListBytes, Max: maxTagListBytes, Seen: budget.Spent()}
 	}
