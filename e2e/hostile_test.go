@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,13 +198,26 @@ func dropTenant(ctx context.Context, t *testing.T, user string) {
 // labeled site=calm, and starts the operator acting as the chart's ServiceAccount.
 func startWithChartRights(ctx context.Context, t *testing.T, members []string) *fleetenv.Operator {
 	t.Helper()
-	fleet := fleetenv.Fleet(ctx)
-	hubKubeconfig, err := fleet.Hub.WriteKubeconfig(t.TempDir())
+	installChart(ctx, t)
+	return startChartOperator(ctx, t, members)
+}
+
+// installChart installs the chart on the hub, with no operator running yet.
+func installChart(ctx context.Context, t *testing.T) {
+	t.Helper()
+	hubKubeconfig, err := fleetenv.Fleet(ctx).Hub.WriteKubeconfig(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(helmRun(ctx, t, "install", chartRelease, chartDir(t), "--namespace", chartNamespace, "--create-namespace",
 		"--kubeconfig", hubKubeconfig, "--wait=false", "--set", "rbac.localApply=none"))
+}
+
+// startChartOperator starts the operator acting as the chart's ServiceAccount, and
+// enrolls members in its namespace labeled site=calm.
+func startChartOperator(ctx context.Context, t *testing.T, members []string) *fleetenv.Operator {
+	t.Helper()
+	fleet := fleetenv.Fleet(ctx)
 	op, err := fleetenv.StartOperator(ctx, "--kubeconfig="+impersonatingKubeconfig(t, fleet.Hub.Kubeconfig),
 		"--cluster-secret-namespace="+chartNamespace, "--infrahub-secret-namespace="+chartNamespace,
 		"--content-namespace="+chartNamespace, "--leader-elect", "--leader-election-namespace="+chartNamespace,
@@ -216,7 +230,6 @@ func startWithChartRights(ctx context.Context, t *testing.T, members []string) *
 		kubectl(ctx, t, nil, "-n", chartNamespace, "create", "secret", "generic", name, "--from-file=kubeconfig="+path)
 		kubectl(ctx, t, nil, "-n", chartNamespace, "label", "secret", name, "vidra.infrahub.operators.com/cluster="+name, "site=calm")
 	}
-
 	return op
 }
 
@@ -229,7 +242,7 @@ func stopChartOperator(ctx context.Context, t *testing.T, op *fleetenv.Operator,
 	}
 	if !waitFor(30*time.Second, func() bool {
 		out, err := fleet.Hub.Kubectl(ctx, nil, "get", "vidraclusters", "-o", "name")
-		return err == nil && !strings.Contains(out, members[0]) && !strings.Contains(out, members[1])
+		return err == nil && !slices.ContainsFunc(members, func(m string) bool { return strings.Contains(out, m) })
 	}) {
 		t.Errorf("VidraClusters %v still there 30s after their Secrets were deleted", members)
 	}

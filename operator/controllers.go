@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -83,9 +84,11 @@ func (o *Operator) driftScope(opts Options) vidraresource.NamespaceScope {
 	}
 }
 
-// revisionHistory keeps the VidraResources' revisions in namespace, read through an index
-// every replica watches (each records the revisions of its own clusters).
-func revisionHistory(local manager.Manager, namespace string) (*history.History, error) {
+// revisionHistory keeps the VidraResources' revisions in namespace, their content in
+// store, read through an index every replica watches (each records the revisions of its
+// own clusters). The leader moves the manifests earlier versions kept in revisions into
+// store.
+func revisionHistory(local manager.Manager, namespace string, store *content.Store, log logr.Logger) (*history.History, error) {
 	mc, err := metadata.NewForConfig(local.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("revision index: %w", err)
@@ -94,7 +97,16 @@ func revisionHistory(local manager.Manager, namespace string) (*history.History,
 	if err := local.Add(everyReplica(index.Run)); err != nil {
 		return nil, fmt.Errorf("add revision index: %w", err)
 	}
-	return &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: namespace, Index: index}, nil
+	h := &history.History{Client: local.GetClient(), Reader: local.GetAPIReader(), Namespace: namespace, Index: index}
+	if store == nil {
+		return h, nil
+	}
+	h.Store = store
+	migration := &history.Migration{History: h, Retry: 10 * time.Second, Interval: 10 * time.Minute, Log: log}
+	if err := local.Add(migration); err != nil {
+		return nil, fmt.Errorf("add revision migration: %w", err)
+	}
+	return h, nil
 }
 
 // setupVidraResources registers the VidraResource controller and its drift watches.
@@ -104,7 +116,7 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 	if err != nil {
 		return fmt.Errorf("local service account: %w", err)
 	}
-	revisions, err := revisionHistory(local, opts.ContentNamespace)
+	revisions, err := revisionHistory(local, opts.ContentNamespace, o.Content, opts.Logger.WithName("history"))
 	if err != nil {
 		return err
 	}

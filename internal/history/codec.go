@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,8 @@ import (
 
 // data is what a ControllerRevision holds.
 type data struct {
-	// Manifest is the gzip-compressed manifest.
+	// Manifest is the gzip-compressed manifest, as revisions recorded without a content
+	// store (and by versions before one kept every revision's manifest) hold it.
 	Manifest []byte `json:"manifest,omitempty"`
 	// Content names stored content instead.
 	Content *vidrav1alpha1.ContentReference `json:"content,omitempty"`
@@ -31,26 +33,45 @@ const (
 	checksumAnnotation      = vidrav1alpha1.ArtifactChecksumAnnotation
 )
 
-func (h *History) encode(b Body, inventory []vidrav1alpha1.ManagedResource) ([]byte, error) {
+// encode is what a revision of body holds: only a reference when the body is stored
+// content or a store takes it (a manifest may hold Secrets, and Kubernetes' view role
+// reads ControllerRevisions, never Secrets), else the manifest compressed. stored says
+// which.
+func (h *History) encode(ctx context.Context, b Body, inventory []vidrav1alpha1.ManagedResource) (raw []byte, stored bool, err error) {
 	d := data{Content: b.Content, Inventory: inventory}
-	if b.Content == nil {
-		var buf bytes.Buffer
-		zw, ok := h.compressors.Get().(*gzip.Writer)
-		if ok {
-			zw.Reset(&buf)
-		} else {
-			zw = gzip.NewWriter(&buf)
+	switch {
+	case b.Content != nil:
+	case h.Store != nil:
+		digest, err := h.Store.Put(ctx, []byte(b.Manifest))
+		if err != nil {
+			return nil, false, fmt.Errorf("store the manifest: %w", err)
 		}
-		if _, err := zw.Write([]byte(b.Manifest)); err != nil {
-			return nil, err
+		d.Content = &vidrav1alpha1.ContentReference{Digest: digest}
+	default:
+		if d.Manifest, err = h.compress(b.Manifest); err != nil {
+			return nil, false, err
 		}
-		if err := zw.Close(); err != nil {
-			return nil, err
-		}
-		h.compressors.Put(zw)
-		d.Manifest = buf.Bytes()
 	}
-	return json.Marshal(d)
+	raw, err = json.Marshal(d)
+	return raw, d.Content != nil, err
+}
+
+func (h *History) compress(manifest string) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, ok := h.compressors.Get().(*gzip.Writer)
+	if ok {
+		zw.Reset(&buf)
+	} else {
+		zw = gzip.NewWriter(&buf)
+	}
+	if _, err := zw.Write([]byte(manifest)); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	h.compressors.Put(zw)
+	return buf.Bytes(), nil
 }
 
 func decode(cr *appsv1.ControllerRevision) (Revision, error) {
@@ -76,19 +97,28 @@ func decode(cr *appsv1.ControllerRevision) (Revision, error) {
 		rev.Body.Content = d.Content
 		return rev, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(d.Manifest))
+	manifest, err := decompress(d.Manifest)
 	if err != nil {
-		return rev, fmt.Errorf("decompress: %w", err)
+		return rev, err
+	}
+	rev.Body.Manifest = manifest
+	return rev, nil
+}
+
+// decompress is an inline revision's manifest, within maxManifest.
+func decompress(compressed []byte) (string, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(compressed))
+	if err != nil {
+		return "", fmt.Errorf("decompress: %w", err)
 	}
 	manifest, err := io.ReadAll(io.LimitReader(zr, maxManifest+1))
 	if err != nil {
-		return rev, fmt.Errorf("decompress: %w", err)
+		return "", fmt.Errorf("decompress: %w", err)
 	}
 	if len(manifest) > maxManifest {
-		return rev, fmt.Errorf("manifest over %d bytes", maxManifest)
+		return "", fmt.Errorf("manifest over %d bytes", maxManifest)
 	}
-	rev.Body.Manifest = string(manifest)
-	return rev, nil
+	return string(manifest), nil
 }
 
 // maxManifest bounds what an inline revision decompresses to: more than a VidraResource

@@ -1,11 +1,13 @@
 // Package history keeps the delivered revisions of a VidraResource as ControllerRevisions,
 // the Kubernetes convention kubectl rollout history follows: one per distinct content,
 // numbered in the order they were delivered, in the operator's namespace, owned by the
-// VidraResource. A revision holds its manifest compressed, or the digest of content kept
-// in the content store.
+// VidraResource. A revision holds the digest of its content, which the content store keeps
+// (in Secrets, which Kubernetes' view role does not read, as it reads ControllerRevisions);
+// revisions recorded before hold their manifest compressed until Migrate moves it.
 package history
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -57,11 +59,23 @@ type History struct {
 	// Index, when set, is read in place of lists where it can say (see Index); it must
 	// watch Namespace. Nil: every record lists.
 	Index *Index
+	// Store keeps the manifests of revisions. Nil: a revision holds its manifest, as
+	// before there was one (readers, such as the plugin, need none).
+	Store ContentStore
 
 	// compressors are gzip writers kept between records: each new one allocates
 	// hundreds of KiB, more than most manifests it compresses.
 	compressors sync.Pool
 }
+
+// ContentStore keeps content by digest: the content store.
+type ContentStore interface {
+	Put(ctx context.Context, data []byte) (string, error)
+}
+
+// StoredLabel marks a revision whose content is named by digest, never held: Migrate
+// lists the revisions without it.
+const StoredLabel = "vidra.infrahub.operators.com/revision-stored"
 
 // Name is the name of the ControllerRevision of content digest for a VidraResource.
 func Name(vrName, digest string) string {

@@ -175,7 +175,7 @@ func (h *History) renumber(ctx context.Context, vr *vidrav1alpha1.VidraResource,
 // create writes a new revision, number next, of the content delivered now, naming the
 // objects named.
 func (h *History) create(ctx context.Context, vr *vidrav1alpha1.VidraResource, next int64, named []vidrav1alpha1.ManagedResource, e Entry) (*appsv1.ControllerRevision, error) {
-	raw, err := h.encode(e.Body, named)
+	raw, stored, err := h.encode(ctx, e.Body, named)
 	if err != nil {
 		return nil, fmt.Errorf("revision of %s: %w", vr.Name, err)
 	}
@@ -204,6 +204,9 @@ func (h *History) create(ctx context.Context, vr *vidrav1alpha1.VidraResource, n
 	// Labelled by its sync too, of whichever kind, so a sync's revisions are listed at once.
 	if kind, sync := vidrav1alpha1.SyncOf(vr.Labels); sync != "" {
 		cr.Labels[kind.Label] = sync
+	}
+	if stored {
+		cr.Labels[StoredLabel] = "true"
 	}
 	err = h.Client.Create(ctx, cr)
 	h.noteWrite(vr, cr, err)
