@@ -134,11 +134,12 @@ func waitMemberConfigMap(ctx context.Context, t *testing.T, i int, name, value s
 	})
 }
 
-// sendPush posts GitHub's push event for repoURL, signed with key.
+// sendPush posts GitHub's push event for repoURL, signed with the key derived from the
+// shared key for that repository.
 func sendPush(ctx context.Context, t *testing.T, addr, key, repoURL, after string) {
 	t.Helper()
 	body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, after, repoURL)
-	mac := hmac.New(sha256.New, gitpush.Key([]byte(key)))
+	mac := hmac.New(sha256.New, gitpush.Key([]byte(key), gitpush.RepositoryKey(repoURL)))
 	mac.Write(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/hooks/git", bytes.NewReader(body))
 	if err != nil {

@@ -22,11 +22,15 @@ import (
 
 // GitPushPath is where Git hosts' push notifications are received: GitHub's push event
 // (X-Hub-Signature-256), or Vidra's own form naming a URL, signed as Infrahub's webhooks
-// are; both with the key gitpush.Key derives from the shared key.
+// are; both with the key gitpush.Key derives from the shared key for their repository.
 const GitPushPath = "/hooks/git"
 
-// maxPushBody caps a push notification's body: GitHub's list the commits pushed.
-const maxPushBody = 1 << 20
+const (
+	// maxPushBody caps a push notification's body: GitHub's list the commits pushed.
+	maxPushBody = 1 << 20
+	// defaultPushInterval is how often one repository's pushes may request syncs.
+	defaultPushInterval = 10 * time.Second
+)
 
 // serveGitPush handles one push notification: every GitSync of the repository that
 // follows the pushed branch is asked for a sync at once.
@@ -54,7 +58,7 @@ func (w *Receiver) serveGitPush(rw http.ResponseWriter, req *http.Request) {
 		w.answer(rw, http.StatusServiceUnavailable, "error", "webhook key unavailable")
 		return
 	}
-	push, id, err := w.readPush(gitpush.Key(key), req.Header, body)
+	push, id, err := w.readPush(key, req.Header, body)
 	if err != nil {
 		log.Info("push refused", "reason", err.Error())
 		code := http.StatusUnauthorized
@@ -72,14 +76,14 @@ func (w *Receiver) serveGitPush(rw http.ResponseWriter, req *http.Request) {
 		w.answer(rw, http.StatusOK, "duplicate", "duplicate event ignored")
 		return
 	}
-	ctx, span := tracing.Tracer().Start(req.Context(), "git.push", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.StringSlice("git.urls", push.URLs), attribute.String("git.ref", push.Ref)))
-	triggered, err := w.triggerGitSyncs(ctx, push)
-	span.SetAttributes(attribute.StringSlice("vidra.gitsyncs", triggered))
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+	if admitted, at := w.pacer().Admit(push, w.now()); !admitted {
+		w.remember(id)
+		log.Info("push waits for its repository's turn", "repository", push.Repository, "ref", push.Ref, "at", at)
+		w.answer(rw, http.StatusAccepted, "deferred", fmt.Sprintf("syncs of %s requested at %s: one request per repository every %s",
+			push.Repository, at.UTC().Format(time.RFC3339), w.pushInterval()))
+		return
 	}
-	span.End()
+	triggered, err := w.requestPush(req.Context(), push)
 	if err != nil {
 		log.Error(err, "push: could not request syncs")
 		w.answer(rw, http.StatusInternalServerError, "error", "could not request syncs")
@@ -90,33 +94,50 @@ func (w *Receiver) serveGitPush(rw http.ResponseWriter, req *http.Request) {
 	w.answer(rw, http.StatusAccepted, "accepted", fmt.Sprintf("sync requested for %d GitSyncs", len(triggered)))
 }
 
+// requestPush requests a sync of every GitSync the push concerns, traced.
+func (w *Receiver) requestPush(ctx context.Context, push gitpush.Push) ([]string, error) {
+	ctx, span := tracing.Tracer().Start(ctx, "git.push", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.StringSlice("git.urls", push.URLs), attribute.String("git.ref", push.Ref)))
+	defer span.End()
+	triggered, err := w.triggerGitSyncs(ctx, push)
+	span.SetAttributes(attribute.StringSlice("vidra.gitsyncs", triggered))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return triggered, err
+}
+
 var errPushBody = errors.New("push body")
 
-// readPush verifies and reads a push notification, and returns the ID that dedupes it. A
-// GitHub event other than push is returned with no URLs.
-func (w *Receiver) readPush(key []byte, header http.Header, body []byte) (gitpush.Push, string, error) {
+// readPush reads and verifies a push notification, and returns the ID that dedupes it.
+// A GitHub event other than push is returned with no URLs. The body is read before its
+// signature is checked: the repository it names says which key signs it.
+func (w *Receiver) readPush(shared []byte, header http.Header, body []byte) (gitpush.Push, string, error) {
 	if gitpush.IsGitHub(header) {
-		if err := gitpush.VerifyGitHub(key, header, body); err != nil {
-			return gitpush.Push{}, "", fmt.Errorf("GitHub signature: %w", err)
-		}
-		if header.Get(gitpush.HeaderGitHubEvent) != "push" {
-			return gitpush.Push{}, "", nil
-		}
 		push, err := gitpush.ParseGitHub(body)
 		if err != nil {
 			return gitpush.Push{}, "", fmt.Errorf("%w: %w", errPushBody, err)
 		}
-		// GitHub signs the body only, not its delivery ID: the body itself is what is
-		// remembered, so a replayed delivery is one already seen.
+		if err := gitpush.VerifyGitHub(gitpush.Key(shared, push.Repository), header, body); err != nil {
+			return gitpush.Push{}, "", fmt.Errorf("GitHub signature (signed with the key of repository %s): %w", push.Repository, err)
+		}
+		if header.Get(gitpush.HeaderGitHubEvent) != "push" {
+			return gitpush.Push{}, "", nil
+		}
+		// GitHub signs neither a timestamp nor its delivery ID: the body is what is
+		// remembered, for seenFor, and a push older than that is a replay.
+		if age := w.now().Sub(push.PushedAt); !push.PushedAt.IsZero() && (age > seenFor || age < -webhookTolerance) {
+			return gitpush.Push{}, "", fmt.Errorf("pushed at %s, not within %s of now: a replay", push.PushedAt.UTC().Format(time.RFC3339), seenFor)
+		}
 		sum := sha256.Sum256(body)
 		return push, "github/" + hex.EncodeToString(sum[:]), nil
-	}
-	if err := infrahub.VerifyWebhook(key, header, body, w.now(), webhookTolerance); err != nil {
-		return gitpush.Push{}, "", fmt.Errorf("signature: %w", err)
 	}
 	push, err := gitpush.ParseOwn(body)
 	if err != nil {
 		return gitpush.Push{}, "", fmt.Errorf("%w: %w", errPushBody, err)
+	}
+	if err := infrahub.VerifyWebhook(gitpush.Key(shared, push.Repository), header, body, w.now(), webhookTolerance); err != nil {
+		return gitpush.Push{}, "", fmt.Errorf("signature (signed with the key of repository %s): %w", push.Repository, err)
 	}
 	return push, "push/" + header.Get(infrahub.HeaderWebhookID), nil
 }
@@ -153,4 +174,40 @@ func (w *Receiver) triggerGitSyncs(ctx context.Context, push gitpush.Push) ([]st
 		}
 	}
 	return w.request(ctx, concerned)
+}
+
+// RunWaitingPushes requests the syncs of pushes that waited for their repository's turn,
+// as their turns come, until ctx ends. Start runs it.
+func (w *Receiver) RunWaitingPushes(ctx context.Context) {
+	tick := time.NewTicker(min(time.Second, w.pushInterval()))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, push := range w.pacer().Due(w.now()) {
+			triggered, err := w.requestPush(ctx, push)
+			if err != nil {
+				w.Log.Error(err, "push: could not request syncs; tried again at the repository's next turn", "repository", push.Repository)
+				w.pacer().Wait(push, w.now())
+				continue
+			}
+			w.Log.Info("push requested syncs in its turn", "urls", push.URLs, "ref", push.Ref, "gitsyncs", triggered)
+		}
+	}
+}
+
+func (w *Receiver) pushInterval() time.Duration {
+	if w.PushInterval > 0 {
+		return w.PushInterval
+	}
+	return defaultPushInterval
+}
+
+// pacer is the receiver's Pacer, made on first use.
+func (w *Receiver) pacer() *gitpush.Pacer {
+	w.paceOnce.Do(func() { w.pace = &gitpush.Pacer{Interval: w.pushInterval(), MaxRepositories: maxSeen} })
+	return w.pace
 }

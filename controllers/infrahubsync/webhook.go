@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/gitpush"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/tracing"
 )
@@ -85,9 +86,15 @@ type Receiver struct {
 	Metrics *Metrics
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// PushInterval is how often one repository's pushes may request syncs (10s when 0);
+	// sooner ones wait their turn.
+	PushInterval time.Duration
 
 	mu   sync.Mutex
 	seen map[string]time.Time
+
+	paceOnce sync.Once
+	pace     *gitpush.Pacer
 
 	// The key's Secret as last read. Its own lock, never held while the API is asked.
 	keyMu      sync.Mutex
@@ -125,6 +132,7 @@ func (w *Receiver) Start(ctx context.Context) error {
 	w.Log.Info("serving webhooks", "address", ln.Addr().String(), "paths", []string{WebhookPath, GitPushPath})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go w.RunWaitingPushes(ctx)
 	select {
 	case <-ctx.Done():
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

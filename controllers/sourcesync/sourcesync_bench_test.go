@@ -2,9 +2,6 @@ package sourcesync_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -78,17 +75,17 @@ func pushToReady(b *testing.B, name string, interval time.Duration, samples int,
 func BenchmarkGitPushToReadyWithWebhook(b *testing.B) {
 	key := []byte("bench-push-key")
 	createSecret(b, "bench-push-key", map[string][]byte{infrahubsync.WebhookKeyField: key})
+	// Pushes come one after the other here, each as soon as the last is Ready: at the
+	// default pace (one per repository every 10s) most would wait for their turn.
 	receiver := &infrahubsync.Receiver{Hub: fleet.Hub.Client, Secrets: fleet.Hub.Client,
-		KeySecret: types.NamespacedName{Namespace: namespace, Name: "bench-push-key"}, Log: logr.Discard()}
+		KeySecret: types.NamespacedName{Namespace: namespace, Name: "bench-push-key"}, Log: logr.Discard(),
+		PushInterval: time.Millisecond}
 	hooks := httptest.NewServer(receiver.Handler())
 	b.Cleanup(hooks.Close)
 	pushToReady(b, "pushed", time.Hour, 20, func(repo *gitserver.Repo, commit string) {
 		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, commit, repo.URL())
-		mac := hmac.New(sha256.New, gitpush.Key(key))
-		mac.Write(body)
-		if code := post(b, hooks.URL+infrahubsync.GitPushPath, body, map[string]string{
-			"X-GitHub-Event": "push", "X-GitHub-Delivery": commit, "X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil)),
-		}); code != http.StatusAccepted {
+		repoKey := gitpush.Key(key, gitpush.RepositoryKey(repo.URL()))
+		if code := post(b, hooks.URL+infrahubsync.GitPushPath, body, gitHubHeaders(repoKey, body, commit)); code != http.StatusAccepted {
 			b.Fatalf("push: HTTP %d", code)
 		}
 	})

@@ -1,6 +1,7 @@
 // Package gitpush reads the notifications a Git host sends when a repository changes:
 // GitHub's push event, signed with X-Hub-Signature-256, and Vidra's own form, signed as
-// Infrahub signs its webhooks, that names a repository URL and, optionally, a ref.
+// Infrahub signs its webhooks, that names a repository URL and, optionally, a ref. Each
+// repository signs with a key of its own, and its pushes are paced (Pacer).
 package gitpush
 
 import (
@@ -12,7 +13,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Headers of GitHub's webhooks.
@@ -26,16 +29,24 @@ const (
 type Push struct {
 	// URLs are the repository's URLs, as the host spells them (clone, SSH, web).
 	URLs []string
+	// Repository is what every one of URLs names (RepositoryKey).
+	Repository string
 	// Ref is the ref that changed ("refs/heads/main"); empty: any.
 	Ref string
+	// PushedAt is when the host says the push happened (GitHub's repository.pushed_at);
+	// zero when it does not say.
+	PushedAt time.Time
 }
 
-// Key is the key push notifications are signed with, derived from the receiver's shared
-// key: the hex HMAC-SHA256 of "git-push" keyed by it. A Git host holds only this derived
-// key, so whoever administers a repository cannot sign Infrahub's deliveries.
-func Key(shared []byte) []byte {
+// Key is the key the push notifications of one repository (a RepositoryKey) are signed
+// with, derived from the receiver's shared key: the hex HMAC-SHA256 of "git-push=" and
+// the repository, keyed by it. A Git host holds only the key of its repository, so whoever
+// administers a repository can sign neither Infrahub's deliveries nor another
+// repository's pushes. The repository is read from the body, which the signature covers.
+func Key(shared []byte, repository string) []byte {
 	mac := hmac.New(sha256.New, shared)
-	mac.Write([]byte("git-push"))
+	mac.Write([]byte("git-push="))
+	mac.Write([]byte(repository))
 	return []byte(hex.EncodeToString(mac.Sum(nil)))
 }
 
@@ -78,31 +89,56 @@ func VerifyGitHub(key []byte, header http.Header, body []byte) error {
 	return nil
 }
 
-// ParseGitHub reads GitHub's push event.
+// ParseGitHub reads a GitHub event's repository, and a push event's ref and time. It is
+// read before its signature is checked, since the repository says which key signs it.
 func ParseGitHub(body []byte) (Push, error) {
 	var ev struct {
 		Ref        string `json:"ref"`
 		Repository struct {
-			CloneURL string `json:"clone_url"`
-			SSHURL   string `json:"ssh_url"`
-			GitURL   string `json:"git_url"`
-			HTMLURL  string `json:"html_url"`
+			CloneURL string          `json:"clone_url"`
+			SSHURL   string          `json:"ssh_url"`
+			GitURL   string          `json:"git_url"`
+			HTMLURL  string          `json:"html_url"`
+			PushedAt json.RawMessage `json:"pushed_at"`
 		} `json:"repository"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return Push{}, fmt.Errorf("push event: %w", err)
 	}
 	r := ev.Repository
+	// The first URL names the repository, whose key signs the event; another naming some
+	// other repository (an SSH host of its own, say) is left out, so that one repository's
+	// key can never speak for another's syncs.
+	var repository string
 	var urls []string
-	for _, u := range []string{r.CloneURL, r.SSHURL, r.GitURL, r.HTMLURL} {
-		if u != "" {
+	for _, u := range []string{r.CloneURL, r.HTMLURL, r.GitURL, r.SSHURL} {
+		key := RepositoryKey(u)
+		if repository == "" {
+			repository = key
+		}
+		if key != "" && key == repository {
 			urls = append(urls, u)
 		}
 	}
-	if len(urls) == 0 {
+	if repository == "" {
 		return Push{}, errors.New("push event names no repository URL")
 	}
-	return Push{URLs: urls, Ref: ev.Ref}, nil
+	return Push{URLs: urls, Repository: repository, Ref: ev.Ref, PushedAt: timeOf(r.PushedAt)}, nil
+}
+
+// timeOf reads GitHub's pushed_at: Unix seconds in push events, RFC 3339 in others;
+// zero when absent or neither.
+func timeOf(raw json.RawMessage) time.Time {
+	if seconds, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return time.Unix(seconds, 0)
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		if t, err := time.Parse(time.RFC3339, text); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // ParseOwn reads Vidra's own form: {"url": "https://git.example.com/org/repo.git",
@@ -118,24 +154,17 @@ func ParseOwn(body []byte) (Push, error) {
 	if ev.URL == "" {
 		return Push{}, errors.New(`push notification names no repository: want {"url": "...", "ref": "refs/heads/..."}`)
 	}
-	return Push{URLs: []string{ev.URL}, Ref: ev.Ref}, nil
+	repository := RepositoryKey(ev.URL)
+	if repository == "" {
+		return Push{}, fmt.Errorf("push notification: %q is no repository URL", ev.URL)
+	}
+	return Push{URLs: []string{ev.URL}, Repository: repository, Ref: ev.Ref}, nil
 }
 
 // Concerns reports whether the push changes what a sync of repository syncURL following
 // branch ("" for the remote's HEAD, a tag or a semver range) reads.
 func (p Push) Concerns(syncURL, branch string) bool {
-	key := RepositoryKey(syncURL)
-	if key == "" {
-		return false
-	}
-	same := false
-	for _, u := range p.URLs {
-		if RepositoryKey(u) == key {
-			same = true
-			break
-		}
-	}
-	if !same {
+	if p.Repository == "" || RepositoryKey(syncURL) != p.Repository {
 		return false
 	}
 	b, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")

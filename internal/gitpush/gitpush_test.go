@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"testing"
+	"time"
 )
 
 func TestRepositoryKeyNamesOneRepositoryWhateverTheProtocol(t *testing.T) {
@@ -28,7 +29,7 @@ func TestRepositoryKeyNamesOneRepositoryWhateverTheProtocol(t *testing.T) {
 }
 
 func TestConcernsOnlyTheBranchASyncFollows(t *testing.T) {
-	p := Push{URLs: []string{"https://github.com/org/repo.git", "git@github.com:org/repo.git"}, Ref: "refs/heads/main"}
+	p := Push{URLs: []string{"https://github.com/org/repo.git", "git@github.com:org/repo.git"}, Repository: "github.com/org/repo", Ref: "refs/heads/main"}
 	cases := []struct {
 		url, branch string
 		want        bool
@@ -43,7 +44,7 @@ func TestConcernsOnlyTheBranchASyncFollows(t *testing.T) {
 			t.Errorf("Concerns(%q, %q) = %v, want %v", c.url, c.branch, got, c.want)
 		}
 	}
-	tag := Push{URLs: []string{"https://github.com/org/repo"}, Ref: "refs/tags/v1.2.0"}
+	tag := Push{URLs: []string{"https://github.com/org/repo"}, Repository: "github.com/org/repo", Ref: "refs/tags/v1.2.0"}
 	if !tag.Concerns("https://github.com/org/repo", "main") {
 		t.Error("a tag push must concern every sync of the repository: a tag or semver sync reads it")
 	}
@@ -70,30 +71,45 @@ func TestVerifyGitHub(t *testing.T) {
 }
 
 func TestParseGitHubAndOwn(t *testing.T) {
-	p, err := ParseGitHub([]byte(`{"ref":"refs/heads/main","repository":{"clone_url":"https://h/o/r.git","ssh_url":"git@h:o/r.git"}}`))
-	if err != nil || len(p.URLs) != 2 || p.Ref != "refs/heads/main" {
+	p, err := ParseGitHub([]byte(`{"ref":"refs/heads/main","repository":{"clone_url":"https://h/o/r.git","ssh_url":"git@h:o/r.git","pushed_at":1764900000}}`))
+	if err != nil || len(p.URLs) != 2 || p.Ref != "refs/heads/main" || p.Repository != "h/o/r" || p.PushedAt.Unix() != 1764900000 {
 		t.Fatalf("ParseGitHub = %+v, %v", p, err)
+	}
+	// Other events spell the time in RFC 3339.
+	p, err = ParseGitHub([]byte(`{"repository":{"clone_url":"https://h/o/r.git","pushed_at":"2026-12-05T01:00:00Z"}}`))
+	if err != nil || !p.PushedAt.Equal(time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)) {
+		t.Fatalf("ParseGitHub of a ping = %+v, %v", p, err)
 	}
 	if _, err := ParseGitHub([]byte(`{"ref":"refs/heads/main"}`)); err == nil {
 		t.Fatal("a push naming no repository accepted")
 	}
+	// Signed with the key of the repository its clone URL names, it speaks for no other.
+	p, err = ParseGitHub([]byte(`{"repository":{"clone_url":"https://h/o/r.git","ssh_url":"git@h:o/other.git"}}`))
+	if err != nil || p.Repository != "h/o/r" || len(p.URLs) != 1 || p.Concerns("ssh://git@h/o/other", "") {
+		t.Fatalf("ParseGitHub of an event naming two repositories = %+v, %v; want h/o/r alone", p, err)
+	}
 	p, err = ParseOwn([]byte(`{"url":"https://h/o/r"}`))
-	if err != nil || p.URLs[0] != "https://h/o/r" || p.Ref != "" {
+	if err != nil || p.URLs[0] != "https://h/o/r" || p.Ref != "" || p.Repository != "h/o/r" {
 		t.Fatalf("ParseOwn = %+v, %v", p, err)
 	}
-	if _, err := ParseOwn([]byte(`{}`)); err == nil {
-		t.Fatal("a notification naming no URL accepted")
+	for _, body := range []string{`{}`, `{"url":"not a url"}`} {
+		if _, err := ParseOwn([]byte(body)); err == nil {
+			t.Fatalf("%s accepted", body)
+		}
 	}
 }
 
-func TestKeyIsDerivedAndNotTheSharedKey(t *testing.T) {
+func TestKeyIsDerivedPerRepository(t *testing.T) {
 	shared := []byte("shared")
 	mac := hmac.New(sha256.New, shared)
-	mac.Write([]byte("git-push"))
-	if got, want := string(Key(shared)), hex.EncodeToString(mac.Sum(nil)); got != want {
-		t.Errorf("Key = %s, want %s (printf %%s git-push | openssl dgst -sha256 -hmac KEY)", got, want)
+	mac.Write([]byte("git-push=github.com/org/repo"))
+	if got, want := string(Key(shared, "github.com/org/repo")), hex.EncodeToString(mac.Sum(nil)); got != want {
+		t.Errorf("Key = %s, want %s (printf %%s git-push=github.com/org/repo | openssl dgst -sha256 -hmac KEY)", got, want)
 	}
-	if string(Key(shared)) == string(shared) || string(Key([]byte("other"))) == string(Key(shared)) {
+	if string(Key(shared, "github.com/org/repo")) == string(shared) || string(Key([]byte("other"), "github.com/org/repo")) == string(Key(shared, "github.com/org/repo")) {
 		t.Error("the derived key does not depend on the shared key alone")
+	}
+	if string(Key(shared, "github.com/org/repo")) == string(Key(shared, "github.com/org/other")) {
+		t.Error("two repositories share a key")
 	}
 }
