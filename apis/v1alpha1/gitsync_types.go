@@ -31,6 +31,7 @@ type GitSource struct {
 	// URL of the repository: https:// or ssh:// (http:// only with insecureAllowHTTP).
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('ssh://') || self.startsWith('http://')",message="url must be an https://, ssh:// or (with insecureAllowHTTP) http:// URL"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('?') && !self.contains('#') && !self.contains('\\\\')",message="url has no query (?), fragment (#) or backslash: a repository is named by scheme, host and path alone, and credentials go in secretRef"
 	URL string `json:"url"`
 
 	// Ref names the revision; none is the remote's HEAD.

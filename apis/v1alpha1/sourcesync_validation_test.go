@@ -41,6 +41,21 @@ func TestSourceSyncsAreValidatedByTheAPIServer(t *testing.T) {
 			s.Spec.Source.URL = "ftp://git.example.com/repo"
 			return s
 		}, "spec.source.url", "https://, ssh://"},
+		{"git URL with a query", func() client.Object {
+			s := validGitSync()
+			s.Spec.Source.URL = "https://git.example.com/org/repo.git?ref=x"
+			return s
+		}, "spec.source.url", "no query (?), fragment (#) or backslash"},
+		{"git URL with a fragment", func() client.Object {
+			s := validGitSync()
+			s.Spec.Source.URL = "https://git.example.com/org/repo.git#main"
+			return s
+		}, "spec.source.url", "no query (?), fragment (#) or backslash"},
+		{"git URL with a backslash", func() client.Object {
+			s := validGitSync()
+			s.Spec.Source.URL = "https://git.example.com\\@other.example/org/repo.git"
+			return s
+		}, "spec.source.url", "no query (?), fragment (#) or backslash"},
 		{"two git refs", func() client.Object {
 			s := validGitSync()
 			s.Spec.Source.Ref = &vidrav1alpha1.GitRef{Branch: "main", Tag: "v1"}

@@ -30,6 +30,12 @@ type endpoint struct {
 // parseRemote validates r. Its errors never quote the URL as given, since
 // that may carry credentials.
 func parseRemote(r Remote) (*endpoint, error) {
+	// A query or fragment is no part of a repository's name, and would reach the server
+	// or Git's transport untold; a backslash reads as a path by some parsers and as the
+	// end of the host by others (https://allowed.example\@other.example/).
+	if strings.ContainsAny(r.URL, "?#\\") {
+		return nil, &InvalidError{Reason: "git URL has a query (?), a fragment (#) or a backslash; name the repository by scheme, host and path alone"}
+	}
 	u, err := url.Parse(r.URL)
 	if err != nil || u.Host == "" {
 		if !strings.Contains(r.URL, "://") && strings.Contains(r.URL, "@") {

@@ -73,14 +73,30 @@ func (e *LimitError) unit() string {
 	return "bytes"
 }
 
+// StatusError is a registry's answer other than success: its HTTP status alone. The
+// messages of its body are the registry's words, which must not reach a sync's status or
+// Events; the code says what went wrong.
+type StatusError struct {
+	StatusCode int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("the registry answered HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+}
+
 // IsAuthError reports whether the registry refused the credentials (or their absence):
 // HTTP 401 or 403.
 func IsAuthError(err error) bool {
+	code := 0
 	var terr *transport.Error
-	if !errors.As(err, &terr) {
-		return false
+	var serr *StatusError
+	switch {
+	case errors.As(err, &serr):
+		code = serr.StatusCode
+	case errors.As(err, &terr):
+		code = terr.StatusCode
 	}
-	return terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden
+	return code == http.StatusUnauthorized || code == http.StatusForbidden
 }
 
 // isNotFound reports a 404, and whether the registry said it was the repository that is
@@ -110,6 +126,10 @@ func classify(err error, where, what string) error {
 			what = "repository"
 		}
 		return &NotFoundError{What: what, Where: where}
+	}
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		err = &StatusError{StatusCode: terr.StatusCode}
 	}
 	return fmt.Errorf("%s: %s: %w", where, what, err)
 }

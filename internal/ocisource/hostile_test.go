@@ -3,6 +3,8 @@ package ocisource_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -44,5 +46,31 @@ func TestAnEndlessTagListIsABoundedRead(t *testing.T) {
 				t.Errorf("the registry wrote %d bytes before the operator stopped reading, want at most %d", got, most)
 			}
 		})
+	}
+}
+
+// A registry's refusal or failure reaches the sync as its status code: the messages of
+// its body, the registry's words, never do.
+func TestARegistrysWordsNeverReachTheError(t *testing.T) {
+	const words = "visit evil.example to restore access"
+	for _, code := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusInternalServerError} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.URL.Path == "/v2/" { // a registry, refusing what is asked of it
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = fmt.Fprintf(w, `{"errors":[{"code":"DENIED","message":%q,"detail":%q}]}`, words, words)
+		}))
+		c := newCache(t)
+		src := ocisource.Remote{URL: "oci://" + strings.TrimPrefix(srv.URL, "http://") + "/team/app", InsecureHTTP: true}
+		_, err := c.Resolve(context.Background(), src, ocisource.Ref{SemVer: ">=1.0.0"}) // a GET: the tag list
+		srv.Close()
+		if err == nil || strings.Contains(err.Error(), words) || !strings.Contains(err.Error(), fmt.Sprintf("HTTP %d", code)) {
+			t.Errorf("HTTP %d: error %v, want its code and none of the registry's words", code, err)
+		}
+		if auth := code == http.StatusUnauthorized || code == http.StatusForbidden; ocisource.IsAuthError(err) != auth {
+			t.Errorf("HTTP %d: IsAuthError = %v, want %v", code, !auth, auth)
+		}
 	}
 }
