@@ -70,7 +70,7 @@ func startPullHub(t *testing.T) *pullHub {
 		t.Fatal(err)
 	}
 	go h.kubevirt.Run(ctx)
-	_ = installChart(ctx, t, helm, h.admin)
+	_ = installChart(ctx, t, helm, h.admin, true)
 	op, err := testoperator.Start(ctx, fleet, testoperator.Options{
 		HubConfig: chartToken(ctx, t, fleet.Hub.Config),
 		// Content nothing names is collected within seconds: the test watches it go.

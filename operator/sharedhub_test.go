@@ -59,6 +59,15 @@ const (
 
 func startSharedHub(t *testing.T) *sharedHub {
 	t.Helper()
+	return startHub(t, true)
+}
+
+// startHub starts a shared hub whose chart is rendered as for an API server that serves
+// MutatingAdmissionPolicies (recordsRequester), or as for one before Kubernetes 1.36,
+// which does not: then the chart installs no requester policy, and nothing stamps who
+// asked.
+func startHub(t *testing.T, recordsRequester bool) *sharedHub {
+	t.Helper()
 	helm := os.Getenv("HELM")
 	if helm == "" {
 		t.Skip("HELM is not set: run `make test`, or set HELM to a helm binary (make helm builds bin/tools/helm-v3.19.0)")
@@ -71,7 +80,7 @@ func startSharedHub(t *testing.T) *sharedHub {
 		t.Fatal(err)
 	}
 	h := &sharedHub{fleet: fleet, admin: testfleet.Retrying(fleet.Hub.Client)}
-	args := installChart(ctx, t, helm, h.admin)
+	args := installChart(ctx, t, helm, h.admin, recordsRequester)
 	// The operator trusts who-asked stamps only while the chart's policies are in force.
 	required := chartFlag(t, args, "required-admission-policies")
 	op, err := testoperator.Start(ctx, fleet, testoperator.Options{HubConfig: chartToken(ctx, t, fleet.Hub.Config),
@@ -97,24 +106,29 @@ func startSharedHub(t *testing.T) *sharedHub {
 		err := h.writer.Create(ctx, bundle("probe", vidrav1alpha1.Destination{Cluster: fleet.Members[0].Name}, configMap("probe", "x")), client.DryRunAll)
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
 	})
-	// The validating and the mutating policies come into force apart: wait for both.
-	testfleet.Eventually(t, objectsTimeout, "the requester policy in force", h.stampedAs(tenantUser))
+	if recordsRequester {
+		// The validating and the mutating policies come into force apart: wait for both.
+		testfleet.Eventually(t, objectsTimeout, "the requester policy in force", h.stampedAs(tenantUser))
+	}
 	return h
 }
 
 // installChart applies what the chart renders on the hub but its Deployment and Service:
 // the operator runs in the test process instead. It returns the flags the Deployment
 // gives the operator.
-func installChart(ctx context.Context, t *testing.T, helm string, admin client.Client) []string {
+func installChart(ctx context.Context, t *testing.T, helm string, admin client.Client, recordsRequester bool) []string {
 	t.Helper()
 	root, err := testfleet.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, helm, "template", chartRelease, filepath.Join(root, "charts", "vidra"),
-		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=broad",
-		"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
+	template := []string{"template", chartRelease, filepath.Join(root, "charts", "vidra"),
+		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=broad"}
+	if recordsRequester {
+		template = append(template, "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
+	}
+	cmd := exec.CommandContext(ctx, helm, template...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

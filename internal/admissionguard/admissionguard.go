@@ -144,6 +144,16 @@ func (c *Checker) bound(ctx context.Context, p Policy) (bool, error) {
 	}), nil
 }
 
+// RecordsRequester says whether admission records who asks: a MutatingAdmissionPolicy
+// is among the required policies (the chart installs the requester policy only where the
+// API server serves them, Kubernetes 1.36 on). Where it is not, a requested-by stamp is
+// written, or left out, by the requester itself: the deliver policy refuses one naming
+// anyone else, but an object without one may be anyone's. True for a nil c: nothing is
+// required, and stamps are taken as written.
+func (c *Checker) RecordsRequester() bool {
+	return c == nil || slices.ContainsFunc(c.Required, func(p Policy) bool { return p.Kind == Mutating })
+}
+
 // Objects are an object of each kind the required policies involve (policies and their
 // bindings), for a controller to watch; none for a nil Checker.
 func (c *Checker) Objects() []client.Object {
