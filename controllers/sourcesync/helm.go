@@ -243,6 +243,9 @@ func (h *Helm) valuesDocument(ctx context.Context, hs *vidrav1alpha1.HelmSync, i
 			return nil, err
 		}
 	} else {
+		if err := h.Secrets.mayRead(ctx, hs, fmt.Sprintf("spec.valuesFrom[%d]", i), ref.Name); err != nil {
+			return nil, err
+		}
 		cm := &corev1.ConfigMap{}
 		err = h.Secrets.Reader.Get(ctx, client.ObjectKey{Namespace: h.Secrets.Namespace, Name: ref.Name}, cm)
 		switch {

@@ -10,6 +10,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/credentials"
+	"github.com/vidra-operator/vidra/internal/policy"
 )
 
 // caKey is the data key of a CA Secret.
@@ -49,6 +50,24 @@ func (s Secrets) data(ctx context.Context, obj Object, field string, ref *vidrav
 		return nil, &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 	}
 	return secret.Data, nil
+}
+
+// mayRead checks that whoever last changed the sync may still read the ConfigMap name
+// of the operator's namespace, which field names.
+func (s Secrets) mayRead(ctx context.Context, obj Object, field, name string) error {
+	var requester *policy.Requester
+	if who, ok := policy.RequesterOf(obj.GetAnnotations()); ok {
+		requester = &who
+	}
+	err := s.Gate.AuthorizeConfigMap(ctx, obj.SyncKind().Kind+" "+obj.GetName(), field, name, requester)
+	var refusal *credentials.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		return &Failure{Reason: refusal.Reason, Stalled: true, Err: err}
+	case err != nil:
+		return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+	}
+	return nil
 }
 
 // ca returns the PEM bundle of a CA Secret (nil when ref is nil) that verifies url.

@@ -111,6 +111,31 @@ func (g *Gate) get(ctx context.Context, use Use, toURL bool) (*corev1.Secret, er
 	return secret, nil
 }
 
+// AuthorizeConfigMap checks, at each use, that whoever last changed the sync may still get
+// the ConfigMap named of the operator's namespace, which the sync renders into what it
+// delivers (a HelmSync's valuesFrom): admission asked when the spec changed, and a right
+// taken away since must hold. Its errors are a *Refusal where the sync may not.
+func (g *Gate) AuthorizeConfigMap(ctx context.Context, sync, field, name string, requester *policy.Requester) error {
+	if requester == nil {
+		return refuse(vidrav1alpha1.ReasonCredentialsRefused,
+			"%s: %s records no requester (the annotation %s, which the chart's admission policy writes), so it may read no ConfigMap; %s/%s is not read",
+			field, sync, vidrav1alpha1.RequestedByAnnotation, g.namespace, name)
+	}
+	allowed, reason, err := g.review(ctx, *requester, "configmaps", g.namespace, name, "get")
+	if err != nil {
+		return fmt.Errorf("%s: review whether %s may get ConfigMap %s/%s: %w", field, requester.User, g.namespace, name, err)
+	}
+	if !allowed {
+		msg := fmt.Sprintf("%s: %s, who last changed %s, may not get ConfigMap %s/%s: that needs the verb get on configmaps named %s in namespace %s",
+			field, requester.User, sync, g.namespace, name, name, g.namespace)
+		if reason != "" {
+			msg += " (" + reason + ")"
+		}
+		return &Refusal{Reason: vidrav1alpha1.ReasonCredentialsRefused, Message: msg}
+	}
+	return nil
+}
+
 // Admit checks a Secret the sync found by other means (a label naming its host) as Get
 // checks one it names.
 func (g *Gate) Admit(ctx context.Context, use Use, secret *corev1.Secret) error {
@@ -163,7 +188,7 @@ func (g *Gate) authorize(ctx context.Context, use Use) error {
 			"%s: %s records no requester (the annotation %s, which the chart's admission policy writes), so it may use no Secret; %s is not used",
 			use.Field, use.Sync, vidrav1alpha1.RequestedByAnnotation, ref.Namespace+"/"+ref.Name)
 	}
-	allowed, reason, err := g.review(ctx, *use.Requester, ref)
+	allowed, reason, err := g.review(ctx, *use.Requester, "secrets", ref.Namespace, ref.Name, vidrav1alpha1.UseVerb)
 	if err != nil {
 		return fmt.Errorf("%s: review whether %s may use Secret %s/%s: %w", use.Field, use.Requester.User, ref.Namespace, ref.Name, err)
 	}
@@ -183,13 +208,13 @@ func (g *Gate) authorize(ctx context.Context, use Use) error {
 const answerTTL = time.Minute
 
 type reviewKey struct {
-	who, secret string
+	who, resource, name, verb string
 }
 
-// review asks the API server whether who may use the Secret; an answer that allows is
-// reused for a minute.
-func (g *Gate) review(ctx context.Context, who policy.Requester, ref vidrav1alpha1.SecretReference) (bool, string, error) {
-	key := reviewKey{who: who.Key(), secret: ref.Name}
+// review asks the API server whether who may verb the object resource/name of namespace;
+// an answer that allows is reused for a minute.
+func (g *Gate) review(ctx context.Context, who policy.Requester, resource, namespace, name, verb string) (bool, string, error) {
+	key := reviewKey{who: who.Key(), resource: resource, name: name, verb: verb}
 	now := time.Now()
 	g.mu.Lock()
 	at, ok := g.allowed[key]
@@ -198,9 +223,7 @@ func (g *Gate) review(ctx context.Context, who policy.Requester, ref vidrav1alph
 		return true, "", nil
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: who.ReviewSpec()}
-	sar.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
-		Namespace: ref.Namespace, Resource: "secrets", Name: ref.Name, Verb: vidrav1alpha1.UseVerb,
-	}
+	sar.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Namespace: namespace, Resource: resource, Name: name, Verb: verb}
 	if err := g.reviewer.Create(ctx, sar); err != nil {
 		return false, "", err
 	}
