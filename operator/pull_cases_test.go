@@ -102,7 +102,8 @@ func testBundleGoneUnannounced(t *testing.T, h *pullHub) {
 		Spec: vidrav1alpha1.VidraResourceSpec{Manifest: appConfigMap("unannounced", "stays"),
 			Destination: vidrav1alpha1.Destination{Namespace: appNamespace}},
 	}
-	if err := h.admin.Create(ctx, b); err != nil {
+	// Written as the operator: only it writes a pull cluster's bundles.
+	if err := h.operator.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	copyKey := client.ObjectKey{Name: b.Name}
@@ -110,7 +111,7 @@ func testBundleGoneUnannounced(t *testing.T, h *pullHub) {
 		err := h.pullMember.Client.Get(ctx, client.ObjectKey{Namespace: appNamespace, Name: "unannounced"}, &corev1.ConfigMap{})
 		return err == nil, client.IgnoreNotFound(err)
 	})
-	if err := h.admin.Delete(ctx, b); err != nil {
+	if err := h.operator.Delete(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	testfleet.Eventually(t, objectsTimeout, "an Event on the copy saying the hub no longer publishes it", func() (bool, error) {

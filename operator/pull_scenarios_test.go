@@ -257,9 +257,16 @@ func testAgentScope(t *testing.T, h *pullHub) {
 	forbidden["bind itself more rights"] = agent.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "more"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: pull.AgentName}}})
+	// Nor may anyone but the operator write its bundles, or anyone but the agent their
+	// status, whatever RBAC grants (the admin may do anything).
+	forbidden["someone else creates a bundle"] = h.admin.Create(ctx, &vidrav1alpha1.VidraBundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-a-person"},
+		Spec: vidrav1alpha1.VidraResourceSpec{Manifest: appConfigMap("injected", "by-a-person")}})
+	forbidden["someone else writes a bundle's spec"] = h.admin.Patch(ctx, spec, client.MergeFrom(own))
+	forbidden["someone else writes a bundle's status"] = h.admin.Status().Update(ctx, own.DeepCopy())
+	forbidden["someone else deletes a bundle"] = h.admin.Delete(ctx, own.DeepCopy())
 	for what, err := range forbidden {
 		if !apierrors.IsForbidden(err) {
-			t.Errorf("the agent's token may %s: %v (want Forbidden)", what, err)
+			t.Errorf("%s: %v (want Forbidden)", what, err)
 		}
 	}
 }

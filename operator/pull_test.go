@@ -30,8 +30,10 @@ import (
 // token, a push member, and a pull member whose agent runs in the test process with the
 // token of the agent's own ServiceAccount there.
 type pullHub struct {
-	fleet        *testfleet.Fleet
-	admin        client.Client
+	fleet *testfleet.Fleet
+	admin client.Client
+	// operator acts as the chart's ServiceAccount, which alone writes bundles.
+	operator     client.Client
 	pullMember   *testfleet.Cluster
 	pushMember   *testfleet.Cluster
 	enrollment   pull.Enrollment
@@ -71,8 +73,15 @@ func startPullHub(t *testing.T) *pullHub {
 	}
 	go h.kubevirt.Run(ctx)
 	_ = installChart(ctx, t, helm, h.admin, true)
+	operatorConfig := chartToken(ctx, t, fleet.Hub.Config)
+	operatorClient, err := client.New(operatorConfig, client.Options{Scheme: h.admin.Scheme()})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	h.operator = testfleet.Retrying(operatorClient)
 	op, err := testoperator.Start(ctx, fleet, testoperator.Options{
-		HubConfig: chartToken(ctx, t, fleet.Hub.Config),
+		HubConfig: operatorConfig,
 		// Content nothing names is collected within seconds: the test watches it go.
 		Configure: func(o *operator.Options) { o.AgentTimeout, o.ContentGracePeriod = 4*time.Second, 2*time.Second },
 	})
