@@ -42,14 +42,20 @@ func (s Secrets) data(ctx context.Context, obj Object, field string, ref *vidrav
 	} else {
 		secret, err = s.Gate.Get(ctx, use)
 	}
-	var refusal *credentials.Refusal
-	switch {
-	case errors.As(err, &refusal):
-		return nil, &Failure{Reason: refusal.Reason, Stalled: true, Err: err}
-	case err != nil:
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+	if err != nil {
+		return nil, gateFailure(err)
 	}
 	return secret.Data, nil
+}
+
+// gateFailure is what the gate's error means for the sync: a refusal stalls it, any
+// other error is tried again.
+func gateFailure(err error) error {
+	var refusal *credentials.Refusal
+	if errors.As(err, &refusal) {
+		return &Failure{Reason: refusal.Reason, Stalled: true, Err: err}
+	}
+	return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 }
 
 // mayRead checks that whoever last changed the sync may still read the ConfigMap name
@@ -59,13 +65,8 @@ func (s Secrets) mayRead(ctx context.Context, obj Object, field, name string) er
 	if who, ok := policy.RequesterOf(obj.GetAnnotations()); ok {
 		requester = &who
 	}
-	err := s.Gate.AuthorizeConfigMap(ctx, obj.SyncKind().Kind+" "+obj.GetName(), field, name, requester)
-	var refusal *credentials.Refusal
-	switch {
-	case errors.As(err, &refusal):
-		return &Failure{Reason: refusal.Reason, Stalled: true, Err: err}
-	case err != nil:
-		return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+	if err := s.Gate.AuthorizeConfigMap(ctx, obj.SyncKind().Kind+" "+obj.GetName(), field, name, requester); err != nil {
+		return gateFailure(err)
 	}
 	return nil
 }

@@ -23,14 +23,15 @@ func (e *contentRefusedError) Error() string { return e.why }
 // reference (no requester is recorded: a sync stored it), when the VidraResource
 // delivered it before (its history holds the digest: a rollback), or when whoever last
 // wrote its spec may read the content store, as storing content there takes
-// (kubectl vidra upload). Answers are kept a minute, as the deliver check's.
+// (kubectl vidra upload). On a hub whose admission records no requester, anyone may leave
+// the stamp out: there an unstamped VidraResource's reference is the operator's only when
+// a sync controls it (only the operator, or someone who may deliver everywhere, names a
+// sync as its controller: the deliver policy checks that). Answers are kept a minute, as
+// the deliver check's.
 func (r *Reconciler) contentRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, field, digest string) error {
 	who, recorded := policy.RequesterOf(vr.Annotations)
-	switch {
-	case !recorded && r.Guards.RecordsRequester():
+	if !recorded && (r.Guards.RecordsRequester() || syncControlling(vr) != "") {
 		return nil
-	case !recorded:
-		return r.unrecordedContentRefusal(ctx, vr, field, digest)
 	}
 	key := contentCheckKey{name: vr.Name, field: field}
 	asked := answer{generation: vr.Generation, who: who, about: digest}
@@ -38,50 +39,31 @@ func (r *Reconciler) contentRefusal(ctx context.Context, vr *vidrav1alpha1.Vidra
 		return refusedBecause(last.(answer).why)
 	}
 	chunk := content.ChunkName(digest, 0)
-	mayRead, err := policy.MayGet(ctx, r.Hub, who, "secrets", r.Content.Namespace, chunk)
-	if err != nil {
-		return fmt.Errorf("whether %s may read stored content %s cannot be checked yet: %w", who.User, digest, err)
+	mayRead := false
+	if recorded {
+		var err error
+		if mayRead, err = policy.MayGet(ctx, r.Hub, who, "secrets", r.Content.Namespace, chunk); err != nil {
+			return fmt.Errorf("whether %s may read stored content %s cannot be checked yet: %w", who.User, digest, err)
+		}
 	}
 	if !mayRead {
 		delivered, err := r.deliveredBefore(ctx, vr, digest)
 		if err != nil {
 			return err
 		}
-		if !delivered {
+		switch {
+		case delivered:
+		case recorded:
 			asked.why = fmt.Sprintf("%s names stored content %s, which this VidraResource never delivered, and %s, who last changed its spec, "+
 				"may not read the content store (the verb get on secrets in namespace %s, as %s): a digest is no key to another's content. "+
 				"Store your own with kubectl vidra upload, or deliver through a sync",
 				field, digest, who.User, r.Content.Namespace, chunk)
+		default:
+			asked.why = fmt.Sprintf("%s names stored content %s, which this VidraResource never delivered, and it does not say who wrote it: "+
+				"this hub's API server records no requester (it serves no MutatingAdmissionPolicy, Kubernetes 1.36 on), so stored content is "+
+				"delivered only by a sync's VidraResources, or by a rollback to content delivered before: a digest is no key to another's content",
+				field, digest)
 		}
-	}
-	asked.at = time.Now()
-	r.contentChecks.Store(key, asked)
-	return refusedBecause(asked.why)
-}
-
-// unrecordedContentRefusal says why a VidraResource that records no requester, on a hub
-// whose admission does not record one (anyone may leave the stamp out there), may not
-// deliver the stored content field names: nil when a sync made it (only the operator, or
-// someone who may deliver everywhere, names a sync as its controller: the deliver policy
-// checks that) or it delivered that content before (a rollback).
-func (r *Reconciler) unrecordedContentRefusal(ctx context.Context, vr *vidrav1alpha1.VidraResource, field, digest string) error {
-	if syncControlling(vr) != "" {
-		return nil
-	}
-	key := contentCheckKey{name: vr.Name, field: field}
-	asked := answer{generation: vr.Generation, about: digest}
-	if last, ok := r.contentChecks.Load(key); ok && last.(answer).answers(asked) {
-		return refusedBecause(last.(answer).why)
-	}
-	delivered, err := r.deliveredBefore(ctx, vr, digest)
-	if err != nil {
-		return err
-	}
-	if !delivered {
-		asked.why = fmt.Sprintf("%s names stored content %s, which this VidraResource never delivered, and it does not say who wrote it: "+
-			"this hub's API server records no requester (it serves no MutatingAdmissionPolicy, Kubernetes 1.36 on), so stored content is "+
-			"delivered only by a sync's VidraResources, or by a rollback to content delivered before: a digest is no key to another's content",
-			field, digest)
 	}
 	asked.at = time.Now()
 	r.contentChecks.Store(key, asked)
