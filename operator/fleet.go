@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -17,6 +18,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/intern"
 	"github.com/vidra-operator/vidra/internal/ownership"
@@ -137,6 +139,11 @@ func cacheOptions(opts Options, cfg *rest.Config) cache.Options {
 		c.ByObject = map[client.Object]cache.ByObject{}
 	}
 	c.ByObject[&vidrav1alpha1.VidraResource{}] = cache.ByObject{Transform: vidraresource.CompactCached(intern.NewTable(internedStrings))}
+	// A sync keeps when its record of who asked was written, which the admission guards
+	// read (admissionguard.RecordRefusal).
+	for _, k := range vidrav1alpha1.SyncKinds() {
+		c.ByObject[k.New()] = cache.ByObject{Transform: keepWrittenAt}
+	}
 	if opts.agent == nil || opts.agent.Namespaces == nil {
 		return c
 	}
@@ -160,4 +167,13 @@ func hubCacheOptions(log logr.Logger, cfg *rest.Config) cache.Options {
 		return cache.Options{}
 	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachine{}: {Label: ownership.ManagedSelector()}}}
+}
+
+// keepWrittenAt drops an object's managed fields but when its record of who asked was
+// written.
+func keepWrittenAt(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		admissionguard.KeepWrittenAt(o)
+	}
+	return obj, nil
 }

@@ -66,9 +66,15 @@ func admissionGuards(local manager.Manager, opts Options) (*admissionguard.Check
 	if len(required) == 0 || opts.agent != nil {
 		return nil, nil
 	}
-	guards := &admissionguard.Checker{Reader: local.GetClient(), Required: required}
-	if err := local.Add(guardsReport{guards: guards, log: opts.Logger.WithName("admission-policies")}); err != nil {
+	guards := &admissionguard.Checker{Reader: local.GetClient(), Required: required, Store: &admissionguard.GapStore{
+		Reader: local.GetAPIReader(), Writer: local.GetClient(), Namespace: opts.LeaderElectionNamespace}}
+	log := opts.Logger.WithName("admission-policies")
+	if err := local.Add(guardsReport{guards: guards, log: log}); err != nil {
 		return nil, fmt.Errorf("report admission policies: %w", err)
+	}
+	// What was written while a policy was not in force is distrusted after a restart too.
+	if err := local.Add(admissionguard.Recorder{Checker: guards, Log: log}); err != nil {
+		return nil, fmt.Errorf("record when the admission policies are not in force: %w", err)
 	}
 	return guards, nil
 }

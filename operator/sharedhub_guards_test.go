@@ -67,7 +67,8 @@ func (h *sharedHub) bundlesWaitForThePolicies(t *testing.T) {
 // sync as one admission had checked, whatever was missing, and its VidraResources, made
 // by the operator, were delivered as a sync's. Now no sync is synced until the policies
 // are back, it says which is missing, and its source hears nothing meanwhile; once they
-// are back, it is synced at once.
+// are back, it is not synced either: written while nothing recorded who asked, it waits
+// until its spec is changed, and so stamped.
 func (h *sharedHub) syncsWaitForThePolicies(t *testing.T) {
 	ctx := context.Background()
 	src := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
@@ -91,6 +92,16 @@ func (h *sharedHub) syncsWaitForThePolicies(t *testing.T) {
 	}
 
 	restore()
+	h.syncStalled(t, sync.Name, vidrav1alpha1.ReasonPolicyDenied, "this InfrahubSync was last written at",
+		"while the hub's admission policy that records who asks was not in force")
+	if n := src.GraphQLRequests(); n != 0 {
+		t.Errorf("the sync written while nothing recorded who asked asked its Infrahub %d times", n)
+	}
+	patch := client.MergeFrom(sync.DeepCopy())
+	sync.Spec.Interval = &metav1.Duration{Duration: 2 * time.Hour}
+	if err := h.tenant.Patch(ctx, sync, patch); err != nil {
+		t.Fatal(err)
+	}
 	h.syncCondition(t, sync.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
 }
 
@@ -212,6 +223,50 @@ func (h *sharedHub) writtenMeanwhileIsCheckedOnceThePoliciesAreBack(t *testing.T
 			t.Errorf("ConfigMap %s on member 1: %v, want it never applied", name, err)
 		}
 	}
+}
+
+// stampsWrittenInAGapAreNotTrusted is tried as a tenant on a hub whose requester and
+// deliver policy bindings are both gone. Before, the tenant wrote a VidraResource for
+// member 1, where it may not deliver, stamped with the name and group of someone who may
+// deliver anywhere; nothing refused or overwrote the stamp, and once the bindings were
+// back the operator asked whether that someone may deliver there, and delivered it. Now
+// the operator records when the requester policy went and came back, and refuses what was
+// last written in between until its spec is written again, and so stamped and checked.
+func (h *sharedHub) stampsWrittenInAGapAreNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	m1 := h.fleet.Members[1]
+	restoreRequester := h.withoutRequesterPolicy(t)
+	restoreDeliver := h.withoutDeliverPolicy(t)
+	forged := bundle("tenant-forged-in-gap", vidrav1alpha1.Destination{Cluster: m1.Name, Namespace: "team-a-gap"}, configMap("gap", "v"))
+	forged.Annotations = map[string]string{vidrav1alpha1.RequestedByAnnotation: "cluster-admin", vidrav1alpha1.RequestedByGroupsAnnotation: "system:masters"}
+	if err := h.tenant.Create(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, forged)
+	if who := forged.Annotations[vidrav1alpha1.RequestedByAnnotation]; who != "cluster-admin" {
+		t.Fatalf("the forged stamp reads %q: the requester policy was in force", who)
+	}
+	h.waitFor(t, forged.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonAdmissionPoliciesMissing)
+
+	restoreRequester()
+	restoreDeliver()
+	got := h.waitFor(t, forged.Name, vidrav1alpha1.ConditionStalled, vidrav1alpha1.ReasonPolicyDenied)
+	msg := meta.FindStatusCondition(got.Status.Conditions, vidrav1alpha1.ConditionStalled).Message
+	for _, want := range []string{"this VidraResource was last written at", "change its spec, or create it again"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Stalled with the policies back: %q, want it to say %q", msg, want)
+		}
+	}
+	if err := m1.Client.Get(ctx, client.ObjectKey{Namespace: "team-a-gap", Name: "gap"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ConfigMap gap on member 1: %v, want it never applied", err)
+	}
+	// Its spec changed by someone who may deliver there is stamped, checked and delivered.
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Manifest = configMap("gap", "v2")
+	if err := h.admin.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, forged.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonSucceeded)
 }
 
 // withoutDeliverPolicy deletes the deliver policy's binding until restore is called (or

@@ -241,6 +241,10 @@ func TestSharedHub(t *testing.T) {
 		h.writtenMeanwhileIsCheckedOnceThePoliciesAreBack(t)
 	})
 
+	t.Run("what was written while nothing recorded who asked is not trusted once it is back", func(t *testing.T) {
+		h.stampsWrittenInAGapAreNotTrusted(t)
+	})
+
 	t.Run("the operator acts on the hub only as the accounts the chart lists", func(t *testing.T) {
 		h.theOperatorActsOnlyAsListedAccounts(t)
 	})

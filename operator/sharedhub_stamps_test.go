@@ -2,10 +2,12 @@ package operator_test
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // stampsHoldWithoutTheRequesterPolicy is tried as a tenant would, on a hub whose
@@ -169,6 +173,7 @@ func (h *sharedHub) withoutBinding(t *testing.T, binding client.Object, name, wh
 				return
 			}
 			testfleet.Eventually(t, objectsTimeout, what+" back in force", enforced(true))
+			h.afterTheGap(t)
 		})
 	}
 	t.Cleanup(restore)
@@ -185,4 +190,27 @@ func (h *sharedHub) stampedAs(want string) func() (bool, error) {
 		err := h.tenant.Create(context.Background(), vr, client.DryRunAll)
 		return err == nil && vr.Annotations[vidrav1alpha1.RequestedByAnnotation] == want, err
 	}
+}
+
+// afterTheGap waits until the operator has recorded that the policies recording who asks
+// are back, and until the end of the gap it recorded (the margin past their return it
+// distrusts too): a write from then on is trusted.
+func (h *sharedHub) afterTheGap(t *testing.T) {
+	t.Helper()
+	var last admissionguard.Gap
+	testfleet.Eventually(t, objectsTimeout, "the gap recorded as closed", func() (bool, error) {
+		cm := &corev1.ConfigMap{}
+		if err := h.admin.Get(context.Background(), client.ObjectKey{Namespace: testoperator.Namespace, Name: admissionguard.GapStoreName}, cm); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		var gaps []admissionguard.Gap
+		if err := json.Unmarshal([]byte(cm.Data["gaps"]), &gaps); err != nil {
+			return false, err
+		}
+		if len(gaps) > 0 {
+			last = gaps[len(gaps)-1]
+		}
+		return len(gaps) == 0 || !last.To.IsZero(), nil
+	})
+	time.Sleep(time.Until(last.To.Add(time.Second)))
 }

@@ -169,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	d := ihs.Spec.Destination
 	reach := policy.SyncReach(d.Destination, d.ClusterSelector != nil || d.ClusterFromTarget, ihs.Spec.Template)
-	if reason, why, err := r.Guards.SyncRefusal(ctx, r.Hub, "InfrahubSync", ihs.Annotations, reach); err != nil || why != "" {
+	if reason, why, err := r.Guards.SyncRefusal(ctx, r.Hub, "InfrahubSync", ihs, reach); err != nil || why != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -158,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	opts := obj.Options()
 	reach := policy.SyncReach(opts.Destination.Destination, opts.Destination.ClusterSelector != nil, opts.Template)
-	if reason, why, err := r.Guards.SyncRefusal(ctx, r.Hub, r.Kind.Kind, obj.GetAnnotations(), reach); err != nil || why != "" {
+	if reason, why, err := r.Guards.SyncRefusal(ctx, r.Hub, r.Kind.Kind, obj, reach); err != nil || why != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -6,12 +6,13 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/admissionguard"
 	"github.com/vidra-operator/vidra/internal/apply"
 	"github.com/vidra-operator/vidra/internal/intern"
 )
 
 // CompactCached is the hub cache's transform of VidraResources. Besides what
-// apply.TrimCached drops, the strings a fleet's VidraResources repeat, one per bundle and
+// apply.TrimCached drops (all its managed fields but when its spec was written), the strings a fleet's VidraResources repeat, one per bundle and
 // cluster, take the copy the table holds: label values, annotation keys and the values
 // of those a sync repeats, finalizers, owners, destinations, conditions, states, and the
 // kinds, API versions, names, namespaces, states and messages of their inventories. Each
@@ -27,11 +28,12 @@ import (
 func CompactCached(table *intern.Table) toolscache.TransformFunc {
 	labelSets := intern.NewMaps(maxLabelSets, table)
 	return func(obj any) (any, error) {
-		obj, err := apply.TrimCached(obj)
 		vr, ok := obj.(*vidrav1alpha1.VidraResource)
-		if err != nil || !ok {
-			return obj, err
+		if !ok {
+			return apply.TrimCached(obj)
 		}
+		// Of its managed fields only when its record of who asked was written is kept.
+		admissionguard.KeepWrittenAt(vr)
 		s := table.String
 		vr.Labels = labelSets.Map(vr.Labels)
 		vr.Annotations = compactAnnotations(vr.Annotations, s)

@@ -48,6 +48,18 @@ func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraRe
 	return ""
 }
 
+// recordRefusal says why what the VidraResource records of who asked for it is not to
+// be trusted: it was last written while an admission policy was not in force. One a
+// sync made (controlled by it and labeled as its own, without a stamp) is the operator's,
+// which syncs nothing while a policy is missing: after a gap the sync prunes any such
+// VidraResource it did not make, and writes over those it did.
+func (r *Reconciler) recordRefusal(vr *vidrav1alpha1.VidraResource) string {
+	if _, stamped := policy.RequesterOf(vr.Annotations); !stamped && madeBySync(vr) {
+		return ""
+	}
+	return r.Guards.RecordRefusal(vr, "this VidraResource")
+}
+
 // needsRequesterCheck says whether the operator alone can check who may deliver the
 // VidraResource: its destination is a server URL other than the hub's.
 func needsRequesterCheck(vr *vidrav1alpha1.VidraResource, dest *target) bool {
@@ -71,6 +83,14 @@ func syncControlling(vr *vidrav1alpha1.VidraResource) string {
 		}
 	}
 	return ""
+}
+
+// madeBySync says whether a sync controls the VidraResource and labels it as its own, as
+// the VidraResources it makes are.
+func madeBySync(vr *vidrav1alpha1.VidraResource) bool {
+	controller := syncControlling(vr)
+	kind, name := vidrav1alpha1.SyncOf(vr.Labels)
+	return controller != "" && controller == kind.Kind && name == metav1.GetControllerOf(vr).Name
 }
 
 // resourcesRelyingOnGuards requeues the VidraResources an admission policy's change may

@@ -52,6 +52,9 @@ func (r *Reconciler) rightRefusal(ctx context.Context, vr *vidrav1alpha1.VidraRe
 		// Looked at again now and then; a change of the policies requeues it at once.
 		return refusal{why: why, retry: admissionguard.Retry, reason: vidrav1alpha1.ReasonAdmissionPoliciesMissing}
 	}
+	if why := r.recordRefusal(vr); why != "" {
+		return refusal{why: why}
+	}
 	if why, retry := r.deliverRefusal(ctx, vr, dest); why != "" {
 		return refusal{why: why, retry: retry}
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -58,12 +59,20 @@ func Parse(list string) ([]Policy, error) {
 	return out, nil
 }
 
-// Checker finds which required policies are not in force.
+// Checker finds which required policies are not in force, and remembers when they were
+// not (see RecordRefusal).
 type Checker struct {
 	// Reader reads the policies and their bindings (the hub's cache).
 	Reader client.Reader
 	// Required are the policies that must be in force.
 	Required []Policy
+	// Store, when set, keeps the record of when they were not in force across restarts:
+	// read at the first check, written by Recorder.
+	Store *GapStore
+
+	mu     sync.Mutex
+	log    *gapLog
+	seeded bool
 }
 
 // Retry is how soon something refused for want of the policies is looked at again.
@@ -89,59 +98,103 @@ func (c *Checker) Refusal(ctx context.Context, what string) string {
 
 // Missing says, for each required policy not in force, what is missing: the policy, or a
 // binding that enforces it (for a validating policy, one whose actions include Deny).
-// Empty when all are in force.
+// Empty when all are in force. Each look is noted, to tell when those that record who
+// asks were not (see recording).
 func (c *Checker) Missing(ctx context.Context) ([]string, error) {
-	var missing []string
+	log, err := c.gaps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var missing, identity []string
+	recording, recorded := c.recording(), true
 	for _, p := range c.Required {
-		why, err := c.missing(ctx, p)
+		why, ids, err := c.missing(ctx, p)
 		if err != nil {
 			return nil, err
 		}
 		if why != "" {
 			missing = append(missing, why)
 		}
+		if p.Kind == recording {
+			recorded = recorded && why == ""
+			identity = append(identity, ids...)
+		}
 	}
+	log.observe(recorded, identity, time.Now())
 	return missing, nil
 }
 
-func (c *Checker) missing(ctx context.Context, p Policy) (string, error) {
+// recording is the kind of the policies that record who asks: the requester policy
+// (mutating) that stamps every change of a spec; where the API server serves none, the
+// deliver policy (validating) that refuses a stamp naming anyone but the writer. While
+// the deliver policy alone is missing, stamps are still true, and the operator asks
+// again whether whoever they name may deliver.
+func (c *Checker) recording() Kind {
+	if slices.ContainsFunc(c.Required, func(p Policy) bool { return p.Kind == Mutating }) {
+		return Mutating
+	}
+	return Validating
+}
+
+// missing says what of p is missing, and what puts it in force: the policy's UID, and
+// each enforcing binding's UID and generation (a binding changed and changed back while
+// no one looked is told apart).
+func (c *Checker) missing(ctx context.Context, p Policy) (string, []string, error) {
 	var policy client.Object = &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	if p.Kind == Mutating {
 		policy = &admissionregistrationv1.MutatingAdmissionPolicy{}
 	}
 	if err := c.Reader.Get(ctx, client.ObjectKey{Name: p.Name}, policy); apierrors.IsNotFound(err) {
-		return p.String() + " is not installed", nil
+		return p.String() + " is not installed", nil, nil
 	} else if err != nil {
-		return "", fmt.Errorf("read %s: %w", p, err)
+		return "", nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	bound, err := c.bound(ctx, p)
-	if err != nil || bound {
-		return "", err
+	bindings, err := c.bindings(ctx, p)
+	if err != nil {
+		return "", nil, err
 	}
-	if p.Kind == Validating {
-		return p.String() + " has no binding that denies what it refuses", nil
+	switch {
+	case len(bindings) > 0:
+		return "", append([]string{string(policy.GetUID())}, bindings...), nil
+	case p.Kind == Validating:
+		return p.String() + " has no binding that denies what it refuses", nil, nil
 	}
-	return p.String() + " has no binding", nil
+	return p.String() + " has no binding", nil, nil
 }
 
-// bound says whether a binding puts the policy in force.
-func (c *Checker) bound(ctx context.Context, p Policy) (bool, error) {
+// bindings are the bindings that put p in force, each as its UID and generation.
+func (c *Checker) bindings(ctx context.Context, p Policy) ([]string, error) {
+	var out []string
+	enforcing := func(b client.Object) {
+		out = append(out, fmt.Sprintf("%s/%d", b.GetUID(), b.GetGeneration()))
+	}
 	if p.Kind == Mutating {
 		var list admissionregistrationv1.MutatingAdmissionPolicyBindingList
 		if err := c.Reader.List(ctx, &list); err != nil {
-			return false, fmt.Errorf("list MutatingAdmissionPolicyBindings: %w", err)
+			return nil, fmt.Errorf("list MutatingAdmissionPolicyBindings: %w", err)
 		}
-		return slices.ContainsFunc(list.Items, func(b admissionregistrationv1.MutatingAdmissionPolicyBinding) bool {
-			return b.Spec.PolicyName == p.Name
-		}), nil
+		for i, b := range list.Items {
+			if b.Spec.PolicyName == p.Name {
+				enforcing(&list.Items[i])
+			}
+		}
+		return sorted(out), nil
 	}
 	var list admissionregistrationv1.ValidatingAdmissionPolicyBindingList
 	if err := c.Reader.List(ctx, &list); err != nil {
-		return false, fmt.Errorf("list ValidatingAdmissionPolicyBindings: %w", err)
+		return nil, fmt.Errorf("list ValidatingAdmissionPolicyBindings: %w", err)
 	}
-	return slices.ContainsFunc(list.Items, func(b admissionregistrationv1.ValidatingAdmissionPolicyBinding) bool {
-		return b.Spec.PolicyName == p.Name && slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny)
-	}), nil
+	for i, b := range list.Items {
+		if b.Spec.PolicyName == p.Name && slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
+			enforcing(&list.Items[i])
+		}
+	}
+	return sorted(out), nil
+}
+
+func sorted(s []string) []string {
+	slices.Sort(s)
+	return s
 }
 
 // RecordsRequester says whether admission records who asks: a MutatingAdmissionPolicy
