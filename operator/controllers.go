@@ -215,11 +215,12 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 		HTTPTimeout: opts.InfrahubTimeout,
 		Limits:      infrahubLimits(opts),
 		// One trickling Infrahub holds no more than its share of the workers.
-		PerSourceSyncs: opts.MaxConcurrentSyncsPerSource,
-		Guards:         o.guards,
-		Content:        o.Content,
-		Recorder:       local.GetEventRecorder(eventSource),
-		Metrics:        metrics,
+		PerSourceSyncs:    opts.MaxConcurrentSyncsPerSource,
+		PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
+		Guards:            o.guards,
+		Content:           o.Content,
+		Recorder:          local.GetEventRecorder(eventSource),
+		Metrics:           metrics,
 	}
 	if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
 		return err

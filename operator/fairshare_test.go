@@ -58,6 +58,7 @@ func TestOneSlowClusterOrSourceLeavesWorkersToTheOthers(t *testing.T) {
 	}
 	t.Run("a member whose admission webhook holds every write", func(t *testing.T) { slowMember(t, fleet) })
 	t.Run("an Infrahub that trickles its artifacts", func(t *testing.T) { tricklingInfrahub(t, fleet) })
+	t.Run("one tenant's syncs at two trickling Infrahubs", func(t *testing.T) { tricklingInfrahubsOfOneTenant(t, fleet) })
 }
 
 func slowMember(t *testing.T, fleet *testfleet.Fleet) {
@@ -135,6 +136,47 @@ func tricklingInfrahub(t *testing.T, fleet *testfleet.Fleet) {
 		c := readyCondition(t, fleet, tricklers[0])
 		return c != nil && c.Reason == vidrav1alpha1.ReasonArtifactFailed && strings.Contains(c.Message, "the answer stalled"), fmt.Errorf("Ready %+v", c)
 	})
+}
+
+// tricklingInfrahubsOfOneTenant: one tenant's syncs read two trickling Infrahubs, as
+// many per Infrahub as its share. Before, each Infrahub held its share, and together
+// they held every worker: another team's sync waited until they were given up. Now the
+// tenant holds no more than its share of the workers, whichever servers its syncs read.
+func tricklingInfrahubsOfOneTenant(t *testing.T, fleet *testfleet.Fleet) {
+	ctx := context.Background()
+	dest := vidrav1alpha1.InfrahubSyncDestination{Destination: vidrav1alpha1.Destination{Cluster: fleet.Members[0].Name, Namespace: "team-a"}}
+	var tricklers []client.Object
+	var servers []*infrahubtest.Server
+	for h := range 2 {
+		trickler := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
+		t.Cleanup(trickler.Close)
+		trickler.Put("main", infrahubtest.Artifact{ID: "tenant-trickled", Name: "tenant-trickled", TargetLabel: "t1", DefinitionName: "d", Content: configMap("tenant-trickled", strings.Repeat("x", 4096))})
+		trickler.SetFault(infrahubtest.Fault{Path: "/api/artifact/", Trickle: 100 * time.Millisecond})
+		servers = append(servers, trickler)
+		for i := range workersShare {
+			sync := anonymousSync(fmt.Sprintf("tenant-trickled-%d-%d", h, i), trickler.URL(), "tenant-trickled", dest)
+			sync.Annotations = map[string]string{vidrav1alpha1.RequestedByAnnotation: "slow-tenant"}
+			if err := fleet.Hub.Client.Create(ctx, sync); err != nil {
+				t.Fatal(err)
+			}
+			cleanup(t, fleet.Hub.Client, sync)
+			tricklers = append(tricklers, sync)
+		}
+	}
+	testfleet.Eventually(t, objectsTimeout, "the tenant's trickled downloads begun", func() (bool, error) {
+		return servers[0].TotalDownloads()+servers[1].TotalDownloads() >= workersShare, nil
+	})
+
+	other := infrahubtest.New(infrahubtest.Options{AllowAnonymous: true})
+	t.Cleanup(other.Close)
+	other.Put("main", infrahubtest.Artifact{ID: "beside-tenant", Name: "beside-tenant", TargetLabel: "t1", DefinitionName: "d", Content: configMap("beside-tenant", "v")})
+	beside := anonymousSync("beside-tenant", other.URL(), "beside-tenant", dest)
+	beside.Annotations = map[string]string{vidrav1alpha1.RequestedByAnnotation: "other-team"}
+	if err := fleet.Hub.Client.Create(ctx, beside); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, fleet.Hub.Client, beside)
+	readyBeforeAny(t, fleet, beside, tricklers, vidrav1alpha1.ReasonArtifactFailed)
 }
 
 func anonymousSync(name, url, artifact string, dest vidrav1alpha1.InfrahubSyncDestination) *vidrav1alpha1.InfrahubSync {

@@ -115,8 +115,13 @@ type Options struct {
 	// (an Infrahub, a Git host, a registry, a Helm repository) that run at once, so a slow
 	// or trickling one leaves the rest to the others (0: no bound).
 	MaxConcurrentSyncsPerSource int
-	WebhookBindAddress          string
-	WebhookSecret               string
+	// MaxConcurrentSyncsPerRequester bounds the syncs of one kind that one requester (who
+	// last wrote their spec, as the requested-by stamp says) has running at once, so a
+	// tenant whose syncs point at several slow servers leaves the rest to the others (0:
+	// no bound).
+	MaxConcurrentSyncsPerRequester int
+	WebhookBindAddress             string
+	WebhookSecret                  string
 	// Bounds of reading Infrahub, set by the operator's administrator and not by the
 	// syncs, so that no Infrahub can exhaust the memory every sync of the hub shares:
 	// the artifacts one sync lists, the bytes it downloads, the time its listing and
@@ -204,7 +209,10 @@ func DefaultOptions() Options {
 		MaxConcurrentSyncs:                4,
 		// Half, as for clusters: a trickling Infrahub leaves two workers to the others.
 		MaxConcurrentSyncsPerSource: 2,
-		WebhookBindAddress:          ":8090",
+		// One fewer than the workers: a tenant's syncs at many slow servers leave one to
+		// the others, and one author's syncs (a hub with one pipeline) lose little.
+		MaxConcurrentSyncsPerRequester: 3,
+		WebhookBindAddress:             ":8090",
 		// Far above any sync the tests and the docs describe (a few artifacts, the largest
 		// 5 MiB; the client pages through 450), far below what would take the operator
 		// down: a listing of 10,000 artifacts decodes in a few MiB, and 512 MiB is eight

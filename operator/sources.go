@@ -84,7 +84,7 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 			Kind: vidrav1alpha1.LookupSyncKind(kind.kind), New: kind.new, Source: kind.source, Renderer: kind.renderer,
 			Hub: local.GetClient(), HubReader: local.GetAPIReader(), Content: o.Content,
 			Recorder: local.GetEventRecorder(eventSource), Metrics: metrics, Guards: o.guards,
-			PerSourceSyncs: opts.MaxConcurrentSyncsPerSource,
+			PerSourceSyncs: opts.MaxConcurrentSyncsPerSource, PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
 		}
 		if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
 			return err

@@ -251,6 +251,8 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Syncs of each kind (InfrahubSync, GitSync, OCISync, HelmSync) synced at once.")
 	fs.IntVar(&o.MaxConcurrentSyncsPerSource, "max-concurrent-syncs-per-source", o.MaxConcurrentSyncsPerSource,
 		"Most of those syncs of one kind whose source is one server (an Infrahub, a Git host, a registry, a Helm repository: scheme, host and port) synced at once, so a slow or trickling server leaves the rest to the others (0: no bound).")
+	fs.IntVar(&o.MaxConcurrentSyncsPerRequester, "max-concurrent-syncs-per-requester", o.MaxConcurrentSyncsPerRequester,
+		"Most of those syncs of one kind whose author (the requested-by stamp) is one user synced at once, so a tenant whose syncs point at several slow servers leaves the rest to the others: keep it below --max-concurrent-syncs. Syncs without a stamp are bounded per server alone (0: no bound).")
 	fs.IntVar(&o.InfrahubSyncMaxArtifacts, "infrahub-sync-max-artifacts", o.InfrahubSyncMaxArtifacts,
 		"Most artifacts one InfrahubSync may list; a larger listing is not read to its end, and the sync is Stalled (LimitExceeded) with nothing changed.")
 	fs.Var(bytesValue{&o.InfrahubSyncMaxBytes}, "infrahub-sync-max-bytes",

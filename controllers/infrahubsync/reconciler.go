@@ -59,10 +59,14 @@ type Reconciler struct {
 	// PerSourceSyncs bounds the syncs of one Infrahub (scheme, host and port) that run at
 	// once, so a slow or trickling one leaves the other workers to the rest (0: no bound).
 	PerSourceSyncs int
+	// PerRequesterSyncs bounds the syncs of one requester (who last wrote their spec)
+	// that run at once, so a tenant whose syncs read several slow Infrahubs leaves the
+	// other workers to the rest (0: no bound).
+	PerRequesterSyncs int
 	// Guards, when set, say whether the hub's admission policies are in force; while one
 	// is missing, no sync is delivered. Nil: none are required.
-	Guards   *admissionguard.Checker
-	bySource fairshare.Slots[string]
+	Guards *admissionguard.Checker
+	share  fairshare.SyncShare
 
 	sourcesOnce sync.Once
 	srcs        *sources
@@ -131,10 +135,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	// Its Infrahub holds its share of the workers already: looked at again soon, without
-	// holding one meanwhile.
+	// Its Infrahub, or its requester, holds its share of the workers already: looked at
+	// again soon, without holding one meanwhile.
 	if !ihs.Spec.Suspend {
-		release, ok := r.bySource.Take(fairshare.SourceKey(ihs.Spec.Source.InfrahubAPIURL), r.PerSourceSyncs)
+		release, ok := r.share.Take(ihs.Spec.Source.InfrahubAPIURL, r.PerSourceSyncs, ihs.Annotations[vidrav1alpha1.RequestedByAnnotation], r.PerRequesterSyncs)
 		if !ok {
 			return ctrl.Result{RequeueAfter: fairshare.Retry(fairshare.BusyRetry)}, nil
 		}

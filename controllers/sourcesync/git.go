@@ -60,9 +60,10 @@ func (g *Git) Resolve(ctx context.Context, obj Object) (Revision, error) {
 		return Revision{}, gitFailure(err)
 	}
 	return Revision{
-		Name:  rev.String(),
-		Key:   fmt.Sprintf("git\x00%s\x00%s\x00%s", remote.URL, rev.Commit, p),
-		Fetch: gitFetch{remote: remote, rev: rev, path: p},
+		Name:        rev.String(),
+		Key:         fmt.Sprintf("git\x00%s\x00%s\x00%s", remote.URL, rev.Commit, p),
+		Credentials: remote.Fingerprint(),
+		Fetch:       gitFetch{remote: remote, rev: rev, path: p},
 	}, nil
 }
 

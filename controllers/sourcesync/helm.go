@@ -80,10 +80,11 @@ func (h *Helm) Resolve(ctx context.Context, obj Object) (Revision, error) {
 		return Revision{}, helmFailure(err)
 	}
 	return Revision{
-		Name:   v.Version,
-		Key:    fmt.Sprintf("helm\x00%s\x00%s\x00%s\x00%s", spec.RepoURL, spec.Chart, v.Version, v.Digest),
-		Digest: v.Digest,
-		Fetch:  helmFetch{source: src, version: v},
+		Name:        v.Version,
+		Key:         fmt.Sprintf("helm\x00%s\x00%s\x00%s\x00%s", spec.RepoURL, spec.Chart, v.Version, v.Digest),
+		Credentials: h.Charts.Scope(src),
+		Digest:      v.Digest,
+		Fetch:       helmFetch{source: src, version: v},
 	}, nil
 }
 

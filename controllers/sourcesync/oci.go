@@ -53,9 +53,10 @@ func (o *OCI) Resolve(ctx context.Context, obj Object) (Revision, error) {
 		return Revision{}, ociFailure(err)
 	}
 	return Revision{
-		Name:  rev.String(),
-		Key:   fmt.Sprintf("oci\x00%s\x00%s\x00%s", remote.URL, rev.Digest, p),
-		Fetch: ociFetch{remote: remote, rev: rev, path: p},
+		Name:        rev.String(),
+		Key:         fmt.Sprintf("oci\x00%s\x00%s\x00%s", remote.URL, rev.Digest, p),
+		Credentials: remote.Fingerprint(),
+		Fetch:       ociFetch{remote: remote, rev: rev, path: p},
 	}, nil
 }
 

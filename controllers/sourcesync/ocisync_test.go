@@ -89,3 +89,39 @@ func TestOCIArtifactThatIsNotTarGzipIsReported(t *testing.T) {
 		t.Errorf("the delivered ConfigMap has %q, want it kept", v)
 	}
 }
+
+// A registry that lets anyone read its tags and manifests, and only its users its blobs
+// (a registry authorizes each request): a sync without credentials naming the artifact
+// another sync pulled with its Secret gets nothing of what that sync built. Before, the
+// bundles built were remembered by URL, digest and path alone, and the second sync
+// delivered the first one's bundle without the registry being asked for a blob.
+func TestABuildIsSharedOnlyWithTheSameCredentials(t *testing.T) {
+	const ns = "ocis-creds"
+	createNamespace(t, ns)
+	reg := ociregistry.New(t)
+	digest := reg.Push(t, "manifests/private", "1.0.0", map[string]string{"web.yaml": configMap("web", "private")})
+	reg.RequireBasicAuthForBlobs("team-a", "team-a-password")
+	createSecret(t, "oci-team-a", map[string][]byte{"username": []byte("team-a"), "password": []byte("team-a-password")}, reg.URL("manifests/private"))
+	m0, m1 := fleet.Members[0], fleet.Members[1]
+	owner := ociSync("creds-owner", reg.URL("manifests/private"), func(os *vidrav1alpha1.OCISync) {
+		os.Spec.Source.Ref = &vidrav1alpha1.OCIRef{Tag: "1.0.0"}
+		os.Spec.Source.SecretRef = &vidrav1alpha1.LocalSecretReference{Name: "oci-team-a"}
+		os.Spec.Destination = toCluster(m0.Name, ns)
+	})
+	create(t, owner)
+	readyAt(t, owner, "1.0.0@"+digest)
+	waitValue(t, m0, ns, "web", "private")
+
+	other := ociSync("creds-other", reg.URL("manifests/private"), func(os *vidrav1alpha1.OCISync) {
+		os.Spec.Source.Ref = &vidrav1alpha1.OCIRef{Tag: "1.0.0"}
+		os.Spec.Destination = toCluster(m1.Name, ns)
+	})
+	create(t, other)
+	condition(t, other, vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonAuthenticationFailed)
+	if msg := readyMessage(other); !strings.Contains(msg, "layer: the registry answered HTTP 401") {
+		t.Errorf("Ready says %q, want the registry's refusal of the layer to the sync without credentials", msg)
+	}
+	if v := valueOf(t, m1, ns, "web"); v != "" {
+		t.Errorf("member 1 holds %q, built with another sync's credentials", v)
+	}
+}

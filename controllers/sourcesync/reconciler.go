@@ -63,9 +63,12 @@ type Reconciler struct {
 	// PerSourceSyncs bounds the syncs of one server (scheme, host and port) that run at
 	// once, of the kind's workers (0: no bound).
 	PerSourceSyncs int
+	// PerRequesterSyncs bounds the syncs of one requester (who last wrote their spec)
+	// that run at once, of the kind's workers (0: no bound).
+	PerRequesterSyncs int
 
-	// bySource counts the workers each source's server holds.
-	bySource fairshare.Slots[string]
+	// share counts the workers each source's server, and each requester, holds.
+	share fairshare.SyncShare
 
 	// written holds, per sync, the resourceVersion of this process's last status write:
 	// a rollout decides from its status, which a lagging cache must not roll back.

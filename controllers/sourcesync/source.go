@@ -40,8 +40,13 @@ type Revision struct {
 	// Name is for people: main@sha1:<commit>, v1.2.0@sha256:<digest>.
 	Name string
 	// Key identifies what is built: the URL, the exact revision and the path. Syncs with
-	// equal keys deliver the same bundle, and a key seen before is never fetched again.
+	// equal keys and Credentials deliver the same bundle, and a pair seen before is never
+	// fetched again.
 	Key string
+	// Credentials fingerprints how the sync reaches its source (its Secret, its CA): a
+	// bundle built with one is not handed to a sync with another, or with none, which
+	// the source might refuse. Kept in memory, never in status.
+	Credentials string
 	// Digest is the source's digest of what it names, when it has one before any bundle is
 	// built (a chart archive's); status.source.digest shows it.
 	Digest string

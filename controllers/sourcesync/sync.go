@@ -118,14 +118,15 @@ func (r *Reconciler) delivered(ctx context.Context, obj Object) (wanted, bool) {
 // building it only when no earlier reconcile of any sync did (fetched says it did now).
 func (r *Reconciler) bundle(ctx context.Context, obj Object, rev Revision) (digest, checksum string, fetched bool, err error) {
 	known := ""
+	memo := rev.Key + "\x00" + rev.Credentials
 	if src := obj.SourceStatus().Source; src != nil && src.Key == rev.Key {
 		known = src.Digest
-	} else if b, ok := r.builds().Get(rev.Key); ok {
+	} else if b, ok := r.builds().Get(memo); ok {
 		if f, failed := b.(failedBuild); failed {
 			if f.until.IsZero() || r.now().Before(f.until) {
 				return "", "", false, f.err
 			}
-			r.builds().Remove(rev.Key)
+			r.builds().Remove(memo)
 		} else {
 			known = b.(string)
 		}
@@ -149,14 +150,14 @@ func (r *Reconciler) bundle(ctx context.Context, obj Object, rev Revision) (dige
 	}
 	if err != nil {
 		if f, ok := r.remembered(err); ok {
-			r.builds().Add(rev.Key, f)
+			r.builds().Add(memo, f)
 		}
 		return "", "", false, err
 	}
 	if digest, err = r.Content.Put(ctx, data); err != nil {
 		return "", "", false, &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("store bundle of %s: %w", rev.Name, err)}
 	}
-	r.builds().Add(rev.Key, digest)
+	r.builds().Add(memo, digest)
 	return digest, content.MD5(data), true, nil
 }
 

@@ -116,3 +116,34 @@ func TestATurnedAwayItemIsWokenOnceWhenItsKeyGivesASlotBack(t *testing.T) {
 		t.Fatal("the woken item was refused the free slot")
 	}
 }
+
+func TestASyncTakesASlotOfItsServerAndOfItsRequesterOrNone(t *testing.T) {
+	var s SyncShare
+	var releases []func()
+	for _, url := range []string{"https://slow-1.example/a", "https://slow-2.example/b"} {
+		release, ok := s.Take(url, 2, "tenant", 2)
+		if !ok {
+			t.Fatalf("%s refused under both limits", url)
+		}
+		releases = append(releases, release)
+	}
+	// A third server, but the requester holds its two.
+	if _, ok := s.Take("https://slow-3.example/c", 2, "tenant", 2); ok {
+		t.Fatal("a requester holding its limit took a third worker through another server")
+	}
+	if got := s.bySource.Held(SourceKey("https://slow-3.example/c")); got != 0 {
+		t.Fatalf("the refused take kept %d of the server's slots", got)
+	}
+	if _, ok := s.Take("https://slow-3.example/c", 2, "other-team", 2); !ok {
+		t.Fatal("another requester was refused")
+	}
+	// Syncs that say nothing of who asked are bounded by their server alone.
+	s.Take("https://git.example/x", 2, "", 1)
+	if _, ok := s.Take("https://git.example/y", 2, "", 1); !ok {
+		t.Fatal("a second sync without a requester was refused under its server's limit")
+	}
+	releases[0]()
+	if got := s.HeldBy("tenant"); got != 1 {
+		t.Fatalf("the requester holds %d after a release, want 1", got)
+	}
+}

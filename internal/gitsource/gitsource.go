@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/vidra-operator/vidra/internal/dircache"
 )
 
 // Auth is how the remote is reached, as read from a Secret: a username and
@@ -29,6 +31,13 @@ type Remote struct {
 	CA []byte
 	// InsecureHTTP allows http:// URLs, credentials included.
 	InsecureHTTP bool
+}
+
+// Fingerprint tells apart the ways callers reach the remote (credentials, trusted CA),
+// for caches of what was fetched or built from it: see dircache.Fingerprint.
+func (r Remote) Fingerprint() string {
+	a := r.Auth
+	return dircache.Fingerprint([]byte(a.Username), []byte(a.Password), []byte(a.BearerToken), a.Identity, a.KnownHosts, r.CA)
 }
 
 // Ref names what to check out. At most one field is set; none means the

@@ -2,8 +2,6 @@ package gitsource
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"strings"
@@ -82,18 +80,7 @@ func parseRemote(r Remote) (*endpoint, error) {
 // credentialKey fingerprints the credentials, so that a cached checkout is
 // shared only by callers that reach the remote the same way: a caller whose
 // Secret is wrong must not read a private repository through the cache.
-func (e *endpoint) credentialKey() string {
-	h := sha256.New()
-	a := e.remote.Auth
-	for _, part := range [][]byte{
-		[]byte(a.Username), []byte(a.Password), []byte(a.BearerToken),
-		a.Identity, a.KnownHosts, e.remote.CA,
-	} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+func (e *endpoint) credentialKey() string { return e.remote.Fingerprint() }
 
 // transportAuth builds go-git's auth for listing refs. Flux's equivalent
 // is unexported, so this mirrors it.

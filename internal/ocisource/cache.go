@@ -12,7 +12,7 @@ import (
 // directory cache's bounds decide how many are kept.
 type Cache struct {
 	limits Limits
-	dirs   *dircache.Cache // by "oci " oci://host/repository@digest
+	dirs   *dircache.Cache // by "oci " credentials oci://host/repository@digest
 	pulls  atomic.Int64
 }
 
@@ -40,8 +40,10 @@ func (c *Cache) Pull(ctx context.Context, src Remote, rev Revision) (dir string,
 		return "", nil, err
 	}
 	defer t.close()
-	// The "oci " prefix keeps the keys apart from other sources' in a shared cache.
-	return c.dirs.Get(ctx, "oci "+t.url+"@"+rev.Digest, func(ctx context.Context, dir string) error {
+	// The "oci " prefix keeps the keys apart from other sources' in a shared cache; the
+	// credentials' fingerprint keeps a caller the registry would refuse from reading what
+	// another pulled.
+	return c.dirs.Get(ctx, "oci "+src.Fingerprint()+" "+t.url+"@"+rev.Digest, func(ctx context.Context, dir string) error {
 		c.pulls.Add(1)
 		return c.download(ctx, t, rev.Digest, dir)
 	})

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/vidra-operator/vidra/internal/dircache"
 )
 
 // Remote is where an artifact lives and how to reach it.
@@ -21,6 +23,12 @@ type Remote struct {
 	CA []byte
 	// InsecureHTTP allows plain http to the registry; without it, http is refused.
 	InsecureHTTP bool
+}
+
+// Fingerprint tells apart the ways callers reach the registry (credentials, trusted CA),
+// for caches of what was pulled or built from it: see dircache.Fingerprint.
+func (r Remote) Fingerprint() string {
+	return dircache.Fingerprint([]byte(r.Username), []byte(r.Password), r.CA)
 }
 
 // Ref selects an artifact in a repository: at most one field is set; none means the tag

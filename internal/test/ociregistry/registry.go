@@ -24,6 +24,7 @@ type Registry struct {
 
 	mu           sync.Mutex
 	user, pass   string
+	blobsOnly    bool // the credentials guard blobs only: anyone reads manifests
 	manifestGets map[string]int
 	blobGets     map[string]int
 	tampered     map[string]bool // repos whose blobs are served altered
@@ -108,6 +109,14 @@ func (r *Registry) RequireBasicAuth(user, pass string) {
 	r.user, r.pass = user, pass
 }
 
+// RequireBasicAuthForBlobs is RequireBasicAuth for blobs alone: anyone may read tags
+// and manifests, as a registry that authorizes each request may allow.
+func (r *Registry) RequireBasicAuthForBlobs(user, pass string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.user, r.pass, r.blobsOnly = user, pass, true
+}
+
 // ManifestGets is the number of GET requests for manifests of repo seen so far (a pull
 // fetches one; a HEAD does not count).
 func (r *Registry) ManifestGets(repo string) int {
@@ -131,7 +140,10 @@ func (r *Registry) credentials() (user, pass string) {
 
 func (r *Registry) authorized(req *http.Request) bool {
 	wantUser, wantPass := r.credentials()
-	if wantUser == "" && wantPass == "" {
+	r.mu.Lock()
+	blobsOnly := r.blobsOnly
+	r.mu.Unlock()
+	if (wantUser == "" && wantPass == "") || (blobsOnly && !strings.Contains(req.URL.Path, "/blobs/")) {
 		return true
 	}
 	user, pass, ok := req.BasicAuth()
