@@ -74,9 +74,12 @@ func (b *bench) measureHostile(ctx context.Context, r *results) error {
 			return fmt.Errorf("create %s %s: %w", s.GetKind(), s.GetName(), err)
 		}
 	}
+	// What the operator and the control planes spend while the hostile syncs run.
+	b.startProfiles(ctx, "hostile")
 	if hr.HostileMs, err = b.timeSync(ctx, "hostile", own.URL(), dest); err != nil {
 		return err
 	}
+	b.waitProfiles()
 	if hr.Syncs, err = b.waitStopped(ctx, sources.Syncs, syncs); err != nil {
 		return err
 	}

@@ -139,10 +139,14 @@ func cacheOptions(opts Options, cfg *rest.Config) cache.Options {
 		c.ByObject = map[client.Object]cache.ByObject{}
 	}
 	c.ByObject[&vidrav1alpha1.VidraResource{}] = cache.ByObject{Transform: vidraresource.CompactCached(intern.NewTable(internedStrings))}
-	// A sync keeps when its record of who asked was written, which the admission guards
-	// read (admissionguard.RecordRefusal).
-	for _, k := range vidrav1alpha1.SyncKinds() {
-		c.ByObject[k.New()] = cache.ByObject{Transform: keepWrittenAt}
+	if opts.agent == nil {
+		// A sync keeps when its record of who asked was written, which the admission
+		// guards read (admissionguard.RecordRefusal). Not in an agent, which reads no
+		// sync, on a member that need not serve their kinds (a kind the cache is told of
+		// must be served, or the cache does not start).
+		for _, k := range vidrav1alpha1.SyncKinds() {
+			c.ByObject[k.New()] = cache.ByObject{Transform: keepWrittenAt}
+		}
 	}
 	if opts.agent == nil || opts.agent.Namespaces == nil {
 		return c

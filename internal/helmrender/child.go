@@ -20,6 +20,10 @@ import (
 // Command is the operator's subcommand that runs a child: `vidra render-helm`.
 const Command = "render-helm"
 
+// renderNice is a child's scheduling priority: well below the operator's (0), as a
+// batch job's.
+const renderNice = 10
+
 // Main is a child: it bounds its own address space first (--max-memory bytes beyond what
 // it holds at its start), reads one request from in, renders it and writes the reply to
 // out. Whatever a template does, it can take no more memory than that: an allocation past
@@ -54,10 +58,13 @@ func Main(in io.Reader, out, errOut io.Writer, args []string) int {
 }
 
 // quiet makes this process the one the kernel kills first when memory runs short (it
-// shares the operator's cgroup), and silences Helm's warnings (a coalesce warning per
+// shares the operator's cgroup), and the one that yields the CPU to the operator (a
+// template may compute for as long as its deadline allows: it must not slow every other
+// team's delivery meanwhile); and it silences Helm's warnings (a coalesce warning per
 // conflicting value key), whose volume would otherwise hide a fatal error's last line.
 func quiet() {
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, renderNice)
 	log.SetOutput(io.Discard)
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 }

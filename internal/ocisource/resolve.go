@@ -106,13 +106,20 @@ func (t *target) latestMatching(ctx context.Context, constraint string) (string,
 	if err != nil {
 		return "", &InvalidError{Msg: fmt.Sprintf("semver %q is not a valid constraint: %v", constraint, err)}
 	}
-	listed, err := t.listTags(ctx)
+	best := ""
+	listed, err := t.listTags(ctx, func(page []string) {
+		if best != "" {
+			page = append(page, best)
+		}
+		if newest, ok := tags.Newest(page, c); ok {
+			best = newest
+		}
+	})
 	if err != nil {
 		return "", err
 	}
-	best, ok := tags.Newest(listed, c)
-	if !ok {
-		return "", &NotFoundError{What: fmt.Sprintf("a tag matching semver %q (tags seen: %d)", constraint, len(listed)), Where: t.url}
+	if best == "" {
+		return "", &NotFoundError{What: fmt.Sprintf("a tag matching semver %q (tags seen: %d)", constraint, listed), Where: t.url}
 	}
 	return best, nil
 }

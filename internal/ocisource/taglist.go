@@ -23,8 +23,10 @@ const (
 )
 
 // listTags reads the repository's tag list, page by page, within maxTagListBytes and
-// maxTagPages: a registry whose list never ends costs a bounded read.
-func (t *target) listTags(ctx context.Context) ([]string, error) {
+// maxTagPages, and gives each page to seen as it comes: a registry whose list never ends
+// costs a bounded read, and no list of every tag is held (nor grown, copy after copy, to
+// the bound). It returns how many tags were seen.
+func (t *target) listTags(ctx context.Context, seen func(page []string)) (int, error) {
 	budget := httpbound.NewBudget(maxTagListBytes)
 	opts := t.optionsVia(ctx, httpbound.Transport{Inner: t.roundTripper(), Budget: budget})
 	over := func() error {
@@ -32,28 +34,29 @@ func (t *target) listTags(ctx context.Context) ([]string, error) {
 	}
 	puller, err := remote.NewPuller(opts...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	lister, err := puller.Lister(ctx, t.repo)
 	if budget.Over() {
-		return nil, over()
+		return 0, over()
 	}
 	if err != nil {
-		return nil, classify(err, t.url, "tags")
+		return 0, classify(err, t.url, "tags")
 	}
-	var tags []string
+	count := 0
 	for pages := 0; lister.HasNext(); pages++ {
 		if pages == maxTagPages {
-			return nil, &LimitError{Artifact: t.url + " tags", Limit: limitTagPages, Max: maxTagPages, Seen: int64(pages)}
+			return 0, &LimitError{Artifact: t.url + " tags", Limit: limitTagPages, Max: maxTagPages, Seen: int64(pages)}
 		}
 		page, err := lister.Next(ctx)
 		if budget.Over() {
-			return nil, over()
+			return 0, over()
 		}
 		if err != nil {
-			return nil, classify(err, t.url, "tags")
+			return 0, classify(err, t.url, "tags")
 		}
-		tags = append(tags, page.Tags...)
+		count += len(page.Tags)
+		seen(page.Tags)
 	}
-	return tags, nil
+	return count, nil
 }
