@@ -131,7 +131,7 @@ func (h *Helm) Prepare(ctx context.Context, obj Object, rev Revision, target fan
 	if err != nil {
 		return Build{}, err
 	}
-	return Build{Key: key, Content: content, Scope: h.Charts.Scope(f.source), Run: func(ctx context.Context, upgrade bool) ([]byte, error) {
+	return Build{Key: key, Content: content, Scope: rev.Credentials, Run: func(ctx context.Context, upgrade bool) ([]byte, error) {
 		fctx, cancel := bounded(ctx, h.Timeout)
 		defer cancel()
 		ch, err := h.Charts.Fetch(fctx, f.source, f.version)

@@ -54,7 +54,7 @@ func (r *Reconciler) guardRefusal(ctx context.Context, vr *vidrav1alpha1.VidraRe
 // which syncs nothing while a policy is missing: after a gap the sync prunes any such
 // VidraResource it did not make, and writes over those it did.
 func (r *Reconciler) recordRefusal(vr *vidrav1alpha1.VidraResource) string {
-	if _, stamped := policy.RequesterOf(vr.Annotations); !stamped && madeBySync(vr) {
+	if _, stamped := policy.RequesterOf(vr.Annotations); !stamped && syncOwned(vr) {
 		return ""
 	}
 	return r.Guards.RecordRefusal(vr, "this VidraResource")
@@ -85,9 +85,9 @@ func syncControlling(vr *vidrav1alpha1.VidraResource) string {
 	return ""
 }
 
-// madeBySync says whether a sync controls the VidraResource and labels it as its own, as
+// syncOwned says whether a sync controls the VidraResource and labels it as its own, as
 // the VidraResources it makes are.
-func madeBySync(vr *vidrav1alpha1.VidraResource) bool {
+func syncOwned(vr *vidrav1alpha1.VidraResource) bool {
 	controller := syncControlling(vr)
 	kind, name := vidrav1alpha1.SyncOf(vr.Labels)
 	return controller != "" && controller == kind.Kind && name == metav1.GetControllerOf(vr).Name

@@ -54,17 +54,14 @@ func KeepWrittenAt(obj metav1.Object) {
 // recorded who wrote it (or checked its stamp). Empty when it may be trusted, or c is
 // nil. Once the policy is back, only a new change of its spec (which admission checks
 // and stamps), or the object written anew, is trusted again. It reads the gaps the last
-// Refusal or Missing saw.
+// Refusal or Missing saw (none before the first).
 func (c *Checker) RecordRefusal(obj metav1.Object, what string) string {
 	if c == nil {
 		return ""
 	}
 	c.mu.Lock()
-	log := c.log
+	log := c.logLocked()
 	c.mu.Unlock()
-	if log == nil {
-		return ""
-	}
 	at := WrittenAt(obj)
 	gap, found := log.covering(at, time.Now())
 	if !found {

@@ -88,33 +88,37 @@ func (s *GapStore) save(ctx context.Context, identity []string, gaps []Gap) erro
 func (c *Checker) gaps(ctx context.Context) (*gapLog, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.log == nil {
-		c.log = newGapLog()
-	}
+	log := c.logLocked()
 	if c.seeded || c.Store == nil {
-		return c.log, nil
+		return log, nil
 	}
 	identity, gaps, err := c.Store.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("when the admission policies were last not in force cannot be read: %w", err)
 	}
-	c.log.seed(identity, gaps)
+	log.seed(identity, gaps)
 	c.seeded = true
-	return c.log, nil
+	return log, nil
 }
 
 // changed is signalled when the log changes.
 func (c *Checker) changed() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.logLocked().changed
+}
+
+// logLocked is the replica's log, made at first use; c.mu is held.
+func (c *Checker) logLocked() *gapLog {
 	if c.log == nil {
 		c.log = newGapLog()
 	}
-	return c.log.changed
+	return c.log
 }
 
 // Recorder writes the record of gaps whenever the checker's log changes: run by the
-// leader alone. It writes nothing while nothing changes.
+// leader alone. It writes nothing while nothing changes, and looks at no policy itself:
+// the checker's users observe them (each check, and the log's report every 30s).
 type Recorder struct {
 	Checker *Checker
 	Log     logr.Logger
@@ -141,9 +145,9 @@ func (r Recorder) Start(ctx context.Context) error {
 		}
 	}
 	for {
-		if _, err := r.Checker.Missing(ctx); err != nil {
-			r.Log.Error(err, "cannot tell whether the admission policies are in force")
-		} else if identity, gaps := r.Checker.log.record(); !slices.Equal(identity, writtenID) || !gapsEqual(gaps, written) {
+		if log, err := r.Checker.gaps(ctx); err != nil {
+			r.Log.Error(err, "cannot tell when the admission policies were not in force")
+		} else if identity, gaps := log.record(); !slices.Equal(identity, writtenID) || !gapsEqual(gaps, written) {
 			if err := r.Checker.Store.save(ctx, identity, gaps); err != nil {
 				r.Log.Error(err, "cannot record when the admission policies were not in force")
 			} else {

@@ -143,7 +143,7 @@ func TestASyncTakesASlotOfItsServerAndOfItsRequesterOrNone(t *testing.T) {
 		t.Fatal("a second sync without a requester was refused under its server's limit")
 	}
 	releases[0]()
-	if got := s.HeldBy("tenant"); got != 1 {
+	if got := s.byRequester.Held("tenant"); got != 1 {
 		t.Fatalf("the requester holds %d after a release, want 1", got)
 	}
 }

@@ -26,6 +26,3 @@ func (s *SyncShare) Take(sourceURL string, perSource int, requester string, perR
 	}
 	return func() { releaseRequester(); releaseSource() }, true
 }
-
-// HeldBy is how many slots requester holds.
-func (s *SyncShare) HeldBy(requester string) int { return s.byRequester.Held(requester) }

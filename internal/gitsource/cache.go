@@ -67,7 +67,7 @@ func (c *Cache) checkout(ctx context.Context, remote Remote, rev Revision) (stri
 	// The commit and the credentials' fingerprint are fixed-length hex, so
 	// whatever the URL holds, two different triples never make one key; the
 	// "git " prefix keeps them apart from other sources' keys in a shared cache.
-	key := "git " + commit + " " + e.credentialKey() + " " + e.remote.URL
+	key := "git " + commit + " " + e.remote.Fingerprint() + " " + e.remote.URL
 	return c.dirs.Get(ctx, key, func(ctx context.Context, dir string) error {
 		c.fetches.Add(1)
 		return c.clone(ctx, e, rev, dir)

@@ -77,11 +77,6 @@ func parseRemote(r Remote) (*endpoint, error) {
 	return e, nil
 }
 
-// credentialKey fingerprints the credentials, so that a cached checkout is
-// shared only by callers that reach the remote the same way: a caller whose
-// Secret is wrong must not read a private repository through the cache.
-func (e *endpoint) credentialKey() string { return e.remote.Fingerprint() }
-
 // transportAuth builds go-git's auth for listing refs. Flux's equivalent
 // is unexported, so this mirrors it.
 func (e *endpoint) transportAuth() (transport.AuthMethod, error) {
