@@ -235,7 +235,7 @@ func webhookTrace(spans []otlptest.Span, eventID, sync string) []otlptest.Span {
 	if webhook == nil {
 		return nil
 	}
-	reconcile := find("infrahubsync.reconcile", webhook.SpanID, func(s otlptest.Span) bool { return s.Attributes["vidra.infrahubsync"] == sync })
+	reconcile := find("sync.reconcile", webhook.SpanID, func(s otlptest.Span) bool { return s.Attributes["vidra.sync"] == sync })
 	if reconcile == nil {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/content"
@@ -208,19 +209,25 @@ func infrahubLimits(opts Options) infrahub.Limits {
 // the receiver of Infrahub's webhooks.
 func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
-	r := &infrahubsync.Reconciler{
-		Hub:         local.GetClient(),
-		HubReader:   local.GetAPIReader(),
-		Namespace:   opts.InfrahubSecretNamespace,
-		HTTPTimeout: opts.InfrahubTimeout,
-		Limits:      infrahubLimits(opts),
+	r := &syncs.Reconciler{
+		Kind: &infrahubsync.Kind{
+			Hub:         local.GetClient(),
+			HubReader:   local.GetAPIReader(),
+			Namespace:   opts.InfrahubSecretNamespace,
+			HTTPTimeout: opts.InfrahubTimeout,
+			Limits:      infrahubLimits(opts),
+			Recorder:    local.GetEventRecorder(eventSource),
+			Metrics:     metrics,
+		},
+		Hub:       local.GetClient(),
+		HubReader: local.GetAPIReader(),
 		// One trickling Infrahub holds no more than its share of the workers.
 		PerSourceSyncs:    opts.MaxConcurrentSyncsPerSource,
 		PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
 		Guards:            o.guards,
 		Content:           o.Content,
 		Recorder:          local.GetEventRecorder(eventSource),
-		Metrics:           metrics,
+		Metrics:           metrics.Syncs(),
 	}
 	if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/sourcesync"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/bundle"
 	"github.com/vidra-operator/vidra/internal/clusterinfo"
 	"github.com/vidra-operator/vidra/internal/credentials"
@@ -72,18 +73,20 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 	}
 	for _, kind := range []struct {
 		kind     string
-		new      func() sourcesync.Object
 		source   sourcesync.Source
 		renderer sourcesync.Renderer
 	}{
-		{"GitSync", func() sourcesync.Object { return &vidrav1alpha1.GitSync{} }, git, nil},
-		{"OCISync", func() sourcesync.Object { return &vidrav1alpha1.OCISync{} }, oci, nil},
-		{"HelmSync", func() sourcesync.Object { return &vidrav1alpha1.HelmSync{} }, nil, helm},
+		{"GitSync", git, nil},
+		{"OCISync", oci, nil},
+		{"HelmSync", nil, helm},
 	} {
-		r := &sourcesync.Reconciler{
-			Kind: vidrav1alpha1.LookupSyncKind(kind.kind), New: kind.new, Source: kind.source, Renderer: kind.renderer,
+		r := &syncs.Reconciler{
+			Kind: &sourcesync.Kind{
+				Sync: vidrav1alpha1.LookupSyncKind(kind.kind), Source: kind.source, Renderer: kind.renderer,
+				Content: o.Content, Metrics: metrics,
+			},
 			Hub: local.GetClient(), HubReader: local.GetAPIReader(), Content: o.Content,
-			Recorder: local.GetEventRecorder(eventSource), Metrics: metrics, Guards: o.guards,
+			Recorder: local.GetEventRecorder(eventSource), Metrics: metrics.For(kind.kind), Guards: o.guards,
 			PerSourceSyncs: opts.MaxConcurrentSyncsPerSource, PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
 		}
 		if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {

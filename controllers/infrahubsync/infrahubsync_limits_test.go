@@ -73,7 +73,7 @@ func TestAListingOverTheArtifactsBoundStallsOnlyItsSync(t *testing.T) {
 	}
 	requestSync(t, "many")
 	ihs := stalledOverLimit(t, "many", fmt.Sprintf("holds %d artifacts", maxArtifacts+7), fmt.Sprintf("over the %d one sync may list", maxArtifacts),
-		"nothing delivered was changed or removed", "--infrahub-sync-max-artifacts", "infrahub.syncMaxArtifacts")
+		"what was delivered before stays as it is", "--infrahub-sync-max-artifacts", "infrahub.syncMaxArtifacts")
 	if len(ihs.Status.Artifacts) != 2 {
 		t.Errorf("a listing over the bound changed the recorded artifacts: %+v", ihs.Status.Artifacts)
 	}

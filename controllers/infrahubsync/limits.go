@@ -3,19 +3,18 @@ package infrahubsync
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
-// stallOverLimit stalls a sync that went over one of the operator's bounds. They are the
-// operator's, not the sync's: a tenant of a shared hub cannot raise its own, so the
-// message says which bound it is, and how an administrator raises it.
-func (r *Reconciler) stallOverLimit(ihs *vidrav1alpha1.InfrahubSync, lim *infrahub.LimitError, message string) {
-	msg := fmt.Sprintf("%s. An administrator raises this bound with the operator's %s", message, raiseHint(lim.Limit))
-	markStalled(ihs, vidrav1alpha1.ReasonLimitExceeded, msg)
-	r.event(ihs, nil, corev1.EventTypeWarning, vidrav1alpha1.ReasonLimitExceeded, msg)
+// overLimit is the failure of a sync that went over one of the operator's bounds, which
+// stalls it. They are the operator's, not the sync's: a tenant of a shared hub cannot
+// raise its own, so the message says which bound it is, and how an administrator raises
+// it.
+func overLimit(lim *infrahub.LimitError, message string) error {
+	return &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true,
+		Err: fmt.Errorf("%s. An administrator raises this bound with the operator's %s", message, raiseHint(lim.Limit))}
 }
 
 // raiseHint names the flag, and the chart value, that set a bound.

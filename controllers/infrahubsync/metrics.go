@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
@@ -68,11 +69,8 @@ func (m *Metrics) observeDownload(err error) {
 	}
 }
 
-func (m *Metrics) observeSync(d time.Duration) {
-	if m != nil {
-		m.duration.Observe(d.Seconds())
-	}
-}
+// ObserveSync counts one InfrahubSync's sync and how long it took.
+func (m *Metrics) ObserveSync(d time.Duration) { m.duration.Observe(d.Seconds()) }
 
 func (m *Metrics) observeWebhook(result string) {
 	if m != nil {
@@ -80,8 +78,13 @@ func (m *Metrics) observeWebhook(result string) {
 	}
 }
 
-func (m *Metrics) observeWave(result string) {
-	if m != nil {
-		m.waves.WithLabelValues(result).Inc()
+// ObserveWave counts a wave of an InfrahubSync's rollout that ended, by result.
+func (m *Metrics) ObserveWave(result string) { m.waves.WithLabelValues(result).Inc() }
+
+// Syncs are the metrics of InfrahubSyncs' syncs (nil when there are none).
+func (m *Metrics) Syncs() syncs.Metrics {
+	if m == nil {
+		return nil
 	}
+	return m
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/bundle"
 	"github.com/vidra-operator/vidra/internal/gitsource"
 )
@@ -118,7 +119,7 @@ func gitRef(ref *vidrav1alpha1.GitRef) gitsource.Ref {
 func cleanPath(p string) (string, error) {
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return "", &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+			return "", &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
 				Err: fmt.Errorf("path %q steps out of the source with '..'; name a directory inside it", p)}
 		}
 	}
@@ -132,19 +133,19 @@ func gitFailure(err error) error {
 	var invalid *gitsource.InvalidError
 	switch {
 	case errors.As(err, &invalid) && invalid.PlainHTTP:
-		return &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%w, or set spec.source.insecureAllowHTTP: true", err)}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%w, or set spec.source.insecureAllowHTTP: true", err)}
 	case gitsource.IsInvalid(err):
-		return &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: err}
 	case gitsource.IsAuthError(err):
-		return &Failure{Reason: vidrav1alpha1.ReasonAuthenticationFailed, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonAuthenticationFailed, Err: err}
 	case gitsource.IsNotFound(err):
-		return &Failure{Reason: vidrav1alpha1.ReasonRefNotFound, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonRefNotFound, Err: err}
 	case errors.As(err, &limit):
-		return &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
 	case errors.As(err, &moved):
-		return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 	}
-	return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+	return &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 }
 
 // buildFailure says what an error building a revision's path means for the sync: a new
@@ -152,7 +153,7 @@ func gitFailure(err error) error {
 func buildFailure(revision string, err error) error {
 	var limit *bundle.LimitError
 	if errors.As(err, &limit) {
-		return &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: fmt.Errorf("%s: %w", revision, err)}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: fmt.Errorf("%s: %w", revision, err)}
 	}
-	return &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("%s: %w", revision, err)}
+	return &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("%s: %w", revision, err)}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/clusterinfo"
 	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/helmrender"
@@ -101,7 +102,7 @@ func (h *Helm) Prepare(ctx context.Context, obj Object, rev Revision, target fan
 	f := rev.Fetch.(helmFetch)
 	info, err := h.Clusters.Read(ctx, target.Destination())
 	if err != nil {
-		return Build{}, &Failure{Reason: vidrav1alpha1.ReasonClusterNotFound, Transient: true, Err: err}
+		return Build{}, &syncs.Failure{Reason: vidrav1alpha1.ReasonClusterNotFound, Transient: true, Err: err}
 	}
 	labels, err := h.clusterLabels(ctx, info.Name)
 	if err != nil {
@@ -155,18 +156,18 @@ func renderFailure(v helmsource.Version, out helmsource.Rendered, err error) ([]
 	var process *helmrender.ProcessError
 	switch {
 	case errors.As(err, &bound) && bound.Bound == helmrender.BoundTime:
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, RetryAfter: renderTimeoutFor,
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, RetryAfter: renderTimeoutFor,
 			Err: fmt.Errorf("%w; it is tried again in %s", err, renderTimeoutFor)}
 	case errors.As(err, &bound):
 		// A chart over the render's memory stays over it: it is not rendered again until
 		// the sync or the chart version changes.
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
 	case errors.As(err, &process):
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Transient: true, Err: err}
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Transient: true, Err: err}
 	case errors.As(err, &limit):
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: fmt.Errorf("%w; the operator's --source-max-bundle-bytes sets the bound", err)}
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: fmt.Errorf("%w; the operator's --source-max-bundle-bytes sets the bound", err)}
 	case err != nil:
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("render %s %s: %w", v.Chart, v.Version, err)}
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("render %s %s: %w", v.Chart, v.Version, err)}
 	}
 	return out.Manifest, nil
 }
@@ -176,7 +177,7 @@ func renderFailure(v helmsource.Version, out helmsource.Rendered, err error) ([]
 func renderKey(revision string, opts helmsource.RenderOptions) (string, error) {
 	values, err := json.Marshal(opts.Values) // maps marshal with sorted keys
 	if err != nil {
-		return "", &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("values: %w", err)}
+		return "", &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("values: %w", err)}
 	}
 	h := sha256.New()
 	for _, part := range []string{revision, opts.ReleaseName, opts.Namespace, fmt.Sprint(opts.IncludeCRDs), string(values),
@@ -196,7 +197,7 @@ func (h *Helm) clusterLabels(ctx context.Context, name string) (map[string]strin
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("get VidraCluster %s: %w", name, err)}
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("get VidraCluster %s: %w", name, err)}
 	}
 	return vc.Labels, nil
 }
@@ -212,7 +213,7 @@ func (h *Helm) values(ctx context.Context, hs *vidrav1alpha1.HelmSync, cluster h
 		}
 		layer, err := helmsource.ParseValues(doc)
 		if err != nil {
-			return nil, nil, &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+			return nil, nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
 				Err: fmt.Errorf("valuesFrom[%d]: %s %s/%s key %s: %w", i, ref.Kind, h.Secrets.Namespace, ref.Name, cmp.Or(ref.Key, defaultValuesKey), err)}
 		}
 		layers = append(layers, layer)
@@ -220,13 +221,13 @@ func (h *Helm) values(ctx context.Context, hs *vidrav1alpha1.HelmSync, cluster h
 	if hs.Spec.Values != nil && len(hs.Spec.Values.Raw) > 0 {
 		layer, err := helmsource.ParseValues(hs.Spec.Values.Raw)
 		if err != nil {
-			return nil, nil, &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("values: %w", err)}
+			return nil, nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("values: %w", err)}
 		}
 		layers = append(layers, layer)
 	}
 	merged = helmsource.MergeValues(layers...)
 	if values, err = helmsource.ClusterValues(merged, cluster); err != nil {
-		return nil, nil, &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("values: %w", err)}
+		return nil, nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("values: %w", err)}
 	}
 	return merged, values, nil
 }
@@ -251,9 +252,9 @@ func (h *Helm) valuesDocument(ctx context.Context, hs *vidrav1alpha1.HelmSync, i
 		err = h.Secrets.Reader.Get(ctx, client.ObjectKey{Namespace: h.Secrets.Namespace, Name: ref.Name}, cm)
 		switch {
 		case apierrors.IsNotFound(err):
-			return nil, &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%s not found", where)}
+			return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%s not found", where)}
 		case err != nil:
-			return nil, &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("%s: %w", where, err)}
+			return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("%s: %w", where, err)}
 		}
 		data = map[string][]byte{}
 		for k, v := range cm.Data {
@@ -262,7 +263,7 @@ func (h *Helm) valuesDocument(ctx context.Context, hs *vidrav1alpha1.HelmSync, i
 	}
 	doc, ok := data[key]
 	if !ok {
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%s has no key %s", where, key)}
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%s has no key %s", where, key)}
 	}
 	return doc, nil
 }
@@ -274,18 +275,18 @@ func helmFailure(err error) error {
 	var limit *helmsource.LimitError
 	switch {
 	case errors.As(err, &invalid):
-		return &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: err}
 	case helmsource.IsAuthError(err):
-		return &Failure{Reason: vidrav1alpha1.ReasonAuthenticationFailed, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonAuthenticationFailed, Err: err}
 	case errors.As(err, &notFound):
-		return &Failure{Reason: vidrav1alpha1.ReasonRefNotFound, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonRefNotFound, Err: err}
 	case errors.As(err, &limit):
 		if hint, ok := limitHints[limit.Limit]; ok {
 			err = fmt.Errorf("%w; %s", err, hint)
 		}
-		return &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
 	}
-	return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+	return &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 }
 
 // limitHints say what sets each bound of a chart's fetch.

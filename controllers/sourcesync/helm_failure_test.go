@@ -6,6 +6,7 @@ import (
 	"time"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/helmrender"
 	"github.com/vidra-operator/vidra/internal/helmsource"
 )
@@ -14,7 +15,7 @@ import (
 // is not tried again.
 func TestARenderingsFailureStandsAsLongAsItsCause(t *testing.T) {
 	now := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
-	r := &Reconciler{Now: func() time.Time { return now }}
+	k := &Kind{Now: func() time.Time { return now }}
 	for _, tc := range []struct {
 		name    string
 		err     error
@@ -37,11 +38,11 @@ func TestARenderingsFailureStandsAsLongAsItsCause(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderFailure(helmsource.Version{Chart: "c", Version: "1"}, helmsource.Rendered{}, tc.err)
-			var f *Failure
+			var f *syncs.Failure
 			if !errors.As(err, &f) || f.Reason != tc.reason || f.Stalled != tc.stalled {
 				t.Fatalf("renderFailure(%v) = %#v, want reason %s, stalled %v", tc.err, err, tc.reason, tc.stalled)
 			}
-			got, kept := r.remembered(err)
+			got, kept := k.remembered(err)
 			if kept != tc.kept || !got.until.Equal(tc.until) {
 				t.Errorf("remembered: %v until %v, want %v until %v", kept, got.until, tc.kept, tc.until)
 			}

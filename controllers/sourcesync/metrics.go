@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidra-operator/vidra/controllers/syncs"
 )
 
 // Metrics count what the source syncs of every kind do.
@@ -47,14 +49,24 @@ func (m *Metrics) observeFetch(kind string, err error) {
 	m.fetches.WithLabelValues(kind, result).Inc()
 }
 
-func (m *Metrics) observeSync(kind string, d time.Duration) {
-	if m != nil {
-		m.duration.WithLabelValues(kind).Observe(d.Seconds())
+// For counts the syncs and waves of one kind.
+func (m *Metrics) For(kind string) syncs.Metrics {
+	if m == nil {
+		return nil
 	}
+	return kindMetrics{m: m, kind: kind}
 }
 
-func (m *Metrics) observeWave(result string) {
-	if m != nil {
-		m.waves.WithLabelValues(result).Inc()
-	}
+// kindMetrics count the syncs and waves of one kind.
+type kindMetrics struct {
+	m    *Metrics
+	kind string
+}
+
+func (k kindMetrics) ObserveSync(d time.Duration) {
+	k.m.duration.WithLabelValues(k.kind).Observe(d.Seconds())
+}
+
+func (k kindMetrics) ObserveWave(result string) {
+	k.m.waves.WithLabelValues(result).Inc()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/bundle"
 	"github.com/vidra-operator/vidra/internal/ocisource"
 )
@@ -85,17 +86,17 @@ func ociFailure(err error) error {
 	var limit *ocisource.LimitError
 	switch {
 	case errors.As(err, &invalid) && invalid.PlainHTTP:
-		return &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%w; set spec.source.insecureAllowHTTP: true to allow it", err)}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%w; set spec.source.insecureAllowHTTP: true to allow it", err)}
 	case errors.As(err, &invalid):
-		return &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: err}
 	case ocisource.IsAuthError(err):
-		return &Failure{Reason: vidrav1alpha1.ReasonAuthenticationFailed, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonAuthenticationFailed, Err: err}
 	case errors.As(err, &notFound):
-		return &Failure{Reason: vidrav1alpha1.ReasonRefNotFound, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonRefNotFound, Err: err}
 	case errors.As(err, &artifact):
-		return &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: err}
 	case errors.As(err, &limit):
-		return &Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonLimitExceeded, Stalled: true, Err: err}
 	}
-	return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+	return &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 }

@@ -1,18 +1,18 @@
 package sourcesync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/content"
 	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/manifest"
@@ -73,51 +73,71 @@ type targetFailure struct {
 	err    error
 }
 
-// syncRendered delivers a renderer's bundles: one per destination, built only from
-// inputs not built before. When the source cannot be asked, every destination keeps what
-// it has (and a rollout goes on with it); a destination whose bundle cannot be built
-// keeps its own, and is named in the sync's condition.
-func (r *Reconciler) syncRendered(ctx context.Context, obj Object, interval time.Duration) (ctrl.Result, error) {
-	status := obj.SourceStatus()
-	previous := previousBundles(status)
-	rev, srcErr := r.Renderer.Resolve(ctx, obj)
-	d, targets, err := r.delivery(ctx, obj)
+// readRendered asks the source which version the sync names. Each destination's bundle
+// is built as the fan-out lists the destinations (renderedRead.Items), only from inputs
+// not built before. When the source cannot be asked, every destination keeps what it has
+// (and a rollout goes on with it); a destination whose bundle cannot be built keeps its
+// own, and is named in the sync's condition.
+func (k *Kind) readRendered(ctx context.Context, obj Object) (syncs.Read, error) {
+	read := &renderedRead{stored: stored{store: k.Content}, kind: k, obj: obj, previous: previousBundles(obj)}
+	rev, err := k.Renderer.Resolve(ctx, obj)
 	if err != nil {
-		return ctrl.Result{}, err
+		return read, err
 	}
-	var out renderings
-	if srcErr == nil {
-		r.recordRevision(obj, rev)
-		out = r.renderAll(ctx, obj, rev, targets, previous)
+	k.recordRevision(obj, rev)
+	read.rev, read.resolved = rev, true
+	return read, nil
+}
+
+// renderedRead delivers one bundle to each destination, built for it.
+type renderedRead struct {
+	stored
+	kind     *Kind
+	obj      Object
+	previous map[string]vidrav1alpha1.ArtifactStatus
+	// rev is the revision the source named, when resolved (else what each destination
+	// has is carried).
+	rev      Revision
+	resolved bool
+	out      renderings
+}
+
+// Items builds each destination's bundle, or carries what it has while the source cannot
+// be asked.
+func (rr *renderedRead) Items(ctx context.Context, d *fanout.Delivery, targets []fanout.Target) []fanout.Item {
+	if rr.resolved {
+		rr.out = rr.kind.renderAll(ctx, rr.obj, rr.rev, targets, rr.previous)
 	} else {
-		out.items = r.carried(obj, targets, previous)
+		rr.out.items = rr.kind.carried(rr.obj, targets, rr.previous)
 	}
-	d.SetContentHash(out.contentHash(obj))
-	if result, stalled := r.stallTooLarge(obj, d, out.items, targets, interval); stalled {
-		return result, nil
-	}
-	var rollout *vidrav1alpha1.RolloutStatus
-	if status.Bundles, rollout = d.Deliver(ctx, out.items, targets, previous); rollout != nil {
-		status.Rollout = rollout
-	}
-	pruneErr := d.Prune(ctx)
-	switch {
-	case srcErr != nil:
-		return r.fail(obj, srcErr, min(interval, max(d.Requeue(), time.Second)))
-	case len(out.failures) > 0:
-		return r.failTargets(obj, out.failures, interval)
-	}
+	d.SetContentHash(rr.out.contentHash(rr.obj))
+	return rr.out.items
+}
+
+// Record writes the delivery to the sync's status, and reports the destinations whose
+// bundle could not be built, naming each; the others were delivered.
+func (rr *renderedRead) Record(bundles []vidrav1alpha1.ArtifactStatus, rollout *vidrav1alpha1.RolloutStatus, _ map[string]vidrav1alpha1.ArtifactStatus) (string, error) {
+	record(rr.obj, bundles, rollout)
 	name := ""
-	if status.Source != nil {
-		name = status.Source.Revision
+	if src := rr.obj.SourceStatus().Source; src != nil {
+		name = src.Revision
 	}
-	return r.summarize(obj, d, name, pruneErr, interval)
+	return name, targetsFailure(rr.out.failures)
+}
+
+// previousBundles are the bundles a sync's status lists, by ID.
+func previousBundles(obj Object) map[string]vidrav1alpha1.ArtifactStatus {
+	previous := make(map[string]vidrav1alpha1.ArtifactStatus, len(obj.Bundles()))
+	for _, st := range obj.Bundles() {
+		previous[st.ID] = st
+	}
+	return previous
 }
 
 // recordRevision records in status.source the revision the source named.
-func (r *Reconciler) recordRevision(obj Object, rev Revision) {
+func (k *Kind) recordRevision(obj Object, rev Revision) {
 	status := obj.SourceStatus()
-	now := metav1.NewTime(r.now())
+	now := metav1.NewTime(k.now())
 	status.LastSyncTime = &now
 	if status.Source == nil || status.Source.Key != rev.Key {
 		status.Source = &vidrav1alpha1.SourceStatus{FetchedAt: &now}
@@ -126,14 +146,14 @@ func (r *Reconciler) recordRevision(obj Object, rev Revision) {
 }
 
 // renderAll builds each destination's bundle, unless it was built from the same inputs.
-func (r *Reconciler) renderAll(ctx context.Context, obj Object, rev Revision, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) renderings {
+func (k *Kind) renderAll(ctx context.Context, obj Object, rev Revision, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) renderings {
 	out := renderings{contents: map[string]bool{}}
 	for _, t := range targets {
-		it := r.targetItem(obj, rev.Name, t)
+		it := k.targetItem(obj, rev.Name, t)
 		prev := previous[it.ID]
-		b, err := r.Renderer.Prepare(ctx, obj, rev, t)
+		b, err := k.Renderer.Prepare(ctx, obj, rev, t)
 		if err == nil {
-			it.Checksum, it.Digest, err = r.rendered(ctx, b, prev)
+			it.Checksum, it.Digest, err = k.rendered(ctx, b, prev)
 		}
 		if err != nil {
 			// Listed still, so that what it has stays, whatever status says of it.
@@ -150,51 +170,51 @@ func (r *Reconciler) renderAll(ctx context.Context, obj Object, rev Revision, ta
 
 // rendered returns the checksum and digest of a destination's bundle: the one built before
 // from the same inputs, else built now and stored.
-func (r *Reconciler) rendered(ctx context.Context, b Build, prev vidrav1alpha1.ArtifactStatus) (checksum, digest string, err error) {
+func (k *Kind) rendered(ctx context.Context, b Build, prev vidrav1alpha1.ArtifactStatus) (checksum, digest string, err error) {
 	if prev.BuiltFrom == b.Key && prev.Digest != "" {
-		if info, err := r.Content.Stat(ctx, prev.Digest); err == nil {
+		if info, err := k.Content.Stat(ctx, prev.Digest); err == nil {
 			return info.MD5, prev.Digest, nil
 		}
 	}
 	// A cluster that had a bundle is upgraded: charts may tell an install from an upgrade.
 	upgrade := prev.Checksum != "" || prev.StableChecksum != ""
 	memo := fmt.Sprintf("render\x00%s\x00%s\x00%t", b.Key, b.Scope, upgrade)
-	if known, ok := r.builds().Get(memo); ok {
+	if known, ok := k.builds().Get(memo); ok {
 		if f, failed := known.(failedBuild); failed {
-			if f.until.IsZero() || r.now().Before(f.until) {
+			if f.until.IsZero() || k.now().Before(f.until) {
 				return "", "", f.err
 			}
-			r.builds().Remove(memo)
-		} else if info, err := r.Content.Stat(ctx, known.(string)); err == nil {
+			k.builds().Remove(memo)
+		} else if info, err := k.Content.Stat(ctx, known.(string)); err == nil {
 			return info.MD5, known.(string), nil
 		}
 	}
 	data, err := b.Run(ctx, upgrade)
-	r.Metrics.observeFetch(r.Kind.Kind, err)
+	k.Metrics.observeFetch(k.Sync.Kind, err)
 	if err == nil {
 		if _, decodeErr := manifest.Decode(data); decodeErr != nil {
-			err = &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("the rendered chart is not Kubernetes manifests: %w", decodeErr)}
+			err = &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("the rendered chart is not Kubernetes manifests: %w", decodeErr)}
 		}
 	}
 	if err != nil {
-		if f, ok := r.remembered(err); ok {
-			r.builds().Add(memo, f)
+		if f, ok := k.remembered(err); ok {
+			k.builds().Add(memo, f)
 		}
 		return "", "", err
 	}
-	if digest, err = r.Content.Put(ctx, data); err != nil {
-		return "", "", &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("store bundle: %w", err)}
+	if digest, err = k.Content.Put(ctx, data); err != nil {
+		return "", "", &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("store bundle: %w", err)}
 	}
-	r.builds().Add(memo, digest)
+	k.builds().Add(memo, digest)
 	return content.MD5(data), digest, nil
 }
 
 // carried are the bundles the destinations had, delivered as they are while the source
 // cannot be asked.
-func (r *Reconciler) carried(obj Object, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) []fanout.Item {
+func (k *Kind) carried(obj Object, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) []fanout.Item {
 	var items []fanout.Item
 	for _, t := range targets {
-		it := r.targetItem(obj, "", t)
+		it := k.targetItem(obj, "", t)
 		prev, ok := previous[it.ID]
 		if !ok || prev.Checksum == "" {
 			continue
@@ -207,60 +227,47 @@ func (r *Reconciler) carried(obj Object, targets []fanout.Target, previous map[s
 
 // targetItem is the item that delivers a sync's bundle to one destination: its ID names
 // the kind and the destination, so VidraResources never collide across kinds.
-func (r *Reconciler) targetItem(obj Object, revision string, t fanout.Target) fanout.Item {
+func (k *Kind) targetItem(obj Object, revision string, t fanout.Target) fanout.Item {
 	return fanout.Item{
-		ID:          strings.ToLower(r.Kind.Kind) + "/" + t.Key(),
+		ID:          strings.ToLower(k.Sync.Kind) + "/" + t.Key(),
 		Name:        obj.GetName(),
 		Target:      revision,
 		Destination: &t,
 	}
 }
 
-// failTargets reports the destinations whose bundle could not be built, naming each; the
-// others were delivered.
-func (r *Reconciler) failTargets(obj Object, failures []targetFailure, interval time.Duration) (ctrl.Result, error) {
-	reason, stalled, transient := "", true, false
+// targetsFailure is the failure of the destinations whose bundle could not be built,
+// naming each (nil when none): it stalls the sync only when every one stalls.
+func targetsFailure(failures []targetFailure) error {
+	if len(failures) == 0 {
+		return nil
+	}
+	out := &syncs.Failure{Stalled: true}
 	msgs := make([]string, 0, len(failures))
 	for _, tf := range failures {
-		var f *Failure
+		var f *syncs.Failure
 		if !errors.As(tf.err, &f) {
-			f = &Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: tf.err}
+			f = &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: tf.err}
 		}
-		if reason == "" {
-			reason = f.Reason
-		}
-		stalled = stalled && f.Stalled
-		transient = transient || f.Transient
+		out.Reason = cmp.Or(out.Reason, f.Reason)
+		out.Stalled = out.Stalled && f.Stalled
+		out.Transient = out.Transient || f.Transient
 		msgs = append(msgs, fmt.Sprintf("cluster %s: %v", tf.target, tf.err))
 	}
-	msg := strings.Join(msgs, "; ") + "; what was delivered there before stays as it is"
-	if stalled {
-		markStalled(obj, reason, msg)
-	} else {
-		markFailed(obj, reason, msg)
-	}
-	r.warn(obj, reason, msg)
-	if transient {
-		return ctrl.Result{}, errors.Join(failureErrs(failures)...)
-	}
-	return ctrl.Result{RequeueAfter: interval}, nil
-}
-
-func failureErrs(failures []targetFailure) []error {
-	out := make([]error, 0, len(failures))
-	for _, f := range failures {
-		out = append(out, f.err)
-	}
+	out.Err = errors.New(strings.Join(msgs, "; ") + "; what was delivered there before stays as it is")
 	return out
 }
 
-// storedItems gives the fan-out each item's bundle from the content store, where every
-// source sync keeps what it built.
-type storedItems struct {
+// stored gives the fan-out each item's bundle from the content store, where every source
+// sync keeps what it built. Nothing is withheld, and nothing held.
+type stored struct {
 	store *content.Store
 }
 
-func (s storedItems) Fetch(ctx context.Context, it fanout.Item) ([]byte, error) {
+func (stored) Withheld(int) (string, string) { return "", "" }
+func (stored) Close()                        {}
+
+func (s stored) Fetch(ctx context.Context, it fanout.Item) ([]byte, error) {
 	if it.Digest == "" {
 		return nil, fmt.Errorf("bundle %s: %w", it.ID, content.ErrUnavailable)
 	}

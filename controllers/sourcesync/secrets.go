@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/policy"
 )
@@ -53,9 +54,9 @@ func (s Secrets) data(ctx context.Context, obj Object, field string, ref *vidrav
 func gateFailure(err error) error {
 	var refusal *credentials.Refusal
 	if errors.As(err, &refusal) {
-		return &Failure{Reason: refusal.Reason, Stalled: true, Err: err}
+		return &syncs.Failure{Reason: refusal.Reason, Stalled: true, Err: err}
 	}
-	return &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
+	return &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 }
 
 // mayRead checks that whoever last changed the sync may still read the ConfigMap name
@@ -78,7 +79,7 @@ func (s Secrets) ca(ctx context.Context, obj Object, ref *vidrav1alpha1.LocalSec
 		return nil, err
 	}
 	if len(data[caKey]) == 0 {
-		return nil, &Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
 			Err: fmt.Errorf("spec.source.caSecretRef: Secret %s/%s has no %s", s.Namespace, ref.Name, caKey)}
 	}
 	return data[caKey], nil

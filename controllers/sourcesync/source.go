@@ -4,15 +4,13 @@ import (
 	"context"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 )
 
 // Object is a sync of a source: a GitSync, an OCISync or a HelmSync.
 type Object interface {
-	vidrav1alpha1.Sync
-	client.Object
+	syncs.Object
 	// Options are its spec beside the source: destination, interval, rollout, template.
 	Options() *vidrav1alpha1.SyncOptions
 	// SourceStatus is its status.
@@ -53,24 +51,6 @@ type Revision struct {
 	// Fetch is the source's own handle on the revision, for Bundle or Prepare.
 	Fetch any
 }
-
-// Failure is why a source gave no bundle, as the sync's conditions say it.
-type Failure struct {
-	// Reason is the Ready condition's reason.
-	Reason string
-	// Stalled: only a change of the sync or of its Secrets can help.
-	Stalled bool
-	// Transient: it may pass on its own, and is retried with backoff; otherwise the sync
-	// is looked at again at its interval.
-	Transient bool
-	// RetryAfter, when set, is how long a build that failed so is not tried again (a
-	// build failure stands for good otherwise, Transient ones not at all).
-	RetryAfter time.Duration
-	Err        error
-}
-
-func (f *Failure) Error() string { return f.Err.Error() }
-func (f *Failure) Unwrap() error { return f.Err }
 
 // bounded is ctx bounded by a source's timeout (none when 0).
 func bounded(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {

@@ -1,4 +1,4 @@
-package infrahubsync
+package syncs
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package sourcesync
+package syncs
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -11,7 +11,7 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	r.resourcesWritten = fanout.NewWritten()
 	return fanout.Controller{
-		Kind:                    r.Kind,
+		Kind:                    r.Kind.SyncKind(),
 		MaxConcurrentReconciles: maxConcurrentReconciles,
 		Guards:                  r.Guards.Objects(),
 		Written:                 r.resourcesWritten,
