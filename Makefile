@@ -75,9 +75,17 @@ bench: control-plane build helm ## The operator on real control planes (table + 
 vet: ## go vet every package.
 	go vet ./...
 
+# The first commit whose message follows hack/githooks/commit-msg; those since are checked.
+COMMITS_SINCE ?= 5907400
+
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+lint: $(GOLANGCI_LINT) ## Run golangci-lint, and check the commit messages since COMMITS_SINCE.
 	$(GOLANGCI_LINT) run ./...
+	hack/check-commits.sh $(COMMITS_SINCE)
+
+.PHONY: hooks
+hooks: ## Check each commit message as it is written (git's commit-msg hook).
+	git config core.hooksPath hack/githooks
 
 .PHONY: demo
 demo: control-plane build ## The main job on a local sandbox fleet (Ctrl-C ends it; DEMO_EXIT=1 exits after printing).

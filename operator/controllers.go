@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/hooks"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
@@ -64,7 +65,10 @@ func (o *Operator) setupControllers(opts Options) error {
 	if err := o.setupSourceSyncs(metrics.sources, opts); err != nil {
 		return err
 	}
-	return o.setupInfrahubSync(metrics.syncs, opts)
+	if err := o.setupInfrahubSync(metrics.syncs, opts); err != nil {
+		return err
+	}
+	return o.setupReceiver(metrics.hooks, opts)
 }
 
 // driftScope has drift watches look on each cluster only where its cache may: an
@@ -205,8 +209,7 @@ func infrahubLimits(opts Options) infrahub.Limits {
 	return limits
 }
 
-// setupInfrahubSync registers the InfrahubSync controller and, when a key is configured,
-// the receiver of Infrahub's webhooks.
+// setupInfrahubSync registers the InfrahubSync controller.
 func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
 	r := &syncs.Reconciler{
@@ -229,14 +232,18 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 		Recorder:          local.GetEventRecorder(eventSource),
 		Metrics:           metrics.Syncs(),
 	}
-	if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
-		return err
-	}
+	return r.SetupWithManager(local, opts.MaxConcurrentSyncs)
+}
+
+// setupReceiver registers, when a key is configured, the receiver of Infrahub's webhooks
+// and Git hosts' pushes.
+func (o *Operator) setupReceiver(metrics *hooks.Metrics, opts Options) error {
 	if opts.WebhookBindAddress == "0" || opts.WebhookSecret == "" {
-		opts.Logger.Info("Infrahub webhooks are not received: set --infrahub-webhook-secret (and --webhook-bind-address) to receive them")
+		opts.Logger.Info("webhooks and pushes are not received: set --infrahub-webhook-secret (and --webhook-bind-address) to receive them")
 		return nil
 	}
-	receiver := &infrahubsync.Receiver{
+	local := o.Manager.GetLocalManager()
+	receiver := &hooks.Receiver{
 		Addr:      opts.WebhookBindAddress,
 		Hub:       local.GetClient(),
 		Secrets:   local.GetAPIReader(),

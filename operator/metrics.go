@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vidra-operator/vidra/controllers/hooks"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/sourcesync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
@@ -22,6 +23,7 @@ type operatorMetrics struct {
 	syncs     *infrahubsync.Metrics
 	sources   *sourcesync.Metrics
 	vms       *vmrollout.Metrics
+	hooks     *hooks.Metrics
 }
 
 // registerMetrics registers the controllers' metrics and the fleet's state, read from
@@ -39,6 +41,9 @@ func registerMetrics(reg prometheus.Registerer, hub client.Reader, log logr.Logg
 		return m, err
 	}
 	if m.vms, err = vmrollout.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if m.hooks, err = hooks.NewMetrics(reg); err != nil {
 		return m, err
 	}
 	if err := reg.Register(fleetmetrics.New(hub, log)); err != nil {

@@ -280,3 +280,12 @@ func (in *HelmSyncList) Syncs() []Sync {
 	}
 	return out
 }
+
+// Branch is the Infrahub branch the InfrahubSync reads: spec.source.targetBranch, else
+// main.
+func (in *InfrahubSync) Branch() string {
+	if b := in.Spec.Source.TargetBranch; b != "" {
+		return b
+	}
+	return "main"
+}

@@ -2,7 +2,6 @@ package infrahubsync
 
 import (
 	"context"
-	"net/http"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +16,3 @@ func CredentialsFor(ctx context.Context, c client.Client, namespace string, ihs 
 	s := &sources{reader: c, gate: credentials.NewGate(c, c, namespace)}
 	return s.credentials(ctx, ihs, host)
 }
-
-// ServerOf is the HTTP server the receiver serves with, its bounds set.
-func ServerOf(w *Receiver) *http.Server { return w.newServer() }

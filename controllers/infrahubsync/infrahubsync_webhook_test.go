@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/controllers/hooks"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -30,18 +30,18 @@ const webhookKey = "supersecretkey"
 func newReceiver(t testing.TB, now func() time.Time) string {
 	t.Helper()
 	secretName := fmt.Sprintf("webhook-key-%d", time.Now().UnixNano())
-	createSecret(t, secretName, nil, map[string][]byte{infrahubsync.WebhookKeyField: []byte(webhookKey)})
+	createSecret(t, secretName, nil, map[string][]byte{hooks.KeyField: []byte(webhookKey)})
 	log, err := testfleet.Logger()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &infrahubsync.Receiver{
+	r := &hooks.Receiver{
 		Hub: fleet.Hub.Client, Secrets: fleet.Hub.Client, Log: log.WithName("webhook"), Now: now,
 		KeySecret: types.NamespacedName{Namespace: namespace, Name: secretName},
 	}
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
-	return srv.URL + infrahubsync.WebhookPath
+	return srv.URL + hooks.InfrahubPath
 }
 
 // event is an artifact event body, as Infrahub sends it.
@@ -303,13 +303,13 @@ func TestAMissingWebhookSecretIsReadOncePerRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &infrahubsync.Receiver{
+	r := &hooks.Receiver{
 		Hub: fleet.Hub.Client, Secrets: reader, Log: log.WithName("webhook"), Now: now,
 		KeySecret: types.NamespacedName{Namespace: namespace, Name: secretName},
 	}
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
-	url := srv.URL + infrahubsync.WebhookPath
+	url := srv.URL + hooks.InfrahubPath
 
 	var wg sync.WaitGroup
 	for i := range 40 {
@@ -327,7 +327,7 @@ func TestAMissingWebhookSecretIsReadOncePerRefresh(t *testing.T) {
 	}
 
 	// Created: still missing until the outcome is 10 seconds old, then read again.
-	createSecret(t, secretName, nil, map[string][]byte{infrahubsync.WebhookKeyField: []byte(webhookKey)})
+	createSecret(t, secretName, nil, map[string][]byte{hooks.KeyField: []byte(webhookKey)})
 	unrelated := func(id string) []byte { return event(id, "no-such-branch", "", "a") }
 	if code := status(t, signed(t, url, []byte(webhookKey), "msg_c1", now(), unrelated("evt-c1"))); code != http.StatusServiceUnavailable {
 		t.Errorf("within 10s of the missing read: HTTP %d, want 503", code)

@@ -11,12 +11,11 @@ import (
 	"github.com/vidra-operator/vidra/internal/infrahub"
 )
 
-// Metrics of the InfrahubSync controller and its webhook receiver.
+// Metrics of the InfrahubSyncs' syncs and of their reading of Infrahub.
 type Metrics struct {
 	requests  *prometheus.CounterVec
 	downloads *prometheus.CounterVec
 	duration  prometheus.Histogram
-	webhooks  *prometheus.CounterVec
 	waves     *prometheus.CounterVec
 }
 
@@ -33,14 +32,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "vidra_sync_duration_seconds", Help: "Time to sync one InfrahubSync.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
-		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vidra_webhook_deliveries_total", Help: "Infrahub webhook deliveries received, by result.",
-		}, []string{"result"}),
 		waves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vidra_rollout_waves_total", Help: "Waves of progressive rollouts that ended, by result (completed, failed, rolledback).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.downloads, m.duration, m.webhooks, m.waves} {
+	for _, c := range []prometheus.Collector{m.requests, m.downloads, m.duration, m.waves} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register InfrahubSync metrics: %w", err)
 		}
@@ -71,12 +67,6 @@ func (m *Metrics) observeDownload(err error) {
 
 // ObserveSync counts one InfrahubSync's sync and how long it took.
 func (m *Metrics) ObserveSync(d time.Duration) { m.duration.Observe(d.Seconds()) }
-
-func (m *Metrics) observeWebhook(result string) {
-	if m != nil {
-		m.webhooks.WithLabelValues(result).Inc()
-	}
-}
 
 // ObserveWave counts a wave of an InfrahubSync's rollout that ended, by result.
 func (m *Metrics) ObserveWave(result string) { m.waves.WithLabelValues(result).Inc() }

@@ -37,7 +37,7 @@ func (k *Kind) Read(ctx context.Context, obj syncs.Object) (syncs.Read, error) {
 	if err != nil {
 		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: err}
 	}
-	snap := infrahub.Snapshot{Branch: branchOf(ihs), At: at}
+	snap := infrahub.Snapshot{Branch: ihs.Branch(), At: at}
 	quota := infrahub.NewQuota(k.Limits, time.Now())
 	listed, err := k.list(ctx, c, snap, ihs, quota)
 	if err != nil {
@@ -67,7 +67,7 @@ func (l *listing) Withheld(owned int) (string, string) {
 		return "", ""
 	}
 	return vidrav1alpha1.ReasonNoArtifacts, fmt.Sprintf("Infrahub lists no artifact named %q on branch %s; the %d VidraResources made before are kept (set spec.allowEmpty: true to let an empty listing remove them)",
-		l.ihs.Spec.Source.ArtefactName, branchOf(l.ihs), owned)
+		l.ihs.Spec.Source.ArtefactName, l.ihs.Branch(), owned)
 }
 
 // Items are the listed artifacts.
@@ -151,13 +151,6 @@ func listFailure(err error) error {
 		return &syncs.Failure{Reason: vidrav1alpha1.ReasonAuthenticationFailed, Err: err}
 	}
 	return &syncs.Failure{Reason: vidrav1alpha1.ReasonListFailed, Transient: true, Err: err}
-}
-
-func branchOf(ihs *vidrav1alpha1.InfrahubSync) string {
-	if b := ihs.Spec.Source.TargetBranch; b != "" {
-		return b
-	}
-	return "main"
 }
 
 // eventRemoved records an Event for each artifact that left the listing, the first

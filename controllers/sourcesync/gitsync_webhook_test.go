@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/controllers/hooks"
 	"github.com/vidra-operator/vidra/internal/gitpush"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
@@ -32,12 +32,12 @@ func TestPushWebhookFetchesAtOnce(t *testing.T) {
 	const ns = "gs-push"
 	createNamespace(t, ns)
 	key := []byte("push-webhook-key")
-	createSecret(t, "push-key", map[string][]byte{infrahubsync.WebhookKeyField: key})
+	createSecret(t, "push-key", map[string][]byte{hooks.KeyField: key})
 	const interval = 10 * time.Second
-	receiver := &infrahubsync.Receiver{Hub: fleet.Hub.Client, Secrets: fleet.Hub.Client,
+	receiver := &hooks.Receiver{Hub: fleet.Hub.Client, Secrets: fleet.Hub.Client,
 		KeySecret: types.NamespacedName{Namespace: namespace, Name: "push-key"}, Log: logr.Discard(), PushInterval: interval}
-	hooks := httptest.NewServer(receiver.Handler())
-	t.Cleanup(hooks.Close)
+	receiverSrv := httptest.NewServer(receiver.Handler())
+	t.Cleanup(receiverSrv.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go receiver.RunWaitingPushes(ctx)
@@ -64,7 +64,7 @@ func TestPushWebhookFetchesAtOnce(t *testing.T) {
 	second := repo.Commit(t, "main", map[string]string{"web.yaml": configMap("pushed", "v2")}, "v2")
 	body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q,"html_url":"https://example.invalid/pushed","pushed_at":%d}}`,
 		second, repo.URL(), time.Now().Unix())
-	if code := post(t, hooks.URL+infrahubsync.GitPushPath, body, gitHubHeaders(repoKey, body, "delivery-1")); code != http.StatusAccepted {
+	if code := post(t, receiverSrv.URL+hooks.GitPath, body, gitHubHeaders(repoKey, body, "delivery-1")); code != http.StatusAccepted {
 		t.Fatalf("GitHub push answered %d, want 202", code)
 	}
 	pushed := time.Now()
@@ -84,7 +84,7 @@ func TestPushWebhookFetchesAtOnce(t *testing.T) {
 		"the key shared by all":    {sharedPushKey(key), body},
 		"a push of an hour ago":    {repoKey, stale},
 	} {
-		if code := post(t, hooks.URL+infrahubsync.GitPushPath, c.body, gitHubHeaders(c.key, c.body, "refused")); code != http.StatusUnauthorized {
+		if code := post(t, receiverSrv.URL+hooks.GitPath, c.body, gitHubHeaders(c.key, c.body, "refused")); code != http.StatusUnauthorized {
 			t.Errorf("%s: answered %d, want 401", name, code)
 		}
 	}
@@ -94,7 +94,7 @@ func TestPushWebhookFetchesAtOnce(t *testing.T) {
 	third := repo.Commit(t, "main", map[string]string{"web.yaml": configMap("pushed", "v3")}, "v3")
 	own := fmt.Appendf(nil, `{"url":%q,"ref":"refs/heads/main"}`, repo.URL())
 	ts := time.Now().Unix()
-	code, answer := postAnswer(t, hooks.URL+infrahubsync.GitPushPath, own, map[string]string{
+	code, answer := postAnswer(t, receiverSrv.URL+hooks.GitPath, own, map[string]string{
 		infrahub.HeaderWebhookID: "own-1", infrahub.HeaderWebhookTimestamp: fmt.Sprint(ts),
 		infrahub.HeaderWebhookSignature: infrahub.SignWebhook(repoKey, "own-1", ts, own),
 	})

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/controllers/infrahubsync"
+	"github.com/vidra-operator/vidra/controllers/hooks"
 	"github.com/vidra-operator/vidra/internal/gitpush"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -74,18 +74,18 @@ func pushToReady(b *testing.B, name string, interval time.Duration, samples int,
 // commit.
 func BenchmarkGitPushToReadyWithWebhook(b *testing.B) {
 	key := []byte("bench-push-key")
-	createSecret(b, "bench-push-key", map[string][]byte{infrahubsync.WebhookKeyField: key})
+	createSecret(b, "bench-push-key", map[string][]byte{hooks.KeyField: key})
 	// Pushes come one after the other here, each as soon as the last is Ready: at the
 	// default pace (one per repository every 10s) most would wait for their turn.
-	receiver := &infrahubsync.Receiver{Hub: fleet.Hub.Client, Secrets: fleet.Hub.Client,
+	receiver := &hooks.Receiver{Hub: fleet.Hub.Client, Secrets: fleet.Hub.Client,
 		KeySecret: types.NamespacedName{Namespace: namespace, Name: "bench-push-key"}, Log: logr.Discard(),
 		PushInterval: time.Millisecond}
-	hooks := httptest.NewServer(receiver.Handler())
-	b.Cleanup(hooks.Close)
+	receiverSrv := httptest.NewServer(receiver.Handler())
+	b.Cleanup(receiverSrv.Close)
 	pushToReady(b, "pushed", time.Hour, 20, func(repo *gitserver.Repo, commit string) {
 		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q}}`, commit, repo.URL())
 		repoKey := gitpush.Key(key, gitpush.RepositoryKey(repo.URL()))
-		if code := post(b, hooks.URL+infrahubsync.GitPushPath, body, gitHubHeaders(repoKey, body, commit)); code != http.StatusAccepted {
+		if code := post(b, receiverSrv.URL+hooks.GitPath, body, gitHubHeaders(repoKey, body, commit)); code != http.StatusAccepted {
 			b.Fatalf("push: HTTP %d", code)
 		}
 	})

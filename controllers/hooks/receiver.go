@@ -1,24 +1,21 @@
-package infrahubsync
+// Package hooks receives the notifications that ask for a sync at once, rather than at
+// the sync's interval: Infrahub's signed webhooks, and Git hosts' pushes (GitHub's, or
+// Vidra's own signed form). Each form is checked before its body is read and verified
+// with a key derived from one shared key; the syncs it concerns get the requested-at
+// annotation, which any replica may write and the one reconciling acts on.
+package hooks
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,19 +23,14 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/gitpush"
-	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
-// WebhookPath is where Infrahub's webhooks are received.
-const WebhookPath = "/hooks/infrahub"
-
-// WebhookKeyField is the data key of the webhook Secret that holds the shared key.
-const WebhookKeyField = "key"
+// KeyField is the data key of the webhook Secret that holds the shared key, from which
+// the key of each Infrahub (?infrahub=) and of each repository is derived.
+const KeyField = "key"
 
 const (
-	// maxWebhookBody caps a delivery's body: artifact events are well under 2 KiB.
-	maxWebhookBody = 64 << 10
 	// webhookTolerance refuses deliveries signed longer ago (or further ahead) than this,
 	// so a captured delivery cannot be replayed later.
 	webhookTolerance = 5 * time.Minute
@@ -68,17 +60,18 @@ func (w *Receiver) newServer() *http.Server {
 	}
 }
 
-// Receiver serves Infrahub's webhooks. A delivery with a valid signature and an artifact
-// event asks every InfrahubSync it may concern for a sync, by setting the requested-at
-// annotation: any replica can receive it, the one reconciling acts on it.
+// Receiver serves Infrahub's webhooks and Git hosts' pushes. A delivery with a valid
+// signature asks every sync it may concern (an InfrahubSync for an artifact event, a
+// GitSync for a push) for a sync, by setting the requested-at annotation: any replica can
+// receive it, the one reconciling acts on it.
 type Receiver struct {
 	// Addr is the address to listen on.
 	Addr string
-	// Hub lists InfrahubSyncs (from the cache) and annotates them.
+	// Hub lists syncs (from the cache) and annotates them.
 	Hub client.Client
 	// Secrets reads the shared key's Secret.
 	Secrets client.Reader
-	// KeySecret names the Secret whose WebhookKeyField is the shared key.
+	// KeySecret names the Secret whose KeyField is the shared key.
 	KeySecret types.NamespacedName
 	// Log records refused deliveries and triggered syncs.
 	Log logr.Logger
@@ -111,12 +104,24 @@ type keyOutcome struct {
 	read time.Time
 }
 
-// Handler serves WebhookPath.
+// Handler serves each form at its path: Infrahub's at InfrahubPath, pushes at GitPath.
 func (w *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(WebhookPath, w)
-	mux.HandleFunc(GitPushPath, w.serveGitPush)
+	mux.Handle(InfrahubPath, w.postOnly(w.serveInfrahub))
+	mux.Handle(GitPath, w.postOnly(w.serveGitPush))
 	return mux
+}
+
+// postOnly refuses every method but POST before a form's handler runs.
+func (w *Receiver) postOnly(serve http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
+			rw.Header().Set("Allow", http.MethodPost)
+			w.answer(rw, http.StatusMethodNotAllowed, "refused", "POST only")
+			return
+		}
+		serve(rw, req)
+	})
 }
 
 // Start serves until ctx ends.
@@ -129,7 +134,7 @@ func (w *Receiver) Start(ctx context.Context) error {
 	// Connections past the bound wait in the kernel's queue: a flood holds no more memory
 	// or goroutines than the bound allows, and signed deliveries get through as slots free.
 	ln = netutil.LimitListener(ln, maxWebhookConnections)
-	w.Log.Info("serving webhooks", "address", ln.Addr().String(), "paths", []string{WebhookPath, GitPushPath})
+	w.Log.Info("serving webhooks", "address", ln.Addr().String(), "paths", []string{InfrahubPath, GitPath})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go w.RunWaitingPushes(ctx)
@@ -153,114 +158,11 @@ func (w *Receiver) now() time.Time {
 	return time.Now()
 }
 
-// ServeHTTP handles one delivery. Only a valid signature gets past the first checks;
-// until then the answer says nothing about what the operator knows.
-func (w *Receiver) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
-	log := w.Log.WithValues("remote", req.RemoteAddr, "webhookID", req.Header.Get(infrahub.HeaderWebhookID))
-	if req.Method != http.MethodPost {
-		rw.Header().Set("Allow", http.MethodPost)
-		w.answer(rw, http.StatusMethodNotAllowed, "refused", "POST only")
-		return
-	}
-	// An unsigned or stale delivery is refused before a byte of its body is read.
-	if err := infrahub.CheckWebhookHeaders(req.Header, w.now(), webhookTolerance); err != nil {
-		log.Info("webhook refused: signature", "reason", err.Error())
-		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxWebhookBody))
-	if err != nil {
-		log.Info("webhook refused: body too large or unreadable", "error", err.Error())
-		w.answer(rw, http.StatusRequestEntityTooLarge, "refused", "body too large")
-		return
-	}
-	// ?infrahub= narrows the syncs a delivery triggers. Infrahub does not sign the URL,
-	// so the name is bound to the signature through the key it must be signed with.
-	sources := req.URL.Query()["infrahub"]
-	if len(sources) > 1 {
-		w.answer(rw, http.StatusBadRequest, "refused", "at most one ?infrahub=")
-		return
-	}
-	key, err := w.sharedKey(req.Context())
-	if err != nil {
-		log.Error(err, "webhook refused: no shared key")
-		w.answer(rw, http.StatusServiceUnavailable, "error", "webhook key unavailable")
-		return
-	}
-	source := ""
-	if len(sources) == 1 {
-		source = sources[0]
-		key = infrahub.SourceKey(key, source)
-	}
-	if err := infrahub.VerifyWebhook(key, req.Header, body, w.now(), webhookTolerance); err != nil {
-		if source != "" {
-			log.Info("webhook refused: signature (a delivery with ?infrahub= is signed with the key derived for that name)", "reason", err.Error(), "infrahub", source)
-		} else {
-			log.Info("webhook refused: signature", "reason", err.Error())
-		}
-		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
-		return
-	}
-	ev, err := infrahub.ParseWebhookEvent(body)
-	if err != nil {
-		log.Info("webhook refused: body", "reason", err.Error())
-		w.answer(rw, http.StatusBadRequest, "refused", err.Error())
-		return
-	}
-	log = log.WithValues("event", ev.Event, "eventID", ev.ID, "branch", ev.Branch, "artifact", ev.Data.NodeID)
-	if w.wasSeen(ev.ID) {
-		log.V(1).Info("webhook duplicate ignored")
-		w.answer(rw, http.StatusOK, "duplicate", "duplicate event ignored")
-		return
-	}
-	if ev.Event != infrahub.EventArtifactCreated && ev.Event != infrahub.EventArtifactUpdated {
-		w.remember(ev.ID)
-		w.answer(rw, http.StatusOK, "ignored", "event "+ev.Event+" is not an artifact event")
-		return
-	}
-	// The trace of this change starts here; each sync it requests carries it on.
-	ctx, span := tracing.Tracer().Start(otel.GetTextMapPropagator().Extract(req.Context(), propagation.HeaderCarrier(req.Header)), "infrahub.webhook",
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
-			attribute.String("infrahub.event", ev.Event), attribute.String("infrahub.event_id", ev.ID),
-			attribute.String("infrahub.branch", ev.Branch), attribute.String("infrahub.artifact_id", ev.Data.NodeID)))
-	triggered, err := w.trigger(ctx, ev, source)
-	span.SetAttributes(attribute.StringSlice("vidra.infrahubsyncs", triggered))
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-	if err != nil {
-		// Not remembered: Infrahub retries, and the retry may succeed.
-		log.Error(err, "webhook: could not request syncs")
-		w.answer(rw, http.StatusInternalServerError, "error", "could not request syncs")
-		return
-	}
-	w.remember(ev.ID)
-	log.Info("webhook requested syncs", "infrahubsyncs", triggered)
-	w.answer(rw, http.StatusAccepted, "accepted", fmt.Sprintf("sync requested for %d InfrahubSyncs", len(triggered)))
-}
-
 func (w *Receiver) answer(rw http.ResponseWriter, code int, result, message string) {
-	w.Metrics.observeWebhook(result)
+	w.Metrics.observe(result)
 	rw.Header().Set("Content-Type", "application/json")
 	rw.WriteHeader(code)
 	_ = json.NewEncoder(rw).Encode(map[string]string{"message": message})
-}
-
-// trigger requests a sync of every InfrahubSync the event may concern, and returns
-// their names.
-func (w *Receiver) trigger(ctx context.Context, ev infrahub.WebhookEvent, source string) ([]string, error) {
-	var list vidrav1alpha1.InfrahubSyncList
-	if err := w.Hub.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list InfrahubSyncs: %w", err)
-	}
-	var concerned []vidrav1alpha1.Sync
-	for i := range list.Items {
-		if concerns(&list.Items[i], ev, source) {
-			concerned = append(concerned, &list.Items[i])
-		}
-	}
-	return w.request(ctx, concerned)
 }
 
 // request asks each sync for a sync now — the requested-at annotation, with ctx's trace
@@ -285,46 +187,15 @@ func (w *Receiver) request(ctx context.Context, syncs []vidrav1alpha1.Sync) ([]s
 	return requested, errors.Join(errs...)
 }
 
-// concerns reports whether an artifact event may change what an InfrahubSync delivers:
-// same Infrahub (when the delivery says which, with a ?infrahub=<URL or host> its
-// signature vouches for), same branch, a point in time that moves with now, and the
-// event's artifact definition among the sync's (when the event names it; otherwise the
-// sync's listing decides).
-func concerns(ihs *vidrav1alpha1.InfrahubSync, ev infrahub.WebhookEvent, source string) bool {
-	src := ihs.Spec.Source
-	if ihs.Spec.Suspend || branchOf(ihs) != ev.Branch || !infrahub.IsRelative(src.TargetDate) {
-		return false
-	}
-	if source != "" && !sameHost(src.InfrahubAPIURL, source) {
-		return false
-	}
-	def := ev.Data.ArtifactDefinitionName
-	if def == "" || def == src.ArtefactName {
-		return true
-	}
-	for _, a := range ihs.Status.Artifacts {
-		if a.ID == ev.Data.NodeID || a.Definition == def {
-			return true
-		}
-	}
-	return false
-}
-
-// sameHost compares the host (and port) of a URL with a URL or a bare host.
-func sameHost(rawURL, hostOrURL string) bool {
-	u, err := url.Parse(rawURL)
+// keyOrAnswer returns the shared key, or answers that there is none.
+func (w *Receiver) keyOrAnswer(rw http.ResponseWriter, req *http.Request, log logr.Logger) ([]byte, bool) {
+	key, err := w.sharedKey(req.Context())
 	if err != nil {
-		return false
+		log.Error(err, "refused: no shared key")
+		w.answer(rw, http.StatusServiceUnavailable, "error", "webhook key unavailable")
+		return nil, false
 	}
-	other := hostOrURL
-	if strings.Contains(hostOrURL, "://") {
-		o, err := url.Parse(hostOrURL)
-		if err != nil {
-			return false
-		}
-		other = o.Host
-	}
-	return strings.EqualFold(u.Host, other) || (!strings.Contains(other, ":") && strings.EqualFold(u.Hostname(), other))
+	return key, true
 }
 
 // sharedKey returns the webhook key, or why there is none, as read at most keyTTL ago.
@@ -368,9 +239,9 @@ func (w *Receiver) readKey(ctx context.Context) ([]byte, error) {
 	if err := w.Secrets.Get(ctx, w.KeySecret, secret); err != nil {
 		return nil, fmt.Errorf("read webhook Secret %s: %w", w.KeySecret, err)
 	}
-	key := secret.Data[WebhookKeyField]
+	key := secret.Data[KeyField]
 	if len(key) == 0 {
-		return nil, fmt.Errorf("webhook Secret %s has no %s", w.KeySecret, WebhookKeyField)
+		return nil, fmt.Errorf("webhook Secret %s has no %s", w.KeySecret, KeyField)
 	}
 	return key, nil
 }

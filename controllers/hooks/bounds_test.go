@@ -1,4 +1,4 @@
-package infrahubsync_test
+package hooks
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/internal/gitpush"
 	"github.com/vidra-operator/vidra/internal/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -38,17 +37,17 @@ func TestUnsignedDeliveriesAreRefusedBeforeTheirBodyIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &infrahubsync.Receiver{Log: log.WithName("webhook")}
+	r := &Receiver{Log: log.WithName("webhook")}
 	stale := fmt.Sprint(time.Now().Add(-time.Hour).Unix())
 	for name, c := range map[string]struct {
 		path   string
 		header map[string]string
 	}{
-		"infrahub, unsigned":       {infrahubsync.WebhookPath, nil},
-		"infrahub, stale":          {infrahubsync.WebhookPath, map[string]string{infrahub.HeaderWebhookID: "m", infrahub.HeaderWebhookTimestamp: stale, infrahub.HeaderWebhookSignature: "v1,AAAA"}},
-		"git push, unsigned":       {infrahubsync.GitPushPath, nil},
-		"GitHub push, unsigned":    {infrahubsync.GitPushPath, map[string]string{gitpush.HeaderGitHubEvent: "push"}},
-		"GitHub push, not SHA-256": {infrahubsync.GitPushPath, map[string]string{gitpush.HeaderGitHubEvent: "push", gitpush.HeaderGitHubSignature: "sha256=abcd"}},
+		"infrahub, unsigned":       {InfrahubPath, nil},
+		"infrahub, stale":          {InfrahubPath, map[string]string{infrahub.HeaderWebhookID: "m", infrahub.HeaderWebhookTimestamp: stale, infrahub.HeaderWebhookSignature: "v1,AAAA"}},
+		"git push, unsigned":       {GitPath, nil},
+		"GitHub push, unsigned":    {GitPath, map[string]string{gitpush.HeaderGitHubEvent: "push"}},
+		"GitHub push, not SHA-256": {GitPath, map[string]string{gitpush.HeaderGitHubEvent: "push", gitpush.HeaderGitHubSignature: "sha256=abcd"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			body := &countingBody{r: bytes.NewReader(bytes.Repeat([]byte("x"), 512<<10))}
@@ -75,12 +74,12 @@ func TestWebhookHeadersAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &infrahubsync.Receiver{Log: log.WithName("webhook")}
+	r := &Receiver{Log: log.WithName("webhook")}
 	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = infrahubsync.ServerOf(r)
+	srv.Config = r.newServer()
 	srv.Start()
 	t.Cleanup(srv.Close)
-	req, err := http.NewRequest(http.MethodPost, srv.URL+infrahubsync.WebhookPath, strings.NewReader("{}"))
+	req, err := http.NewRequest(http.MethodPost, srv.URL+InfrahubPath, strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,4 +87,15 @@ func TestWebhookHeadersAreBounded(t *testing.T) {
 	if code := status(t, req); code != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("64 KiB of headers: HTTP %d, want 431", code)
 	}
+}
+
+// status sends req and returns the HTTP status of the answer.
+func status(t testing.TB, req *http.Request) int {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }

@@ -1,4 +1,4 @@
-package infrahubsync
+package hooks
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
-// GitPushPath is where Git hosts' push notifications are received: GitHub's push event
+// GitPath is where Git hosts' push notifications are received: GitHub's push event
 // (X-Hub-Signature-256), or Vidra's own form naming a URL, signed as Infrahub's webhooks
 // are; both with the key gitpush.Key derives from the shared key for their repository.
-const GitPushPath = "/hooks/git"
+const GitPath = "/hooks/git"
 
 const (
 	// maxPushBody caps a push notification's body: GitHub's list the commits pushed.
@@ -35,14 +35,10 @@ const (
 // serveGitPush handles one push notification: every GitSync of the repository that
 // follows the pushed branch is asked for a sync at once.
 func (w *Receiver) serveGitPush(rw http.ResponseWriter, req *http.Request) {
-	log := w.Log.WithValues("remote", req.RemoteAddr, "path", GitPushPath)
-	if req.Method != http.MethodPost {
-		rw.Header().Set("Allow", http.MethodPost)
-		w.answer(rw, http.StatusMethodNotAllowed, "refused", "POST only")
-		return
-	}
+	log := w.Log.WithValues("remote", req.RemoteAddr, "path", GitPath)
 	// An unsigned notification is refused before a byte of its body is read.
-	if err := checkPushHeaders(req.Header, w.now()); err != nil {
+	form := pushFormOf(req.Header)
+	if err := form.checkHeaders(req.Header, w.now()); err != nil {
 		log.Info("push refused", "reason", err.Error())
 		w.answer(rw, http.StatusUnauthorized, "refused", err.Error())
 		return
@@ -52,13 +48,11 @@ func (w *Receiver) serveGitPush(rw http.ResponseWriter, req *http.Request) {
 		w.answer(rw, http.StatusRequestEntityTooLarge, "refused", "body too large")
 		return
 	}
-	key, err := w.sharedKey(req.Context())
-	if err != nil {
-		log.Error(err, "push refused: no shared key")
-		w.answer(rw, http.StatusServiceUnavailable, "error", "webhook key unavailable")
+	key, ok := w.keyOrAnswer(rw, req, log.WithValues("form", "git"))
+	if !ok {
 		return
 	}
-	push, id, err := w.readPush(key, req.Header, body)
+	push, id, err := form.read(key, req.Header, body, w.now())
 	if err != nil {
 		log.Info("push refused", "reason", err.Error())
 		code := http.StatusUnauthorized
@@ -109,51 +103,77 @@ func (w *Receiver) requestPush(ctx context.Context, push gitpush.Push) ([]string
 
 var errPushBody = errors.New("push body")
 
-// readPush reads and verifies a push notification, and returns the ID that dedupes it.
-// A GitHub event other than push is returned with no URLs. The body is read before its
-// signature is checked: the repository it names says which key signs it.
-func (w *Receiver) readPush(shared []byte, header http.Header, body []byte) (gitpush.Push, string, error) {
+// A pushForm is one form of push notification: GitHub's push event, or Vidra's own form,
+// signed as Infrahub's webhooks are. Each is signed with the key gitpush.Key derives from
+// the shared key for the repository it names.
+type pushForm interface {
+	// checkHeaders checks the signature's headers, before the body is read.
+	checkHeaders(header http.Header, now time.Time) error
+	// read reads and verifies a notification, and returns the ID that dedupes it; an
+	// event other than a push is returned with no URLs.
+	read(shared []byte, header http.Header, body []byte, now time.Time) (gitpush.Push, string, error)
+}
+
+// pushFormOf is the form a notification's headers say it has.
+func pushFormOf(header http.Header) pushForm {
 	if gitpush.IsGitHub(header) {
-		push, err := gitpush.ParseGitHub(body)
-		if err != nil {
-			return gitpush.Push{}, "", fmt.Errorf("%w: %w", errPushBody, err)
-		}
-		if err := gitpush.VerifyGitHub(gitpush.Key(shared, push.Repository), header, body); err != nil {
-			return gitpush.Push{}, "", fmt.Errorf("GitHub signature (signed with the key of repository %s): %w", push.Repository, err)
-		}
-		if header.Get(gitpush.HeaderGitHubEvent) != "push" {
-			return gitpush.Push{}, "", nil
-		}
-		// GitHub signs neither a timestamp nor its delivery ID: the body is what is
-		// remembered, for seenFor, and a push older than that is a replay.
-		if age := w.now().Sub(push.PushedAt); !push.PushedAt.IsZero() && (age > seenFor || age < -webhookTolerance) {
-			return gitpush.Push{}, "", fmt.Errorf("pushed at %s, not within %s of now: a replay", push.PushedAt.UTC().Format(time.RFC3339), seenFor)
-		}
-		sum := sha256.Sum256(body)
-		return push, "github/" + hex.EncodeToString(sum[:]), nil
+		return gitHubPush{}
 	}
-	push, err := gitpush.ParseOwn(body)
+	return signedPush{}
+}
+
+// gitHubPush is GitHub's push event, signed with X-Hub-Signature-256.
+type gitHubPush struct{}
+
+func (gitHubPush) checkHeaders(header http.Header, _ time.Time) error {
+	if err := gitpush.CheckGitHubHeaders(header); err != nil {
+		return fmt.Errorf("GitHub signature: %w", err)
+	}
+	return nil
+}
+
+// read reads the body before its signature is checked: the repository it names says which
+// key signs it.
+func (gitHubPush) read(shared []byte, header http.Header, body []byte, now time.Time) (gitpush.Push, string, error) {
+	push, err := gitpush.ParseGitHub(body)
 	if err != nil {
 		return gitpush.Push{}, "", fmt.Errorf("%w: %w", errPushBody, err)
 	}
-	if err := infrahub.VerifyWebhook(gitpush.Key(shared, push.Repository), header, body, w.now(), webhookTolerance); err != nil {
-		return gitpush.Push{}, "", fmt.Errorf("signature (signed with the key of repository %s): %w", push.Repository, err)
+	if err := gitpush.VerifyGitHub(gitpush.Key(shared, push.Repository), header, body); err != nil {
+		return gitpush.Push{}, "", fmt.Errorf("GitHub signature (signed with the key of repository %s): %w", push.Repository, err)
 	}
-	return push, "push/" + header.Get(infrahub.HeaderWebhookID), nil
+	if header.Get(gitpush.HeaderGitHubEvent) != "push" {
+		return gitpush.Push{}, "", nil
+	}
+	// GitHub signs neither a timestamp nor its delivery ID: the body is what is
+	// remembered, for seenFor, and a push older than that is a replay.
+	if age := now.Sub(push.PushedAt); !push.PushedAt.IsZero() && (age > seenFor || age < -webhookTolerance) {
+		return gitpush.Push{}, "", fmt.Errorf("pushed at %s, not within %s of now: a replay", push.PushedAt.UTC().Format(time.RFC3339), seenFor)
+	}
+	sum := sha256.Sum256(body)
+	return push, "github/" + hex.EncodeToString(sum[:]), nil
 }
 
-// checkPushHeaders checks the signature headers of either form before the body is read.
-func checkPushHeaders(header http.Header, now time.Time) error {
-	if gitpush.IsGitHub(header) {
-		if err := gitpush.CheckGitHubHeaders(header); err != nil {
-			return fmt.Errorf("GitHub signature: %w", err)
-		}
-		return nil
-	}
+// signedPush is Vidra's own form, naming a URL and a ref, signed as Infrahub's webhooks
+// are.
+type signedPush struct{}
+
+func (signedPush) checkHeaders(header http.Header, now time.Time) error {
 	if err := infrahub.CheckWebhookHeaders(header, now, webhookTolerance); err != nil {
 		return fmt.Errorf("signature: %w", err)
 	}
 	return nil
+}
+
+func (signedPush) read(shared []byte, header http.Header, body []byte, now time.Time) (gitpush.Push, string, error) {
+	push, err := gitpush.ParseOwn(body)
+	if err != nil {
+		return gitpush.Push{}, "", fmt.Errorf("%w: %w", errPushBody, err)
+	}
+	if err := infrahub.VerifyWebhook(gitpush.Key(shared, push.Repository), header, body, now, webhookTolerance); err != nil {
+		return gitpush.Push{}, "", fmt.Errorf("signature (signed with the key of repository %s): %w", push.Repository, err)
+	}
+	return push, "push/" + header.Get(infrahub.HeaderWebhookID), nil
 }
 
 // triggerGitSyncs requests a sync of every GitSync the push concerns.
