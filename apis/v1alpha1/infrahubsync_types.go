@@ -148,51 +148,6 @@ type VidraResourceTemplate struct {
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 }
 
-// ArtifactStatus records one artifact pulled by an InfrahubSync.
-type ArtifactStatus struct {
-	// ID is the Infrahub node ID of the artifact.
-	ID string `json:"id"`
-	// Name of the artifact.
-	// +optional
-	Name string `json:"name,omitempty"`
-	// Target is the display label of the node the artifact was rendered for.
-	// +optional
-	Target string `json:"target,omitempty"`
-	// Definition is the name of the artifact's definition.
-	// +optional
-	Definition string `json:"definition,omitempty"`
-	// Checksum of the content delivered to the VidraResources (MD5, as Infrahub reports it).
-	// +optional
-	Checksum string `json:"checksum,omitempty"`
-	// Digest names the checksum's content in the content store, where a progressive
-	// rollout keeps it while clusters wait for their wave.
-	// +optional
-	Digest string `json:"digest,omitempty"`
-	// StableChecksum and StableDigest are the artifact's content in the last revision
-	// whose rollout completed: what clusters joining the selection get, and where a
-	// rollback returns.
-	// +optional
-	StableChecksum string `json:"stableChecksum,omitempty"`
-	// +optional
-	StableDigest string `json:"stableDigest,omitempty"`
-	// BuiltFrom identifies what the latest content was built from, for a sync that builds
-	// it for each cluster (a HelmSync: the chart, the values and the cluster's version and
-	// APIs): the same inputs are not built again.
-	// +optional
-	BuiltFrom string `json:"builtFrom,omitempty"`
-	// Message says why the artifact's latest content is not delivered, if it is not.
-	// +optional
-	Message string `json:"message,omitempty"`
-	// VidraResources generated from the artifact, one per destination cluster: at most
-	// ten, so that the status does not grow with the fleet (an object on the hub holds
-	// at most 1.5 MiB). `kubectl vidra rollout status` lists them all.
-	// +optional
-	VidraResources []string `json:"vidraResources,omitempty"`
-	// VidraResourceCount is how many VidraResources deliver the artifact.
-	// +optional
-	VidraResourceCount int32 `json:"vidraResourceCount,omitempty"`
-}
-
 // InfrahubSyncStatus is what Vidra observed of an InfrahubSync.
 type InfrahubSyncStatus struct {
 	// ObservedGeneration is the generation of the spec the status describes.
@@ -225,7 +180,7 @@ type InfrahubSyncStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=id
-	Artifacts []ArtifactStatus `json:"artifacts,omitempty"`
+	Artifacts []BundleStatus `json:"artifacts,omitempty"`
 
 	// Rollout is where the newest revision of the content stands.
 	// +optional

@@ -102,9 +102,58 @@ type SourceSyncStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=id
-	Bundles []ArtifactStatus `json:"bundles,omitempty"`
+	Bundles []BundleStatus `json:"bundles,omitempty"`
 
 	// Rollout is where the newest revision stands.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// BundleStatus records one bundle a sync delivers: an InfrahubSync's artifact, a GitSync's
+// or an OCISync's revision, a HelmSync's rendering for one cluster.
+type BundleStatus struct {
+	// ID names the bundle across revisions: an artifact's Infrahub node ID; the kind of a
+	// GitSync or an OCISync; a HelmSync's kind and cluster.
+	ID string `json:"id"`
+	// Name of the artifact, or of the sync.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Target is the display label of the node an artifact was rendered for; the revision
+	// of a GitSync's, an OCISync's or a HelmSync's bundle.
+	// +optional
+	Target string `json:"target,omitempty"`
+	// Definition is the name of an artifact's definition.
+	// +optional
+	Definition string `json:"definition,omitempty"`
+	// Checksum of the content delivered to the VidraResources (MD5, as Infrahub reports
+	// it for an artifact).
+	// +optional
+	Checksum string `json:"checksum,omitempty"`
+	// Digest names the checksum's content in the content store, where a progressive
+	// rollout keeps it while clusters wait for their wave.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// StableChecksum and StableDigest are the bundle's content in the last revision
+	// whose rollout completed: what clusters joining the selection get, and where a
+	// rollback returns.
+	// +optional
+	StableChecksum string `json:"stableChecksum,omitempty"`
+	// +optional
+	StableDigest string `json:"stableDigest,omitempty"`
+	// BuiltFrom identifies what the latest content was built from, for a sync that builds
+	// it for each cluster (a HelmSync: the chart, the values and the cluster's version and
+	// APIs): the same inputs are not built again.
+	// +optional
+	BuiltFrom string `json:"builtFrom,omitempty"`
+	// Message says why the bundle's latest content is not delivered, if it is not.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// VidraResources generated from the bundle, one per destination cluster: at most
+	// ten, so that the status does not grow with the fleet (an object on the hub holds
+	// at most 1.5 MiB). `kubectl vidra rollout status` lists them all.
+	// +optional
+	VidraResources []string `json:"vidraResources,omitempty"`
+	// VidraResourceCount is how many VidraResources deliver the bundle.
+	// +optional
+	VidraResourceCount int32 `json:"vidraResourceCount,omitempty"`
 }

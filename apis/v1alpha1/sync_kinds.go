@@ -63,7 +63,7 @@ type Sync interface {
 	// RolloutStatus is its status.rollout.
 	RolloutStatus() *RolloutStatus
 	// Bundles are the bundles it delivers (an InfrahubSync's artifacts).
-	Bundles() []ArtifactStatus
+	Bundles() []BundleStatus
 	// StatusConditions are its conditions.
 	StatusConditions() *[]metav1.Condition
 	// Suspended says whether spec.suspend holds it.
@@ -120,7 +120,7 @@ func (in *InfrahubSync) RolloutSpec() *RolloutSpec { return in.Spec.Rollout }
 func (in *InfrahubSync) RolloutStatus() *RolloutStatus { return in.Status.Rollout }
 
 // Bundles are the InfrahubSync's artifacts.
-func (in *InfrahubSync) Bundles() []ArtifactStatus { return in.Status.Artifacts }
+func (in *InfrahubSync) Bundles() []BundleStatus { return in.Status.Artifacts }
 
 // Suspended says whether spec.suspend holds the InfrahubSync.
 func (in *InfrahubSync) Suspended() bool { return in.Spec.Suspend }
@@ -156,7 +156,7 @@ func (in *GitSync) RolloutSpec() *RolloutSpec { return in.Spec.Rollout }
 func (in *GitSync) RolloutStatus() *RolloutStatus { return in.Status.Rollout }
 
 // Bundles are the GitSync's bundles.
-func (in *GitSync) Bundles() []ArtifactStatus { return in.Status.Bundles }
+func (in *GitSync) Bundles() []BundleStatus { return in.Status.Bundles }
 
 // StatusConditions gives the GitSync's conditions to shared condition helpers.
 func (in *GitSync) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
@@ -201,7 +201,7 @@ func (in *OCISync) RolloutSpec() *RolloutSpec { return in.Spec.Rollout }
 func (in *OCISync) RolloutStatus() *RolloutStatus { return in.Status.Rollout }
 
 // Bundles are the OCISync's bundles.
-func (in *OCISync) Bundles() []ArtifactStatus { return in.Status.Bundles }
+func (in *OCISync) Bundles() []BundleStatus { return in.Status.Bundles }
 
 // StatusConditions gives the OCISync's conditions to shared condition helpers.
 func (in *OCISync) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }
@@ -246,7 +246,7 @@ func (in *HelmSync) RolloutSpec() *RolloutSpec { return in.Spec.Rollout }
 func (in *HelmSync) RolloutStatus() *RolloutStatus { return in.Status.Rollout }
 
 // Bundles are the HelmSync's renderings, one per destination cluster.
-func (in *HelmSync) Bundles() []ArtifactStatus { return in.Status.Bundles }
+func (in *HelmSync) Bundles() []BundleStatus { return in.Status.Bundles }
 
 // StatusConditions gives the HelmSync's conditions to shared condition helpers.
 func (in *HelmSync) StatusConditions() *[]metav1.Condition { return &in.Status.Conditions }

@@ -76,7 +76,8 @@ func (k *Kind) Spec(obj syncs.Object) syncs.Spec {
 	spec := syncs.Spec{
 		Reach: policy.SyncReach(d.Destination, d.ClusterSelector != nil || d.ClusterFromTarget, ihs.Spec.Template),
 		Delivery: fanout.Sync{
-			Object: ihs, SourceName: "Infrahub", Noun: "artifact", Destination: d, Template: ihs.Spec.Template,
+			Object: ihs, SourceName: "Infrahub", Noun: "artifact", Template: ihs.Spec.Template,
+			Destination: fanout.Destination{Destination: d.Destination, ClusterSelector: d.ClusterSelector, ByItem: d.ClusterFromTarget},
 		},
 	}
 	if ihs.Spec.Interval != nil {

@@ -79,7 +79,7 @@ func (l *listing) Items(context.Context, *fanout.Delivery, []fanout.Target) []fa
 // Infrahub. A sync that went over one of the operator's bounds while downloading is
 // Stalled: what it could not download keeps what it delivered, and retrying sooner cannot
 // help.
-func (l *listing) Record(delivered []vidrav1alpha1.ArtifactStatus, rollout *vidrav1alpha1.RolloutStatus, previous map[string]vidrav1alpha1.ArtifactStatus) (string, error) {
+func (l *listing) Record(delivered []vidrav1alpha1.BundleStatus, rollout *vidrav1alpha1.RolloutStatus, previous map[string]vidrav1alpha1.BundleStatus) (string, error) {
 	if rollout != nil {
 		l.ihs.Status.Rollout = rollout
 	}
@@ -96,7 +96,7 @@ func (l *listing) Close() { l.quota.Close() }
 
 // setArtifacts records the artifacts of a successful listing and their delivered
 // checksums.
-func setArtifacts(ihs *vidrav1alpha1.InfrahubSync, artifacts []vidrav1alpha1.ArtifactStatus) {
+func setArtifacts(ihs *vidrav1alpha1.InfrahubSync, artifacts []vidrav1alpha1.BundleStatus) {
 	ihs.Status.Artifacts = artifacts
 	ihs.Status.Checksums = nil
 	for _, a := range artifacts {
@@ -156,7 +156,7 @@ func listFailure(err error) error {
 // eventRemoved records an Event for each artifact that left the listing, the first
 // fanout.MaxItemEvents of them one by one and the rest in one Event: a thousand artifacts
 // gone at once (a branch merged, a site decommissioned) cost the hub a dozen writes.
-func (k *Kind) eventRemoved(ihs *vidrav1alpha1.InfrahubSync, listed []infrahub.Artifact, previous map[string]vidrav1alpha1.ArtifactStatus) {
+func (k *Kind) eventRemoved(ihs *vidrav1alpha1.InfrahubSync, listed []infrahub.Artifact, previous map[string]vidrav1alpha1.BundleStatus) {
 	isListed := map[string]bool{}
 	for _, a := range listed {
 		isListed[a.ID] = true

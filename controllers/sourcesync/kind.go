@@ -79,7 +79,7 @@ func (k *Kind) Spec(obj syncs.Object) syncs.Spec {
 		Object:     obj,
 		SourceName: k.Sync.Kind + " " + obj.GetName() + "'s source",
 		Noun:       "bundle",
-		Destination: vidrav1alpha1.InfrahubSyncDestination{
+		Destination: fanout.Destination{
 			Destination: dest, ClusterSelector: opts.Destination.ClusterSelector,
 		},
 		Template: opts.Template,

@@ -94,7 +94,7 @@ type renderedRead struct {
 	stored
 	kind     *Kind
 	obj      Object
-	previous map[string]vidrav1alpha1.ArtifactStatus
+	previous map[string]vidrav1alpha1.BundleStatus
 	// rev is the revision the source named, when resolved (else what each destination
 	// has is carried).
 	rev      Revision
@@ -116,7 +116,7 @@ func (rr *renderedRead) Items(ctx context.Context, d *fanout.Delivery, targets [
 
 // Record writes the delivery to the sync's status, and reports the destinations whose
 // bundle could not be built, naming each; the others were delivered.
-func (rr *renderedRead) Record(bundles []vidrav1alpha1.ArtifactStatus, rollout *vidrav1alpha1.RolloutStatus, _ map[string]vidrav1alpha1.ArtifactStatus) (string, error) {
+func (rr *renderedRead) Record(bundles []vidrav1alpha1.BundleStatus, rollout *vidrav1alpha1.RolloutStatus, _ map[string]vidrav1alpha1.BundleStatus) (string, error) {
 	record(rr.obj, bundles, rollout)
 	name := ""
 	if src := rr.obj.SourceStatus().Source; src != nil {
@@ -126,8 +126,8 @@ func (rr *renderedRead) Record(bundles []vidrav1alpha1.ArtifactStatus, rollout *
 }
 
 // previousBundles are the bundles a sync's status lists, by ID.
-func previousBundles(obj Object) map[string]vidrav1alpha1.ArtifactStatus {
-	previous := make(map[string]vidrav1alpha1.ArtifactStatus, len(obj.Bundles()))
+func previousBundles(obj Object) map[string]vidrav1alpha1.BundleStatus {
+	previous := make(map[string]vidrav1alpha1.BundleStatus, len(obj.Bundles()))
 	for _, st := range obj.Bundles() {
 		previous[st.ID] = st
 	}
@@ -146,7 +146,7 @@ func (k *Kind) recordRevision(obj Object, rev Revision) {
 }
 
 // renderAll builds each destination's bundle, unless it was built from the same inputs.
-func (k *Kind) renderAll(ctx context.Context, obj Object, rev Revision, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) renderings {
+func (k *Kind) renderAll(ctx context.Context, obj Object, rev Revision, targets []fanout.Target, previous map[string]vidrav1alpha1.BundleStatus) renderings {
 	out := renderings{contents: map[string]bool{}}
 	for _, t := range targets {
 		it := k.targetItem(obj, rev.Name, t)
@@ -170,7 +170,7 @@ func (k *Kind) renderAll(ctx context.Context, obj Object, rev Revision, targets 
 
 // rendered returns the checksum and digest of a destination's bundle: the one built before
 // from the same inputs, else built now and stored.
-func (k *Kind) rendered(ctx context.Context, b Build, prev vidrav1alpha1.ArtifactStatus) (checksum, digest string, err error) {
+func (k *Kind) rendered(ctx context.Context, b Build, prev vidrav1alpha1.BundleStatus) (checksum, digest string, err error) {
 	if prev.BuiltFrom == b.Key && prev.Digest != "" {
 		if info, err := k.Content.Stat(ctx, prev.Digest); err == nil {
 			return info.MD5, prev.Digest, nil
@@ -211,7 +211,7 @@ func (k *Kind) rendered(ctx context.Context, b Build, prev vidrav1alpha1.Artifac
 
 // carried are the bundles the destinations had, delivered as they are while the source
 // cannot be asked.
-func (k *Kind) carried(obj Object, targets []fanout.Target, previous map[string]vidrav1alpha1.ArtifactStatus) []fanout.Item {
+func (k *Kind) carried(obj Object, targets []fanout.Target, previous map[string]vidrav1alpha1.BundleStatus) []fanout.Item {
 	var items []fanout.Item
 	for _, t := range targets {
 		it := k.targetItem(obj, "", t)

@@ -49,13 +49,13 @@ func (b *bundleRead) Items(context.Context, *fanout.Delivery, []fanout.Target) [
 }
 
 // Record writes the delivery to status.bundles and status.rollout.
-func (b *bundleRead) Record(bundles []vidrav1alpha1.ArtifactStatus, rollout *vidrav1alpha1.RolloutStatus, _ map[string]vidrav1alpha1.ArtifactStatus) (string, error) {
+func (b *bundleRead) Record(bundles []vidrav1alpha1.BundleStatus, rollout *vidrav1alpha1.RolloutStatus, _ map[string]vidrav1alpha1.BundleStatus) (string, error) {
 	record(b.obj, bundles, rollout)
 	return b.want.revision, nil
 }
 
 // record writes a delivery to the sync's status.
-func record(obj Object, bundles []vidrav1alpha1.ArtifactStatus, rollout *vidrav1alpha1.RolloutStatus) {
+func record(obj Object, bundles []vidrav1alpha1.BundleStatus, rollout *vidrav1alpha1.RolloutStatus) {
 	status := obj.SourceStatus()
 	status.Bundles = bundles
 	if rollout != nil {

@@ -58,7 +58,7 @@ type Read interface {
 	// Record writes what was delivered to the sync's status, and says what it was, for
 	// the Ready message; or what the kind found wrong beside the fan-out (a bound
 	// crossed, destinations whose bundle could not be built), which it reports first.
-	Record(bundles []vidrav1alpha1.ArtifactStatus, rollout *vidrav1alpha1.RolloutStatus, previous map[string]vidrav1alpha1.ArtifactStatus) (delivered string, err error)
+	Record(bundles []vidrav1alpha1.BundleStatus, rollout *vidrav1alpha1.RolloutStatus, previous map[string]vidrav1alpha1.BundleStatus) (delivered string, err error)
 	// Close releases what the read holds (memory reserved for its downloads).
 	Close()
 }

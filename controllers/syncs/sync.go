@@ -69,8 +69,8 @@ func (r *Reconciler) sync(ctx context.Context, obj Object, spec Spec) (ctrl.Resu
 }
 
 // previousBundles are the bundles a sync's status lists, by ID.
-func previousBundles(obj Object) map[string]vidrav1alpha1.ArtifactStatus {
-	previous := make(map[string]vidrav1alpha1.ArtifactStatus, len(obj.Bundles()))
+func previousBundles(obj Object) map[string]vidrav1alpha1.BundleStatus {
+	previous := make(map[string]vidrav1alpha1.BundleStatus, len(obj.Bundles()))
 	for _, st := range obj.Bundles() {
 		previous[st.ID] = st
 	}

@@ -20,7 +20,7 @@ const concurrentWrites = 8
 // and the revision of the content they make. Items are read from the source one after
 // another; their VidraResources are written several at once (concurrentWrites), and
 // what came of each item is recorded in the items' order.
-func (d *Delivery) AtOnce(ctx context.Context, items []Item, targets []Target, previous map[string]vidrav1alpha1.ArtifactStatus) ([]vidrav1alpha1.ArtifactStatus, vidrav1alpha1.RolloutStatus) {
+func (d *Delivery) AtOnce(ctx context.Context, items []Item, targets []Target, previous map[string]vidrav1alpha1.BundleStatus) ([]vidrav1alpha1.BundleStatus, vidrav1alpha1.RolloutStatus) {
 	st := d.revisionOf(items, previous)
 	d.revision = strconv.FormatInt(st.Revision, 10)
 	prepared := make([]*itemWrite, 0, len(items))
@@ -38,7 +38,7 @@ func (d *Delivery) AtOnce(ctx context.Context, items []Item, targets []Target, p
 		}
 	}
 	_ = writes.Wait() // the writes' errors are their items'
-	statuses := make([]vidrav1alpha1.ArtifactStatus, 0, len(items))
+	statuses := make([]vidrav1alpha1.BundleStatus, 0, len(items))
 	for _, w := range prepared {
 		statuses = append(statuses, d.finish(w))
 	}
@@ -54,8 +54,8 @@ func (d *Delivery) AtOnce(ctx context.Context, items []Item, targets []Target, p
 // VidraResources to write and what came of each write, or why it stopped before.
 type itemWrite struct {
 	it   Item
-	prev vidrav1alpha1.ArtifactStatus
-	st   vidrav1alpha1.ArtifactStatus
+	prev vidrav1alpha1.BundleStatus
+	st   vidrav1alpha1.BundleStatus
 	// failed says why the item could not be delivered, before anything was written
 	// ("": none); err is the error it came from, and problem whether it is one (an item
 	// still generating is not).
@@ -73,8 +73,8 @@ type itemWrite struct {
 
 // prepareWrites builds item it's VidraResources, one per target, with its content, and keeps
 // them; whatever goes wrong, the VidraResources it had are kept as they were.
-func (d *Delivery) prepareWrites(ctx context.Context, it Item, targets []Target, prev vidrav1alpha1.ArtifactStatus) *itemWrite {
-	w := &itemWrite{it: it, prev: prev, st: vidrav1alpha1.ArtifactStatus{
+func (d *Delivery) prepareWrites(ctx context.Context, it Item, targets []Target, prev vidrav1alpha1.BundleStatus) *itemWrite {
+	w := &itemWrite{it: it, prev: prev, st: vidrav1alpha1.BundleStatus{
 		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
 		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
@@ -142,7 +142,7 @@ func (d *Delivery) toWrite(ctx context.Context, w *itemWrite, desired []*vidrav1
 }
 
 // finish records what came of item w's delivery, and returns its status.
-func (d *Delivery) finish(w *itemWrite) vidrav1alpha1.ArtifactStatus {
+func (d *Delivery) finish(w *itemWrite) vidrav1alpha1.BundleStatus {
 	st, it := w.st, w.it
 	if w.failed != "" {
 		st.Message = w.failed
@@ -161,7 +161,7 @@ func (d *Delivery) finish(w *itemWrite) vidrav1alpha1.ArtifactStatus {
 		return st
 	}
 	// A stored content's digest is kept, so that a source that builds content per
-	// cluster finds it again without building it (Infrahub's content has none).
+	// cluster finds it again without building it (content fetched per item has none).
 	st.Checksum, st.StableChecksum, st.BuiltFrom = it.Checksum, it.Checksum, it.BuiltFrom
 	st.Digest, st.StableDigest = it.Digest, it.Digest
 	if len(w.pinned) > 0 {
@@ -173,7 +173,7 @@ func (d *Delivery) finish(w *itemWrite) vidrav1alpha1.ArtifactStatus {
 
 // revisionOf numbers the listed content for a sync that delivers at once: the revision
 // grows when an item's checksum changes, or an item comes or goes.
-func (d *Delivery) revisionOf(items []Item, previous map[string]vidrav1alpha1.ArtifactStatus) vidrav1alpha1.RolloutStatus {
+func (d *Delivery) revisionOf(items []Item, previous map[string]vidrav1alpha1.BundleStatus) vidrav1alpha1.RolloutStatus {
 	checksums := map[string]string{}
 	for _, it := range items {
 		switch {

@@ -17,7 +17,7 @@ func TestRevisionsOfContentDeliveredAtOnce(t *testing.T) {
 		t.Fatalf("first revision: %+v", first)
 	}
 	ihs.Status.Rollout = &first // as written
-	delivered := map[string]vidrav1alpha1.ArtifactStatus{"a": {ID: "a", Checksum: "1"}, "b": {ID: "b", Checksum: "2"}}
+	delivered := map[string]vidrav1alpha1.BundleStatus{"a": {ID: "a", Checksum: "1"}, "b": {ID: "b", Checksum: "2"}}
 	if again := d.revisionOf(items, delivered); again.Revision != 1 || again.ContentHash != first.ContentHash {
 		t.Errorf("the same content is revision %d", again.Revision)
 	}
@@ -36,7 +36,7 @@ func TestRevisionsOfContentDeliveredAtOnce(t *testing.T) {
 // With clusterFromTarget, an item goes to the cluster its target names, and one whose
 // target names no cluster is refused with the reason.
 func TestAnItemsTargetNamesItsCluster(t *testing.T) {
-	d := &Delivery{sync: Sync{Destination: vidrav1alpha1.InfrahubSyncDestination{ClusterFromTarget: true, Destination: vidrav1alpha1.Destination{Namespace: "web"}}}}
+	d := &Delivery{sync: Sync{Destination: Destination{ByItem: true, Destination: vidrav1alpha1.Destination{Namespace: "web"}}}}
 	targets, msg := d.targetsOf(Item{ID: "a", Target: "edge-1"}, nil)
 	if msg != "" || len(targets) != 1 || targets[0].destination.Cluster != "edge-1" || targets[0].destination.Namespace != "web" {
 		t.Errorf("targets %+v, %q", targets, msg)

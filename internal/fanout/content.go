@@ -93,9 +93,9 @@ func (d *Delivery) storeHeld(ctx context.Context, vrs []*vidrav1alpha1.VidraReso
 	return ""
 }
 
-// waiting is the newest content of an artifact, as what waits for a cluster: inline when
+// waiting is the newest content of an item, as what waits for a cluster: inline when
 // small enough, else by reference (nil when unreadable: there is no preview then).
-func (d *Delivery) waiting(ctx context.Context, st vidrav1alpha1.ArtifactStatus, revision string) *vidrav1alpha1.PendingContent {
+func (d *Delivery) waiting(ctx context.Context, st vidrav1alpha1.BundleStatus, revision string) *vidrav1alpha1.PendingContent {
 	if st.Digest == "" {
 		return nil
 	}

@@ -1,8 +1,8 @@
-// Package fanout delivers what a sync lists — Infrahub artifacts today, Git, OCI and Helm
-// bundles next — as VidraResources on the hub: one per item and destination cluster,
-// made from the sync's template and controlled by it, written at once or wave by wave as
-// the rollout planner (package rollout) decides. A sync kind brings its Source, which
-// fetches an item's content; the rest is the same for every kind.
+// Package fanout delivers the bundles a sync lists as VidraResources on the hub: one per
+// item and destination cluster, made from the sync's template and controlled by it,
+// written at once or wave by wave as the rollout planner (package rollout) decides. It
+// knows no source: a sync's kind (package syncs) lists the items and brings the Source
+// that fetches an item's content; the rest is the same for every kind.
 package fanout
 
 import (
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -50,20 +51,33 @@ type Sync struct {
 	// Object is the sync: it controls its VidraResources and has the Events; its kind,
 	// rollout spec and status as last written, and its resume request are read from it.
 	Object vidrav1alpha1.Sync
-	// SourceName names where its content comes from, for people ("Infrahub").
+	// SourceName names where its content comes from, for people ("Infrahub", "GitSync
+	// web's source").
 	SourceName string
 	// Noun names one item, for people ("artifact", "bundle").
 	Noun string
 	// Destination and Template are its spec's.
-	Destination vidrav1alpha1.InfrahubSyncDestination
+	Destination Destination
 	Template    *vidrav1alpha1.VidraResourceTemplate
 }
 
-// Item is one bundle a sync lists: an Infrahub artifact, say.
+// Destination is where a sync's bundles go: the cluster its Destination names (a cluster,
+// a server URL, or the hub), every cluster ClusterSelector matches, or, with ByItem, the
+// cluster each item's Target names.
+type Destination struct {
+	vidrav1alpha1.Destination
+	ClusterSelector *metav1.LabelSelector
+	// ByItem: each item goes to the cluster its Target names (an InfrahubSync's
+	// clusterFromTarget).
+	ByItem bool
+}
+
+// Item is one bundle a sync lists: an Infrahub artifact, a revision of a Git repository, a
+// chart rendered for one cluster.
 type Item struct {
-	// ID names it across revisions (an Infrahub node ID).
+	// ID names it across revisions (an Infrahub node ID, a sync's kind).
 	ID string
-	// Name, Target and Definition say what it is, for people: with clusterFromTarget,
+	// Name, Target and Definition say what it is, for people: with Destination.ByItem,
 	// Target names the cluster it goes to.
 	Name, Target, Definition string
 	// Checksum is the MD5 of its content, as its source lists it.
@@ -223,7 +237,7 @@ func (d *Delivery) keepAll(items []Item) {
 // rollout says, and returns their statuses and where the rollout stands (nil: as it was
 // written). The sync's RolledOut condition follows a progressive rollout, and is removed
 // for one delivered at once. The statuses are bounded (see bounded).
-func (d *Delivery) Deliver(ctx context.Context, items []Item, targets []Target, previous map[string]vidrav1alpha1.ArtifactStatus) ([]vidrav1alpha1.ArtifactStatus, *vidrav1alpha1.RolloutStatus) {
+func (d *Delivery) Deliver(ctx context.Context, items []Item, targets []Target, previous map[string]vidrav1alpha1.BundleStatus) ([]vidrav1alpha1.BundleStatus, *vidrav1alpha1.RolloutStatus) {
 	if Progressive(d.sync.Object.RolloutSpec()) {
 		statuses, st := d.Progressive(ctx, items, targets, previous)
 		if st != nil {

@@ -10,8 +10,9 @@ import (
 )
 
 // MaxItemEvents bounds the Events one delivery records for its items, one each; the
-// rest are summed up in one Event per reason (see SummingUp). A sync of a thousand artifacts that all
-// change at once (a branch merged in Infrahub, a new chart version for a fleet) would
+// rest are summed up in one Event per reason (see SummingUp). A sync of a thousand items
+// that all change at once (a branch merged in Infrahub, a new chart version for a fleet)
+// would
 // otherwise cost the hub a thousand writes, a fifth of what delivering them costs.
 const MaxItemEvents = 10
 
@@ -28,7 +29,7 @@ type itemEvents struct {
 // eventDelivered records that item it was delivered, when it is new or its content
 // changed. The first VidraResource is the Event's related object, so the Events of
 // different items are not folded into one series.
-func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.ArtifactStatus, related *vidrav1alpha1.VidraResource, names []string) {
+func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.BundleStatus, related *vidrav1alpha1.VidraResource, names []string) {
 	if related == nil {
 		return
 	}

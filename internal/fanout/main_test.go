@@ -151,7 +151,7 @@ func (h *harness) round(items []fanout.Item) *fanout.Delivery {
 	h.t.Helper()
 	ctx := context.Background()
 	d, targets := h.delivery()
-	previous := map[string]vidrav1alpha1.ArtifactStatus{}
+	previous := map[string]vidrav1alpha1.BundleStatus{}
 	for _, b := range h.sync.Status.Bundles {
 		previous[b.ID] = b
 	}
@@ -172,7 +172,7 @@ func (h *harness) delivery() (*fanout.Delivery, []fanout.Target) {
 	ctx := context.Background()
 	d, err := fanout.New(ctx, h.cfg, fanout.Sync{
 		Object: h.sync, SourceName: "test", Noun: "bundle",
-		Destination: vidrav1alpha1.InfrahubSyncDestination{
+		Destination: fanout.Destination{
 			Destination: h.sync.Spec.Destination.Destination, ClusterSelector: h.sync.Spec.Destination.ClusterSelector,
 		},
 		Template: h.sync.Spec.Template,

@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// resourceName is the name of the VidraResource that delivers one artifact of one sync
-// to one destination: readable (the sync's name, then segment, naming the destination)
-// and unique, because a hash of the sync, the destination's key and the artifact ends it.
-// Infrahub keeps a node's ID across branches, so the sync's name is what keeps two syncs
-// of one artifact apart.
-func resourceName(sync, segment, key, artifactID string) string {
-	sum := sha256.Sum256([]byte(sync + "\x00" + key + "\x00" + artifactID))
+// resourceName is the name of the VidraResource that delivers one item of one sync to
+// one destination: readable (the sync's name, then segment, naming the destination) and
+// unique, because a hash of the sync, the destination's key and the item ends it. An
+// item's ID may be the same in two syncs (Infrahub keeps a node's ID across branches), so
+// the sync's name is what keeps them apart.
+func resourceName(sync, segment, key, itemID string) string {
+	sum := sha256.Sum256([]byte(sync + "\x00" + key + "\x00" + itemID))
 	hash := hex.EncodeToString(sum[:])[:hashLength]
 	prefix := dnsLabel(sync + "-" + segment)
 	if len(prefix) > maxNameLength-hashLength-1 {

@@ -23,17 +23,17 @@ func Progressive(spec *vidrav1alpha1.RolloutSpec) bool {
 
 // placement is one item's VidraResource on one cluster.
 type placement struct {
-	artifact *rolloutArtifact
-	target   Target
-	cluster  string
-	name     string
+	bundle  *rolloutBundle
+	target  Target
+	cluster string
+	name    string
 }
 
-// rolloutArtifact is one listed item of a progressive sync, with its newest and its
+// rolloutBundle is one listed item of a progressive sync, with its newest and its
 // stable content.
-type rolloutArtifact struct {
+type rolloutBundle struct {
 	item   Item
-	status vidrav1alpha1.ArtifactStatus
+	status vidrav1alpha1.BundleStatus
 	// included: its newest content is known and stored, so it takes part in the rollout.
 	included bool
 }
@@ -42,7 +42,7 @@ type rolloutArtifact struct {
 // the content store, and each cluster gets it when its wave is reached and the budget
 // allows; the others keep (and repair) what they have. It returns the items' statuses
 // and the rollout's, nil when the rollout could not be planned (the status stays).
-func (d *Delivery) Progressive(ctx context.Context, items []Item, dests []Target, previous map[string]vidrav1alpha1.ArtifactStatus) ([]vidrav1alpha1.ArtifactStatus, *vidrav1alpha1.RolloutStatus) {
+func (d *Delivery) Progressive(ctx context.Context, items []Item, dests []Target, previous map[string]vidrav1alpha1.BundleStatus) ([]vidrav1alpha1.BundleStatus, *vidrav1alpha1.RolloutStatus) {
 	if d.cfg.Content == nil {
 		d.stalled = "a progressive rollout keeps each revision in the content store, and this operator has none (--content-namespace)"
 		return d.carryOver(items, previous), nil
@@ -54,9 +54,9 @@ func (d *Delivery) Progressive(ctx context.Context, items []Item, dests []Target
 		return d.carryOver(items, previous), nil
 	}
 	// The content of each item, the newest stored, and where it goes.
-	arts, places := d.prepareAll(ctx, items, dests, previous)
+	bundles, places := d.prepareAll(ctx, items, dests, previous)
 	// What the API shows of each cluster, and what the planner makes of it.
-	plan, err := rollout.Decide(d.rolloutInput(ctx, arts, places, clusterLabels))
+	plan, err := rollout.Decide(d.rolloutInput(ctx, bundles, places, clusterLabels))
 	if err != nil {
 		d.stalled = "rollout: " + err.Error()
 		return d.carryOver(items, previous), nil
@@ -73,16 +73,16 @@ func (d *Delivery) Progressive(ctx context.Context, items []Item, dests []Target
 	// Status: the rollout, and the stable content once a revision completed.
 	st := plan.Status
 	st.Message = conditions.Bounded(st.Message) // it names clusters and their reasons
-	return d.statuses(arts, m, plan.Completed), &st
+	return d.statuses(bundles, m, plan.Completed), &st
 }
 
 // prepareAll prepares every item's content, and places those included on their targets.
-func (d *Delivery) prepareAll(ctx context.Context, items []Item, dests []Target, previous map[string]vidrav1alpha1.ArtifactStatus) ([]*rolloutArtifact, []placement) {
-	var arts []*rolloutArtifact
+func (d *Delivery) prepareAll(ctx context.Context, items []Item, dests []Target, previous map[string]vidrav1alpha1.BundleStatus) ([]*rolloutBundle, []placement) {
+	var bundles []*rolloutBundle
 	var places []placement
 	for _, it := range items {
 		ra := d.prepare(ctx, it, previous[it.ID])
-		arts = append(arts, ra)
+		bundles = append(bundles, ra)
 		if !ra.included {
 			continue
 		}
@@ -94,18 +94,18 @@ func (d *Delivery) prepareAll(ctx context.Context, items []Item, dests []Target,
 			continue
 		}
 		for _, t := range targets {
-			places = append(places, placement{artifact: ra, target: t, cluster: t.segment, name: resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID)})
+			places = append(places, placement{bundle: ra, target: t, cluster: t.segment, name: resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID)})
 		}
 	}
-	return arts, places
+	return bundles, places
 }
 
 // rolloutInput is what the planner decides from: the sync's rollout and what the API
 // shows of each cluster.
-func (d *Delivery) rolloutInput(ctx context.Context, arts []*rolloutArtifact, places []placement, clusterLabels map[string]map[string]string) rollout.Input {
+func (d *Delivery) rolloutInput(ctx context.Context, bundles []*rolloutBundle, places []placement, clusterLabels map[string]map[string]string) rollout.Input {
 	checksums := map[string]string{}
 	hasStable := false
-	for _, ra := range arts {
+	for _, ra := range bundles {
 		if ra.included {
 			checksums[ra.item.ID] = ra.status.Checksum
 			hasStable = hasStable || ra.status.StableDigest != ""
@@ -148,7 +148,7 @@ func (d *Delivery) view(ctx context.Context, v *rollout.Cluster, p placement) {
 	ok, why := healthy(cur)
 	v.Unavailable = v.Unavailable || !ok
 	v.Failing = v.Failing || (!ok && reconciled(cur))
-	if !d.holds(ctx, cur, p.artifact.status.Checksum) {
+	if !d.holds(ctx, cur, p.bundle.status.Checksum) {
 		v.AtTarget, v.Healthy = false, false
 		return
 	}
@@ -166,16 +166,16 @@ func (d *Delivery) view(ctx context.Context, v *rollout.Cluster, p placement) {
 // moved is what moving the clusters did, by item.
 type moved struct {
 	// written are the VidraResources of each item.
-	written map[*rolloutArtifact][]string
+	written map[*rolloutBundle][]string
 	// pinnedBy are those a rollback holds while the source has newer content.
-	pinnedBy map[*rolloutArtifact][]string
+	pinnedBy map[*rolloutBundle][]string
 	// lost: the newest content is gone from the store; it is fetched again next time.
-	lost map[*rolloutArtifact]bool
+	lost map[*rolloutBundle]bool
 }
 
 // move moves the clusters as planned.
 func (d *Delivery) move(ctx context.Context, places []placement, plan rollout.Plan) moved {
-	m := moved{written: map[*rolloutArtifact][]string{}, pinnedBy: map[*rolloutArtifact][]string{}, lost: map[*rolloutArtifact]bool{}}
+	m := moved{written: map[*rolloutBundle][]string{}, pinnedBy: map[*rolloutBundle][]string{}, lost: map[*rolloutBundle]bool{}}
 	now := d.cfg.Now().UTC().Format(time.RFC3339)
 	for _, p := range places {
 		d.movePlacement(ctx, p, plan, now, &m)
@@ -189,15 +189,15 @@ func (d *Delivery) movePlacement(ctx context.Context, p placement, plan rollout.
 	cur := d.owned[p.name]
 	if cur != nil {
 		d.keep[p.name] = true
-		m.written[p.artifact] = append(m.written[p.artifact], p.name)
+		m.written[p.bundle] = append(m.written[p.bundle], p.name)
 	}
 	if cur != nil && cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "" {
-		if !d.holds(ctx, cur, p.artifact.status.Checksum) {
-			m.pinnedBy[p.artifact] = append(m.pinnedBy[p.artifact], fmt.Sprintf("%s (revision %s)", cur.Name, cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]))
+		if !d.holds(ctx, cur, p.bundle.status.Checksum) {
+			m.pinnedBy[p.bundle] = append(m.pinnedBy[p.bundle], fmt.Sprintf("%s (revision %s)", cur.Name, cur.Annotations[vidrav1alpha1.PinnedRevisionAnnotation]))
 		}
 		return
 	}
-	st := p.artifact.status
+	st := p.bundle.status
 	revision := strconv.FormatInt(plan.Status.Revision, 10)
 	// Where the cluster's content goes now.
 	var checksum, digest, contentRevision string
@@ -236,20 +236,20 @@ func (d *Delivery) movePlacement(ctx context.Context, p placement, plan rollout.
 		d.problems = append(d.problems, err.Error())
 		d.retry(err)
 		if errors.Is(err, content.ErrUnavailable) && digest == st.Digest {
-			m.lost[p.artifact] = true
+			m.lost[p.bundle] = true
 		}
 		return
 	}
 	if cur == nil {
-		m.written[p.artifact] = append(m.written[p.artifact], p.name)
+		m.written[p.bundle] = append(m.written[p.bundle], p.name)
 	}
 }
 
 // statuses are the items' statuses after the move; a completed revision's content
 // becomes the stable one.
-func (d *Delivery) statuses(arts []*rolloutArtifact, m moved, completed bool) []vidrav1alpha1.ArtifactStatus {
-	out := make([]vidrav1alpha1.ArtifactStatus, 0, len(arts))
-	for _, ra := range arts {
+func (d *Delivery) statuses(bundles []*rolloutBundle, m moved, completed bool) []vidrav1alpha1.BundleStatus {
+	out := make([]vidrav1alpha1.BundleStatus, 0, len(bundles))
+	for _, ra := range bundles {
 		s := ra.status
 		if names, ok := m.written[ra]; ok {
 			slices.Sort(names)
@@ -271,8 +271,8 @@ func (d *Delivery) statuses(arts []*rolloutArtifact, m moved, completed bool) []
 
 // prepare finds an item's newest content (downloading it only when no VidraResource
 // of the sync holds it) and stores it, and makes sure its stable content is stored.
-func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.ArtifactStatus) *rolloutArtifact {
-	ra := &rolloutArtifact{item: it, status: vidrav1alpha1.ArtifactStatus{
+func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.BundleStatus) *rolloutBundle {
+	ra := &rolloutBundle{item: it, status: vidrav1alpha1.BundleStatus{
 		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
 		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
@@ -288,7 +288,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Arti
 			ra.status.StableChecksum = ""
 		}
 	}
-	fail := func(msg string, err error) *rolloutArtifact {
+	fail := func(msg string, err error) *rolloutBundle {
 		ra.status.Message = msg
 		d.problem(it, msg, err)
 		ra.included = ra.status.Digest != "" // the newest content known before still rolls out
@@ -327,7 +327,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Arti
 func (d *Delivery) place(ctx context.Context, p placement, checksum, digest, revision, now string, pending *vidrav1alpha1.PendingContent) error {
 	data, err := d.cfg.Content.Get(ctx, digest)
 	if err != nil {
-		return fmt.Errorf("%s %s for %s: content %s: %w", d.sync.Noun, p.artifact.item.ID, p.cluster, digest, err)
+		return fmt.Errorf("%s %s for %s: content %s: %w", d.sync.Noun, p.bundle.item.ID, p.cluster, digest, err)
 	}
 	if cur := d.owned[p.name]; cur != nil {
 		// A rollback the cache does not show yet must not be overwritten.
@@ -339,7 +339,7 @@ func (d *Delivery) place(ctx context.Context, p placement, checksum, digest, rev
 			return nil
 		}
 	}
-	vr := d.resource(p.artifact.item, p.target)
+	vr := d.resource(p.bundle.item, p.target)
 	vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = checksum
 	vr.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation] = now
 	if revision != "" {
@@ -357,7 +357,7 @@ func (d *Delivery) place(ctx context.Context, p placement, checksum, digest, rev
 
 // setPending sets what waits for a VidraResource whose content stays as it is.
 func (d *Delivery) setPending(ctx context.Context, p placement, cur *vidrav1alpha1.VidraResource, pending *vidrav1alpha1.PendingContent) error {
-	vr := d.resource(p.artifact.item, p.target)
+	vr := d.resource(p.bundle.item, p.target)
 	vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = cur.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation]
 	vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content
 	vr.Spec.Preview = pending
@@ -365,8 +365,8 @@ func (d *Delivery) setPending(ctx context.Context, p placement, cur *vidrav1alph
 }
 
 // carryOver keeps every item's status and VidraResources as they were.
-func (d *Delivery) carryOver(items []Item, previous map[string]vidrav1alpha1.ArtifactStatus) []vidrav1alpha1.ArtifactStatus {
-	out := make([]vidrav1alpha1.ArtifactStatus, 0, len(items))
+func (d *Delivery) carryOver(items []Item, previous map[string]vidrav1alpha1.BundleStatus) []vidrav1alpha1.BundleStatus {
+	out := make([]vidrav1alpha1.BundleStatus, 0, len(items))
 	for _, it := range items {
 		prev := previous[it.ID]
 		prev.ID = it.ID

@@ -33,7 +33,7 @@ const (
 
 // bounded is statuses with at most ListedResources VidraResources named by each, and
 // counted; and with messages cut to maxItemMessage, and to cutMessage past messageBudget.
-func bounded(statuses []vidrav1alpha1.ArtifactStatus) []vidrav1alpha1.ArtifactStatus {
+func bounded(statuses []vidrav1alpha1.BundleStatus) []vidrav1alpha1.BundleStatus {
 	spent := 0
 	for i := range statuses {
 		st := &statuses[i]

@@ -53,15 +53,15 @@ func TestStatusTooLargeKeepsTheStatusWithinWhatTheHubStores(t *testing.T) {
 		t.Fatalf("%d bundles fit, then: %q", most, msg)
 	}
 
-	status := func(n int) []vidrav1alpha1.ArtifactStatus {
-		statuses := make([]vidrav1alpha1.ArtifactStatus, n)
+	status := func(n int) []vidrav1alpha1.BundleStatus {
+		statuses := make([]vidrav1alpha1.BundleStatus, n)
 		for i := range statuses {
 			it := item(i)
 			var names []string
 			for _, c := range clusters {
 				names = append(names, (h.sync.Name + "-" + c + "-" + it.ID)[:63])
 			}
-			statuses[i] = vidrav1alpha1.ArtifactStatus{
+			statuses[i] = vidrav1alpha1.BundleStatus{
 				ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
 				Checksum: it.Checksum, StableChecksum: it.Checksum, Digest: it.Digest, StableDigest: it.Digest, BuiltFrom: it.BuiltFrom,
 				Message: strings.Repeat("m", 4096), VidraResources: names,
@@ -106,9 +106,9 @@ func TestBoundedStatusesDoNotGrowWithTheFleetOrTheErrors(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("vr-%02d", i)
 	}
-	statuses := make([]vidrav1alpha1.ArtifactStatus, 300)
+	statuses := make([]vidrav1alpha1.BundleStatus, 300)
 	for i := range statuses {
-		statuses[i] = vidrav1alpha1.ArtifactStatus{ID: fmt.Sprint(i), VidraResources: slices.Clone(many), Message: strings.Repeat("é", 1000)}
+		statuses[i] = vidrav1alpha1.BundleStatus{ID: fmt.Sprint(i), VidraResources: slices.Clone(many), Message: strings.Repeat("é", 1000)}
 	}
 	statuses[1].VidraResources, statuses[2].VidraResources = many[:3], nil
 	// As a status recorded by a former delivery: ten named of twenty.

@@ -24,12 +24,12 @@ type Target struct {
 }
 
 // Destinations are the targets of every item, or nil when each item names its own
-// (clusterFromTarget).
+// (Destination.ByItem).
 func (d *Delivery) Destinations(ctx context.Context) ([]Target, error) {
 	dest := d.sync.Destination
 	placement := vidrav1alpha1.Destination{Namespace: dest.Namespace, ReconcileOnEvents: dest.ReconcileOnEvents}
 	switch {
-	case dest.ClusterFromTarget:
+	case dest.ByItem:
 		return nil, nil
 	case dest.ClusterSelector != nil:
 		selector, err := metav1.LabelSelectorAsSelector(dest.ClusterSelector)
@@ -75,13 +75,13 @@ func clusterTarget(cluster string, placement vidrav1alpha1.Destination) Target {
 	return Target{segment: cluster, key: "cluster:" + cluster, destination: placement}
 }
 
-// targetsOf are item it's destinations: its own Destination, dests, or with
-// clusterFromTarget the cluster its target names; msg says why that target names none.
+// targetsOf are an item's destinations: its own Destination, dests, or with
+// Destination.ByItem the cluster its target names; msg says why that target names none.
 func (d *Delivery) targetsOf(it Item, dests []Target) (targets []Target, msg string) {
 	if it.Destination != nil {
 		return []Target{*it.Destination}, ""
 	}
-	if !d.sync.Destination.ClusterFromTarget {
+	if !d.sync.Destination.ByItem {
 		return dests, ""
 	}
 	cluster := it.Target

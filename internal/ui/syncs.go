@@ -27,7 +27,7 @@ type syncRow struct {
 	Health, Ready, Message   string
 	Source                   syncSource
 	// Bundles are an InfrahubSync's artifacts, or the bundle of a Git or OCI source.
-	Bundles   []vidrav1alpha1.ArtifactStatus
+	Bundles   []vidrav1alpha1.BundleStatus
 	Rollout   *vidrav1alpha1.RolloutStatus
 	Resources []resourceRow
 }

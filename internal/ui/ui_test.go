@@ -382,7 +382,7 @@ func TestTheSyncsPageShowsArtifactsAndRequestsASync(t *testing.T) {
 		if err := fleet.Hub.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(ihs), ihs); err != nil {
 			return err
 		}
-		ihs.Status.Artifacts = []vidrav1alpha1.ArtifactStatus{{ID: "a1", Name: "web-config", Target: "paris", Checksum: "0123456789abcdef0123"}}
+		ihs.Status.Artifacts = []vidrav1alpha1.BundleStatus{{ID: "a1", Name: "web-config", Target: "paris", Checksum: "0123456789abcdef0123"}}
 		ihs.Status.Rollout = &vidrav1alpha1.RolloutStatus{Revision: 2, Phase: vidrav1alpha1.RolloutProgressing, Wave: "canary", Updated: 1, Total: 3}
 		return fleet.Hub.Client.Status().Update(ctx, ihs)
 	})
