@@ -130,11 +130,11 @@ func tricklingInfrahub(t *testing.T, fleet *testfleet.Fleet) {
 		t.Fatal(err)
 	}
 	cleanup(t, fleet.Hub.Client, beside)
-	readyBeforeAny(t, fleet, beside, tricklers, vidrav1alpha1.ReasonArtifactFailed)
+	readyBeforeAny(t, fleet, beside, tricklers, vidrav1alpha1.ReasonBundleFailed)
 	// The trickled downloads are given up as stalled, well before the request timeout.
 	testfleet.Eventually(t, objectsTimeout, "a trickled sync given up as stalled", func() (bool, error) {
 		c := readyCondition(t, fleet, tricklers[0])
-		return c != nil && c.Reason == vidrav1alpha1.ReasonArtifactFailed && strings.Contains(c.Message, "the answer stalled"), fmt.Errorf("Ready %+v", c)
+		return c != nil && c.Reason == vidrav1alpha1.ReasonBundleFailed && strings.Contains(c.Message, "the answer stalled"), fmt.Errorf("Ready %+v", c)
 	})
 }
 
@@ -176,7 +176,7 @@ func tricklingInfrahubsOfOneTenant(t *testing.T, fleet *testfleet.Fleet) {
 		t.Fatal(err)
 	}
 	cleanup(t, fleet.Hub.Client, beside)
-	readyBeforeAny(t, fleet, beside, tricklers, vidrav1alpha1.ReasonArtifactFailed)
+	readyBeforeAny(t, fleet, beside, tricklers, vidrav1alpha1.ReasonBundleFailed)
 }
 
 func anonymousSync(name, url, artifact string, dest vidrav1alpha1.InfrahubSyncDestination) *vidrav1alpha1.InfrahubSync {

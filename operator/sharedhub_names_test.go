@@ -66,7 +66,7 @@ func (h *sharedHub) namesAreTheSyncsOwn(t *testing.T) {
 	if err := h.admin.Patch(ctx, sync, patch); err != nil {
 		t.Fatal(err)
 	}
-	h.syncCondition(t, sync.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonArtifactFailed,
+	h.syncCondition(t, sync.Name, vidrav1alpha1.ConditionReady, vidrav1alpha1.ReasonBundleFailed,
 		name, "was not made by this InfrahubSync (asked for by "+tenantUser+")", "not delivered to "+m0)
 	h.eventOn(t, name, vidrav1alpha1.EventNameTaken, "InfrahubSync team-b-site gives its bundle for cluster "+m0)
 	got := &vidrav1alpha1.VidraResource{}

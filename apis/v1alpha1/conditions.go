@@ -109,10 +109,10 @@ const (
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 	// ReasonListFailed: the artifacts could not be listed; nothing was changed.
 	ReasonListFailed = "ListFailed"
-	// ReasonArtifactFailed: some artifacts could not be delivered (not Ready in Infrahub,
-	// a checksum mismatch, content that is not a manifest); their VidraResources are kept
-	// as they were.
-	ReasonArtifactFailed = "ArtifactFailed"
+	// ReasonBundleFailed: some bundles could not be delivered (an artifact not Ready in
+	// Infrahub, a checksum mismatch, content that is not a manifest); their
+	// VidraResources are kept as they were.
+	ReasonBundleFailed = "BundleFailed"
 	// ReasonNoArtifacts: Infrahub lists no artifact of that name; nothing was removed.
 	ReasonNoArtifacts = "NoArtifacts"
 	// ReasonVidraResourceFailed: a VidraResource could not be written.
@@ -135,13 +135,14 @@ const (
 	ReasonBuildFailed = "BuildFailed"
 )
 
-// Event reasons of an InfrahubSync beside its condition reasons.
+// Event reasons of a sync beside its condition reasons.
 const (
-	// EventArtifactAdded: a new artifact was delivered as VidraResources.
-	EventArtifactAdded = "ArtifactAdded"
-	// EventArtifactUpdated: an artifact's content changed and its VidraResources with it.
-	EventArtifactUpdated = "ArtifactUpdated"
-	// EventArtifactRemoved: an artifact left the listing and its VidraResources went.
+	// EventBundleAdded: a new bundle was delivered as VidraResources.
+	EventBundleAdded = "BundleAdded"
+	// EventBundleUpdated: a bundle's content changed and its VidraResources with it.
+	EventBundleUpdated = "BundleUpdated"
+	// EventArtifactRemoved: an InfrahubSync's artifact left the listing and its
+	// VidraResources went.
 	EventArtifactRemoved = "ArtifactRemoved"
 	// EventRolloutStarted: a new revision starts its progressive rollout.
 	EventRolloutStarted = "RolloutStarted"

@@ -52,7 +52,7 @@ func TestArtifactsAreDeliveredDownloadedOnlyWhenChangedAndRemovedWithTheirObject
 			t.Errorf("artifact status %+v", a)
 		}
 	}
-	waitEvent(t, "delivery", "ArtifactAdded", "web-paris", "paris")
+	waitEvent(t, "delivery", "BundleAdded", "web-paris", "paris")
 	if got := downloads(t) - before; got != 3 {
 		t.Errorf("%v downloads for three new artifacts, want 3", got)
 	}
@@ -73,7 +73,7 @@ func TestArtifactsAreDeliveredDownloadedOnlyWhenChangedAndRemovedWithTheirObject
 	if s.Downloads("web-lyon") != 2 || s.TotalDownloads() != 4 {
 		t.Errorf("downloads after one change: web-lyon %d, total %d; want 2 and 4", s.Downloads("web-lyon"), s.TotalDownloads())
 	}
-	waitEvent(t, "delivery", "ArtifactUpdated", "web-lyon")
+	waitEvent(t, "delivery", "BundleUpdated", "web-lyon")
 
 	// One artifact goes: its VidraResource and ConfigMap go; the Namespace the others
 	// still use stays.
@@ -150,7 +150,7 @@ func TestASyncOnlyTouchesItsOwnVidraResources(t *testing.T) {
 	t.Cleanup(func() { _ = fleet.Hub.Client.Delete(ctx, mine) })
 
 	updateSync(t, "squatted", func(ihs *vidrav1alpha1.InfrahubSync) { ihs.Spec.Suspend = false })
-	ihs := syncCondition(t, "squatted", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonArtifactFailed)
+	ihs := syncCondition(t, "squatted", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonBundleFailed)
 	if !containsAll(readyMessage(ihs), taken, "was not made by this InfrahubSync") {
 		t.Errorf("Ready message = %q", readyMessage(ihs))
 	}

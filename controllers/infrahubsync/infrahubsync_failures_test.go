@@ -66,14 +66,14 @@ func TestContentThatDoesNotMatchItsChecksumIsRefused(t *testing.T) {
 
 	s.Put("main", infrahubtest.Artifact{ID: "web-paris", Name: "web", Content: artifact(ns, "paris", "tampered"), Checksum: "0123456789abcdef0123456789abcdef", TargetLabel: "paris"})
 	requestSync(t, "mismatch")
-	ihs := syncCondition(t, "mismatch", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonArtifactFailed)
+	ihs := syncCondition(t, "mismatch", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonBundleFailed)
 	if !containsAll(readyMessage(ihs), "web-paris", "content refused", "Infrahub reports 0123456789abcdef0123456789abcdef") {
 		t.Errorf("Ready message = %q", readyMessage(ihs))
 	}
 	if a := ihs.Status.Artifacts; len(a) != 1 || a[0].Checksum == "0123456789abcdef0123456789abcdef" || a[0].Message == "" {
 		t.Errorf("artifact status = %+v, want the delivered checksum kept and a message", a)
 	}
-	waitEvent(t, "mismatch", vidrav1alpha1.ReasonArtifactFailed, "content refused")
+	waitEvent(t, "mismatch", vidrav1alpha1.ReasonBundleFailed, "content refused")
 	if configMapValue(t, member, ns, "paris") != "v1" || len(resourcesOf(t, "mismatch")) != 1 {
 		t.Error("refused content changed what was delivered")
 	}
@@ -130,7 +130,7 @@ func TestArtifactsThatAreNotReadyAreReportedAndKept(t *testing.T) {
 
 	s.Put("main", infrahubtest.Artifact{ID: "web-nice", Name: "web", Status: "Error", Content: "", TargetLabel: "nice"})
 	requestSync(t, "unready")
-	ihs = syncCondition(t, "unready", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonArtifactFailed)
+	ihs = syncCondition(t, "unready", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonBundleFailed)
 	if !containsAll(readyMessage(ihs), "web-nice", "status Error") {
 		t.Errorf("Ready message = %q", readyMessage(ihs))
 	}

@@ -118,7 +118,7 @@ func TestClusterFromTargetLetsInfrahubChooseTheCluster(t *testing.T) {
 	if configMapValue(t, fleet.Members[0], ns, fleet.Members[1].Name) != "" {
 		t.Error("an artifact went to a cluster other than its target's")
 	}
-	ihs := syncCondition(t, "target", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonArtifactFailed)
+	ihs := syncCondition(t, "target", vidrav1alpha1.ConditionReady, metav1.ConditionFalse, vidrav1alpha1.ReasonBundleFailed)
 	if !containsAll(readyMessage(ihs), `display label "Not A Cluster" does not name a cluster`) {
 		t.Errorf("Ready message = %q", readyMessage(ihs))
 	}

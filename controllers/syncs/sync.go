@@ -145,8 +145,8 @@ func (r *Reconciler) summarize(obj Object, d *fanout.Delivery, delivered string,
 		return ctrl.Result{}, pruneErr
 	case len(d.Problems()) > 0:
 		msg := strings.Join(d.Problems(), "; ")
-		markFailed(obj, vidrav1alpha1.ReasonArtifactFailed, msg)
-		r.warn(obj, vidrav1alpha1.ReasonArtifactFailed, msg)
+		markFailed(obj, vidrav1alpha1.ReasonBundleFailed, msg)
+		r.warn(obj, vidrav1alpha1.ReasonBundleFailed, msg)
 		if d.Transient() != nil {
 			return ctrl.Result{}, d.Transient()
 		}

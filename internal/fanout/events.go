@@ -36,10 +36,10 @@ func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.BundleStatus, rela
 	var reason, note string
 	switch {
 	case prev.ID == "":
-		reason = vidrav1alpha1.EventArtifactAdded
+		reason = vidrav1alpha1.EventBundleAdded
 		note = fmt.Sprintf("%s %s (%s, target %s) delivered as %s", d.sync.Noun, it.Name, it.ID, it.Target, strings.Join(names, ", "))
 	case prev.Checksum != it.Checksum:
-		reason = vidrav1alpha1.EventArtifactUpdated
+		reason = vidrav1alpha1.EventBundleUpdated
 		note = fmt.Sprintf("%s %s (%s, target %s) changed (checksum %s): updated %s", d.sync.Noun, it.Name, it.ID, it.Target, it.Checksum, strings.Join(names, ", "))
 	default:
 		return
@@ -57,13 +57,13 @@ func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.BundleStatus, rela
 
 // recordFoldedEvents records one Event per reason for the items past the bound.
 func (d *Delivery) recordFoldedEvents() {
-	for _, reason := range []string{vidrav1alpha1.EventArtifactAdded, vidrav1alpha1.EventArtifactUpdated} {
+	for _, reason := range []string{vidrav1alpha1.EventBundleAdded, vidrav1alpha1.EventBundleUpdated} {
 		items := d.itemEvents.folded[reason]
 		if len(items) == 0 {
 			continue
 		}
 		what := "delivered"
-		if reason == vidrav1alpha1.EventArtifactUpdated {
+		if reason == vidrav1alpha1.EventBundleUpdated {
 			what = "changed and updated"
 		}
 		d.cfg.Events.Record(d.sync.Object, nil, corev1.EventTypeNormal, reason, SummingUp(d.sync.Noun, what, items))

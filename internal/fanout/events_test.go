@@ -42,7 +42,7 @@ func TestManyItemsChangingAtOnceCostFewEvents(t *testing.T) {
 
 	h.round(src.items(ids...))
 	events := lines(h)
-	if len(events) != 11 || count(events, "Normal ArtifactAdded bundle item-") != 10 || count(events, "Normal ArtifactAdded 15 more bundles delivered: item-10, item-11") != 1 {
+	if len(events) != 11 || count(events, "Normal BundleAdded bundle item-") != 10 || count(events, "Normal BundleAdded 15 more bundles delivered: item-10, item-11") != 1 {
 		t.Errorf("25 new items recorded %d Events, want 10 one by one and one naming the 15 more:\n%s", len(events), strings.Join(events, "\n"))
 	}
 	if !strings.Contains(strings.Join(events, "\n"), "item-19 and 5 others") {
@@ -54,7 +54,7 @@ func TestManyItemsChangingAtOnceCostFewEvents(t *testing.T) {
 	}
 	h.round(src.items(ids...))
 	events = lines(h)
-	if len(events) != 11 || count(events, "Normal ArtifactUpdated bundle item-") != 10 || count(events, "Normal ArtifactUpdated 2 more bundles changed and updated: item-10, item-11") != 1 {
+	if len(events) != 11 || count(events, "Normal BundleUpdated bundle item-") != 10 || count(events, "Normal BundleUpdated 2 more bundles changed and updated: item-10, item-11") != 1 {
 		t.Errorf("12 changed items recorded %d Events, want 10 one by one and one naming the 2 more:\n%s", len(events), strings.Join(events, "\n"))
 	}
 
