@@ -71,7 +71,7 @@ func (l *listing) Withheld(owned int) (string, string) {
 }
 
 // Items are the listed artifacts.
-func (l *listing) Items(context.Context, *fanout.Delivery, []fanout.Target) []fanout.Item {
+func (l *listing) Items(context.Context, *fanout.Delivery, []fanout.Target, map[string]vidrav1alpha1.BundleStatus) []fanout.Item {
 	return itemsOf(l.listed)
 }
 

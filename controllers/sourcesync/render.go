@@ -79,7 +79,7 @@ type targetFailure struct {
 // (and a rollout goes on with it); a destination whose bundle cannot be built keeps its
 // own, and is named in the sync's condition.
 func (k *Kind) readRendered(ctx context.Context, obj Object) (syncs.Read, error) {
-	read := &renderedRead{stored: stored{store: k.Content}, kind: k, obj: obj, previous: previousBundles(obj)}
+	read := &renderedRead{stored: stored{store: k.Content}, kind: k, obj: obj}
 	rev, err := k.Renderer.Resolve(ctx, obj)
 	if err != nil {
 		return read, err
@@ -92,9 +92,8 @@ func (k *Kind) readRendered(ctx context.Context, obj Object) (syncs.Read, error)
 // renderedRead delivers one bundle to each destination, built for it.
 type renderedRead struct {
 	stored
-	kind     *Kind
-	obj      Object
-	previous map[string]vidrav1alpha1.BundleStatus
+	kind *Kind
+	obj  Object
 	// rev is the revision the source named, when resolved (else what each destination
 	// has is carried).
 	rev      Revision
@@ -104,11 +103,11 @@ type renderedRead struct {
 
 // Items builds each destination's bundle, or carries what it has while the source cannot
 // be asked.
-func (rr *renderedRead) Items(ctx context.Context, d *fanout.Delivery, targets []fanout.Target) []fanout.Item {
+func (rr *renderedRead) Items(ctx context.Context, d *fanout.Delivery, targets []fanout.Target, previous map[string]vidrav1alpha1.BundleStatus) []fanout.Item {
 	if rr.resolved {
-		rr.out = rr.kind.renderAll(ctx, rr.obj, rr.rev, targets, rr.previous)
+		rr.out = rr.kind.renderAll(ctx, rr.obj, rr.rev, targets, previous)
 	} else {
-		rr.out.items = rr.kind.carried(rr.obj, targets, rr.previous)
+		rr.out.items = rr.kind.carried(rr.obj, targets, previous)
 	}
 	d.SetContentHash(rr.out.contentHash(rr.obj))
 	return rr.out.items
@@ -123,15 +122,6 @@ func (rr *renderedRead) Record(bundles []vidrav1alpha1.BundleStatus, rollout *vi
 		name = src.Revision
 	}
 	return name, targetsFailure(rr.out.failures)
-}
-
-// previousBundles are the bundles a sync's status lists, by ID.
-func previousBundles(obj Object) map[string]vidrav1alpha1.BundleStatus {
-	previous := make(map[string]vidrav1alpha1.BundleStatus, len(obj.Bundles()))
-	for _, st := range obj.Bundles() {
-		previous[st.ID] = st
-	}
-	return previous
 }
 
 // recordRevision records in status.source the revision the source named.

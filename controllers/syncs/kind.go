@@ -53,8 +53,9 @@ type Read interface {
 	// how many VidraResources the sync has.
 	Withheld(owned int) (reason, message string)
 	// Items are what the sync delivers to the targets: one item for every target, or
-	// one for each target when the kind builds a bundle for each.
-	Items(ctx context.Context, d *fanout.Delivery, targets []fanout.Target) []fanout.Item
+	// one for each target when the kind builds a bundle for each; previous are the
+	// bundles its status lists, by ID.
+	Items(ctx context.Context, d *fanout.Delivery, targets []fanout.Target, previous map[string]vidrav1alpha1.BundleStatus) []fanout.Item
 	// Record writes what was delivered to the sync's status, and says what it was, for
 	// the Ready message; or what the kind found wrong beside the fan-out (a bound
 	// crossed, destinations whose bundle could not be built), which it reports first.

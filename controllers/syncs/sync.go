@@ -50,13 +50,13 @@ func (r *Reconciler) sync(ctx context.Context, obj Object, spec Spec) (ctrl.Resu
 	}
 
 	// Deliver each bundle, at once or wave by wave, if the status can record them all.
-	items := read.Items(ctx, d, targets)
+	previous := previousBundles(obj)
+	items := read.Items(ctx, d, targets, previous)
 	if msg := d.StatusTooLarge(items, targets); msg != "" {
 		markStalled(obj, vidrav1alpha1.ReasonLimitExceeded, msg)
 		r.warn(obj, vidrav1alpha1.ReasonLimitExceeded, msg)
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
-	previous := previousBundles(obj)
 	bundles, rollout := d.Deliver(ctx, items, targets, previous)
 
 	// Remove what is no longer listed or no longer has a destination.
@@ -65,7 +65,7 @@ func (r *Reconciler) sync(ctx context.Context, obj Object, spec Spec) (ctrl.Resu
 	if readErr != nil {
 		return r.fail(obj, unchanged(readErr), min(interval, max(d.Requeue(), time.Second)))
 	}
-	return r.summarize(obj, d, delivered, kindErr, pruneErr, interval)
+	return r.summarize(obj, d, spec.Delivery.SourceName, delivered, kindErr, pruneErr, interval)
 }
 
 // previousBundles are the bundles a sync's status lists, by ID.
@@ -97,22 +97,24 @@ func (r *Reconciler) fanoutConfig() fanout.Config {
 
 // unchanged says of a source's failure that it changed nothing delivered.
 func unchanged(err error) error {
+	kept := *asFailure(err)
+	kept.Err = fmt.Errorf("%w; what was delivered before stays as it is", kept.Err)
+	return &kept
+}
+
+// asFailure is err as a *Failure: one a source says nothing of may pass on its own.
+func asFailure(err error) *Failure {
 	var f *Failure
 	if !errors.As(err, &f) {
 		f = &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
 	}
-	kept := *f
-	kept.Err = fmt.Errorf("%w; what was delivered before stays as it is", f.Err)
-	return &kept
+	return f
 }
 
 // fail marks what stopped a sync. One unusable as written stalls; a transient error is
 // retried with backoff; another is looked at again at the interval.
 func (r *Reconciler) fail(obj Object, err error, interval time.Duration) (ctrl.Result, error) {
-	var f *Failure
-	if !errors.As(err, &f) {
-		f = &Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: err}
-	}
+	f := asFailure(err)
 	if f.Stalled {
 		markStalled(obj, f.Reason, err.Error())
 	} else {
@@ -128,7 +130,7 @@ func (r *Reconciler) fail(obj Object, err error, interval time.Duration) (ctrl.R
 // summarize turns the delivery into conditions and the next requeue. Bundles that failed
 // for a reason that may pass (a source unreachable, a write conflict) are retried with
 // backoff; others at the next interval.
-func (r *Reconciler) summarize(obj Object, d *fanout.Delivery, delivered string, kindErr, pruneErr error, interval time.Duration) (ctrl.Result, error) {
+func (r *Reconciler) summarize(obj Object, d *fanout.Delivery, source, delivered string, kindErr, pruneErr error, interval time.Duration) (ctrl.Result, error) {
 	if d.Requeue() > 0 && d.Requeue() < interval {
 		interval = d.Requeue()
 	}
@@ -152,7 +154,7 @@ func (r *Reconciler) summarize(obj Object, d *fanout.Delivery, delivered string,
 		}
 		return ctrl.Result{RequeueAfter: interval}, nil
 	case len(d.Pending()) > 0:
-		markPending(obj, "waiting for "+r.Kind.Spec(obj).Delivery.SourceName+" to generate: "+strings.Join(d.Pending(), "; "))
+		markPending(obj, "waiting for "+source+" to generate: "+strings.Join(d.Pending(), "; "))
 		return ctrl.Result{RequeueAfter: min(interval, pendingPoll)}, nil
 	}
 	markSucceeded(obj, fmt.Sprintf("delivered %s as %d VidraResources", delivered, d.Kept()))
