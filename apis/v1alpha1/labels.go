@@ -27,15 +27,19 @@ const (
 const (
 	// InfrahubSyncLabel names the InfrahubSync that made a VidraResource.
 	InfrahubSyncLabel = "vidra.infrahub.operators.com/infrahubsync"
-	// ArtifactIDAnnotation is the Infrahub ID of the artifact a VidraResource delivers.
-	ArtifactIDAnnotation = "vidra.infrahub.operators.com/artifact-id"
-	// ArtifactChecksumAnnotation is the MD5 checksum of the artifact content in the
-	// VidraResource's manifest.
-	ArtifactChecksumAnnotation = "vidra.infrahub.operators.com/artifact-checksum"
-	// ArtifactNameAnnotation and ArtifactTargetAnnotation say which artifact it is, for
-	// people reading the VidraResource.
-	ArtifactNameAnnotation   = "vidra.infrahub.operators.com/artifact-name"
-	ArtifactTargetAnnotation = "vidra.infrahub.operators.com/artifact-target"
+	// BundleIDAnnotation names the bundle a VidraResource delivers across revisions (an
+	// artifact's Infrahub ID, a sync's kind with its cluster).
+	BundleIDAnnotation = "vidra.infrahub.operators.com/bundle-id"
+	// BundleChecksumAnnotation is the checksum of the bundle's content in the
+	// VidraResource's manifest (MD5, as Infrahub reports it for an artifact).
+	BundleChecksumAnnotation = "vidra.infrahub.operators.com/bundle-checksum"
+	// BundleNameAnnotation, BundleTargetAnnotation and BundleRevisionAnnotation say which
+	// bundle it is, for people: its name, the node it was rendered for (an artifact's
+	// target), and the source revision it came from (a Git commit, an OCI tag and
+	// digest, a chart version).
+	BundleNameAnnotation     = "vidra.infrahub.operators.com/bundle-name"
+	BundleTargetAnnotation   = "vidra.infrahub.operators.com/bundle-target"
+	BundleRevisionAnnotation = "vidra.infrahub.operators.com/bundle-revision"
 
 	// RequestedAtAnnotation on an InfrahubSync asks for a sync now whenever its value
 	// changes (any value; a time is customary). Infrahub's webhooks set it, and so can

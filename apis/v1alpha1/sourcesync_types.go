@@ -118,10 +118,14 @@ type BundleStatus struct {
 	// Name of the artifact, or of the sync.
 	// +optional
 	Name string `json:"name,omitempty"`
-	// Target is the display label of the node an artifact was rendered for; the revision
-	// of a GitSync's, an OCISync's or a HelmSync's bundle.
+	// Target is the display label of the node an artifact was rendered for.
 	// +optional
 	Target string `json:"target,omitempty"`
+	// Revision is the source's revision the bundle comes from: a GitSync's branch and
+	// commit, an OCISync's tag and digest, a HelmSync's chart version. (Earlier
+	// versions wrote it as the target.)
+	// +optional
+	Revision string `json:"revision,omitempty"`
 	// Definition is the name of an artifact's definition.
 	// +optional
 	Definition string `json:"definition,omitempty"`

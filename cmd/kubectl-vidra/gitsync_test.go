@@ -58,8 +58,8 @@ func gitSyncWithHistory(t *testing.T) (*vidrav1alpha1.GitSync, *vidrav1alpha1.Vi
 			Name:   "site-edge-lyon",
 			Labels: map[string]string{vidrav1alpha1.GitSyncLabel: "site"},
 			Annotations: map[string]string{
-				vidrav1alpha1.SyncRevisionAnnotation: "2", vidrav1alpha1.ArtifactIDAnnotation: "bundle",
-				vidrav1alpha1.ArtifactTargetAnnotation: siteCommits[1], vidrav1alpha1.ArtifactChecksumAnnotation: "sum2",
+				vidrav1alpha1.SyncRevisionAnnotation: "2", vidrav1alpha1.BundleIDAnnotation: "bundle",
+				vidrav1alpha1.BundleRevisionAnnotation: siteCommits[1], vidrav1alpha1.BundleChecksumAnnotation: "sum2",
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(gs, vidrav1alpha1.GroupVersion.WithKind("GitSync"))},
 		},
@@ -72,11 +72,11 @@ func gitSyncWithHistory(t *testing.T) (*vidrav1alpha1.GitSync, *vidrav1alpha1.Vi
 	for i, m := range manifests {
 		// The source as the VidraResource controller records it, from the annotations.
 		at := vr.DeepCopy()
-		at.Annotations[vidrav1alpha1.ArtifactTargetAnnotation] = siteCommits[i]
-		at.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = "sum" + string(rune('1'+i))
+		at.Annotations[vidrav1alpha1.BundleRevisionAnnotation] = siteCommits[i]
+		at.Annotations[vidrav1alpha1.BundleChecksumAnnotation] = "sum" + string(rune('1'+i))
 		if _, err := h.Record(ctx, vr, history.Entry{
 			Body: history.Body{Manifest: m}, Digest: content.Digest([]byte(m)), Source: history.SyncSource(at),
-			SyncRevision: string(rune('1' + i)), Checksum: at.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation], PreviousResult: "Ready", Limit: 10,
+			SyncRevision: string(rune('1' + i)), Checksum: at.Annotations[vidrav1alpha1.BundleChecksumAnnotation], PreviousResult: "Ready", Limit: 10,
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestAGitSyncHasAHistoryOfCommitsAndARollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Spec.Manifest != manifests[0] || got.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] != "1" ||
-		got.Annotations[vidrav1alpha1.ArtifactTargetAnnotation] != siteCommits[0] || got.Annotations[vidrav1alpha1.SyncRevisionAnnotation] != "1" {
+		got.Annotations[vidrav1alpha1.BundleRevisionAnnotation] != siteCommits[0] || got.Annotations[vidrav1alpha1.SyncRevisionAnnotation] != "1" {
 		t.Fatalf("after rollback: manifest %q, annotations %v; want the first commit's, pinned", got.Spec.Manifest, got.Annotations)
 	}
 

@@ -50,8 +50,8 @@ func TestAHelmSyncIsShownByItsShortNameWithItsChartVersions(t *testing.T) {
 			Name:   "ingress-edge-nice",
 			Labels: map[string]string{vidrav1alpha1.HelmSyncLabel: "ingress"},
 			Annotations: map[string]string{
-				vidrav1alpha1.SyncRevisionAnnotation: "2", vidrav1alpha1.ArtifactIDAnnotation: "helmsync/edge-nice",
-				vidrav1alpha1.ArtifactTargetAnnotation: versions[1], vidrav1alpha1.ArtifactChecksumAnnotation: "helm2",
+				vidrav1alpha1.SyncRevisionAnnotation: "2", vidrav1alpha1.BundleIDAnnotation: "helmsync/edge-nice",
+				vidrav1alpha1.BundleRevisionAnnotation: versions[1], vidrav1alpha1.BundleChecksumAnnotation: "helm2",
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(hs, vidrav1alpha1.GroupVersion.WithKind("HelmSync"))},
 		},
@@ -63,11 +63,11 @@ func TestAHelmSyncIsShownByItsShortNameWithItsChartVersions(t *testing.T) {
 	h := &history.History{Client: hub, Reader: hub, Namespace: revisionsNamespace}
 	for i, m := range manifests {
 		at := vr.DeepCopy()
-		at.Annotations[vidrav1alpha1.ArtifactTargetAnnotation] = versions[i]
-		at.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = "helm" + string(rune('1'+i))
+		at.Annotations[vidrav1alpha1.BundleRevisionAnnotation] = versions[i]
+		at.Annotations[vidrav1alpha1.BundleChecksumAnnotation] = "helm" + string(rune('1'+i))
 		if _, err := h.Record(ctx, vr, history.Entry{
 			Body: history.Body{Manifest: m}, Digest: content.Digest([]byte(m)), Source: history.SyncSource(at),
-			SyncRevision: string(rune('1' + i)), Checksum: at.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation], PreviousResult: "Ready", Limit: 10,
+			SyncRevision: string(rune('1' + i)), Checksum: at.Annotations[vidrav1alpha1.BundleChecksumAnnotation], PreviousResult: "Ready", Limit: 10,
 		}); err != nil {
 			t.Fatal(err)
 		}

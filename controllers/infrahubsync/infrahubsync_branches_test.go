@@ -24,7 +24,7 @@ func TestSyncsOfOneArtifactOnTwoBranchesDoNotCollide(t *testing.T) {
 	if onMain[0].Name == onFeature[0].Name {
 		t.Fatalf("both branches named their VidraResource %s", onMain[0].Name)
 	}
-	if onMain[0].Annotations[vidrav1alpha1.ArtifactIDAnnotation] != onFeature[0].Annotations[vidrav1alpha1.ArtifactIDAnnotation] {
+	if onMain[0].Annotations[vidrav1alpha1.BundleIDAnnotation] != onFeature[0].Annotations[vidrav1alpha1.BundleIDAnnotation] {
 		t.Fatal("the test needs one artifact ID on both branches")
 	}
 	waitValue(t, fleet.Members[0], "ihs-branch-main", "paris", "main")

@@ -109,8 +109,8 @@ func TestClusterFromTargetLetsInfrahubChooseTheCluster(t *testing.T) {
 	newSync(t, "target", "target", s, vidrav1alpha1.InfrahubSyncDestination{ClusterFromTarget: true})
 	vrs := allReady(t, "target", 2)
 	for _, vr := range vrs {
-		if vr.Spec.Destination.Cluster != vr.Annotations[vidrav1alpha1.ArtifactTargetAnnotation] {
-			t.Errorf("VidraResource %s for target %s delivers to %q", vr.Name, vr.Annotations[vidrav1alpha1.ArtifactTargetAnnotation], vr.Spec.Destination.Cluster)
+		if vr.Spec.Destination.Cluster != vr.Annotations[vidrav1alpha1.BundleTargetAnnotation] {
+			t.Errorf("VidraResource %s for target %s delivers to %q", vr.Name, vr.Annotations[vidrav1alpha1.BundleTargetAnnotation], vr.Spec.Destination.Cluster)
 		}
 	}
 	waitValue(t, fleet.Members[0], ns, fleet.Members[0].Name, "v1")

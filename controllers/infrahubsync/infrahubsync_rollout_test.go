@@ -85,7 +85,7 @@ func (w *rolloutWatch) observe(vr *vidrav1alpha1.VidraResource, ringOf map[strin
 		return
 	}
 	w.state[vr.Name] = *vr
-	cluster, sum := vr.Spec.Destination.Cluster, vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation]
+	cluster, sum := vr.Spec.Destination.Cluster, vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation]
 	now := time.Now()
 	if w.firstAt[cluster] == nil {
 		w.firstAt[cluster], w.healthyAt[cluster] = map[string]time.Time{}, map[string]time.Time{}
@@ -103,7 +103,7 @@ func (w *rolloutWatch) observe(vr *vidrav1alpha1.VidraResource, ringOf map[strin
 	unhealthy := map[string]int{}
 	for _, cur := range w.state {
 		ready := meta.FindStatusCondition(cur.Status.Conditions, vidrav1alpha1.ConditionReady)
-		updating := w.readyWith[cur.Name] != cur.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation]
+		updating := w.readyWith[cur.Name] != cur.Annotations[vidrav1alpha1.BundleChecksumAnnotation]
 		if updating || ready == nil || ready.Status != metav1.ConditionTrue {
 			unhealthy[ringOf[cur.Spec.Destination.Cluster]]++
 		}

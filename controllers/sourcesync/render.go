@@ -209,7 +209,10 @@ func (k *Kind) carried(obj Object, targets []fanout.Target, previous map[string]
 		if !ok || prev.Checksum == "" {
 			continue
 		}
-		it.Target, it.Checksum, it.Digest, it.BuiltFrom = prev.Target, prev.Checksum, prev.Digest, prev.BuiltFrom
+		it.Revision, it.Checksum, it.Digest, it.BuiltFrom = prev.Revision, prev.Checksum, prev.Digest, prev.BuiltFrom
+		if it.Revision == "" {
+			it.Revision = prev.Target // as earlier versions wrote it
+		}
 		items = append(items, it)
 	}
 	return items
@@ -221,7 +224,7 @@ func (k *Kind) targetItem(obj Object, revision string, t fanout.Target) fanout.I
 	return fanout.Item{
 		ID:          strings.ToLower(k.Sync.Kind) + "/" + t.Key(),
 		Name:        obj.GetName(),
-		Target:      revision,
+		Revision:    revision,
 		Destination: &t,
 	}
 }

@@ -45,7 +45,7 @@ type bundleRead struct {
 // Items is the one bundle. Its ID is the kind's name: it names the VidraResources, so a
 // GitSync and an OCISync of one name never make the same one.
 func (b *bundleRead) Items(context.Context, *fanout.Delivery, []fanout.Target, map[string]vidrav1alpha1.BundleStatus) []fanout.Item {
-	return []fanout.Item{{ID: strings.ToLower(b.kind.Kind), Name: b.obj.GetName(), Target: b.want.revision, Checksum: b.want.checksum, Digest: b.want.digest}}
+	return []fanout.Item{{ID: strings.ToLower(b.kind.Kind), Name: b.obj.GetName(), Revision: b.want.revision, Checksum: b.want.checksum, Digest: b.want.digest}}
 }
 
 // Record writes the delivery to status.bundles and status.rollout.

@@ -66,7 +66,8 @@ const maxLabelSets = 1024
 // VidraResource's own.
 func sharedAnnotation(key string) bool {
 	switch key {
-	case vidrav1alpha1.ArtifactNameAnnotation, vidrav1alpha1.ArtifactTargetAnnotation, vidrav1alpha1.SyncRevisionAnnotation:
+	case vidrav1alpha1.BundleNameAnnotation, vidrav1alpha1.BundleTargetAnnotation, vidrav1alpha1.BundleRevisionAnnotation,
+		vidrav1alpha1.SyncRevisionAnnotation:
 		return true
 	}
 	return false

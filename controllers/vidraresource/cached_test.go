@@ -21,7 +21,7 @@ func TestTheHubCachesVidraResourcesWithSharedStrings(t *testing.T) {
 	transform := vidraresource.CompactCached(intern.NewTable(64))
 	decoded := func(name string) *vidrav1alpha1.VidraResource {
 		vr := &vidrav1alpha1.VidraResource{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"sync": "s"}, Annotations: map[string]string{"digest": name, vidrav1alpha1.ArtifactNameAnnotation: "artifact"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"sync": "s"}, Annotations: map[string]string{"digest": name, vidrav1alpha1.BundleNameAnnotation: "artifact"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 			Spec: vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "site-1", Namespace: "apps"}},
 			Status: vidrav1alpha1.VidraResourceStatus{
@@ -59,7 +59,7 @@ func TestTheHubCachesVidraResourcesWithSharedStrings(t *testing.T) {
 	}
 	a, b := cached[0].Status.ManagedResources[0], cached[1].Status.ManagedResources[0]
 	annotation := func(vr *vidrav1alpha1.VidraResource) string {
-		return vr.Annotations[vidrav1alpha1.ArtifactNameAnnotation]
+		return vr.Annotations[vidrav1alpha1.BundleNameAnnotation]
 	}
 	for _, pair := range [][2]string{
 		{a.Kind, b.Kind}, {a.Name, b.Name}, {a.Namespace, b.Namespace}, {a.Message, b.Message},

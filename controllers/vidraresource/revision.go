@@ -82,7 +82,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	body := history.Body{Manifest: vr.Spec.Manifest, Content: vr.Spec.Content}
 	rec, err := r.History.Record(ctx, vr, history.Entry{
 		Body: body, Digest: digest, Source: sourceOf(vr), SyncRevision: vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
-		Checksum:       vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation],
+		Checksum:       vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleChecksumAnnotation),
 		PreviousResult: previousResult, Limit: limit,
 		Inventory: inventory.Entries(desired), Delivered: delivered, Owned: vr.Status.ManagedResources,
 	})

@@ -75,7 +75,7 @@ type itemWrite struct {
 // them; whatever goes wrong, the VidraResources it had are kept as they were.
 func (d *Delivery) prepareWrites(ctx context.Context, it Item, targets []Target, prev vidrav1alpha1.BundleStatus) *itemWrite {
 	w := &itemWrite{it: it, prev: prev, st: vidrav1alpha1.BundleStatus{
-		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
+		ID: it.ID, Name: it.Name, Target: it.Target, Revision: it.Revision, Definition: it.Definition,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
 		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
 	}}

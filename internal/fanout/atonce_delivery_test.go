@@ -28,7 +28,7 @@ func versions(t *testing.T, gs *vidrav1alpha1.GitSync) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, vr := range resourcesOf(t, gs) {
-		out[vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation]+"/"+vr.Spec.Destination.Cluster] = vr.ResourceVersion
+		out[vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleIDAnnotation)+"/"+vr.Spec.Destination.Cluster] = vr.ResourceVersion
 	}
 	return out
 }

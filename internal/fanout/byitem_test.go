@@ -18,7 +18,7 @@ func TestOwnedResourcesAreFoundByTheItemTheyDeliver(t *testing.T) {
 		for _, id := range []string{"a", "b"} {
 			name := fmt.Sprintf("sync-%s-%s", id, c)
 			owned[name] = &vidrav1alpha1.VidraResource{ObjectMeta: metav1.ObjectMeta{
-				Name: name, Annotations: map[string]string{vidrav1alpha1.ArtifactIDAnnotation: id},
+				Name: name, Annotations: map[string]string{vidrav1alpha1.BundleIDAnnotation: id},
 			}}
 		}
 	}

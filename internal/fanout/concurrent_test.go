@@ -54,7 +54,7 @@ func (c *heldCreates) Create(ctx context.Context, obj client.Object, opts ...cli
 	if vr.Spec.Destination.Cluster != c.refused {
 		return c.Client.Create(ctx, obj, opts...)
 	}
-	if vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation] == "b" {
+	if vr.Annotations[vidrav1alpha1.BundleIDAnnotation] == "b" {
 		close(c.bRefused)
 	} else {
 		held(c.bRefused)

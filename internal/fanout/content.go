@@ -54,7 +54,7 @@ func (d *Delivery) content(ctx context.Context, it Item, existing []*vidrav1alph
 // holds reports whether a VidraResource delivers the content with checksum: inline, or
 // stored content whose recorded MD5 is the checksum (read once per digest and sync).
 func (d *Delivery) holds(ctx context.Context, vr *vidrav1alpha1.VidraResource, checksum string) bool {
-	if vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] != checksum {
+	if vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleChecksumAnnotation) != checksum {
 		return false
 	}
 	if vr.Spec.Content == nil {

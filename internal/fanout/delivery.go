@@ -80,6 +80,9 @@ type Item struct {
 	// Name, Target and Definition say what it is, for people: with Destination.ByItem,
 	// Target names the cluster it goes to.
 	Name, Target, Definition string
+	// Revision is the source's revision it comes from, when the source names one (a Git
+	// commit, an OCI tag and digest, a chart version).
+	Revision string
 	// Checksum is the MD5 of its content, as its source lists it.
 	Checksum string
 	// Digest names its content in the content store, when the source stored it there.
@@ -215,7 +218,7 @@ func (d *Delivery) resourcesOf(id string) []*vidrav1alpha1.VidraResource {
 func byItem(owned map[string]*vidrav1alpha1.VidraResource) map[string][]*vidrav1alpha1.VidraResource {
 	index := map[string][]*vidrav1alpha1.VidraResource{}
 	for _, vr := range owned {
-		id := vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation]
+		id := vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleIDAnnotation)
 		index[id] = append(index[id], vr)
 	}
 	for _, vrs := range index {

@@ -37,10 +37,10 @@ func (d *Delivery) eventDelivered(it Item, prev vidrav1alpha1.BundleStatus, rela
 	switch {
 	case prev.ID == "":
 		reason = vidrav1alpha1.EventBundleAdded
-		note = fmt.Sprintf("%s %s (%s, target %s) delivered as %s", d.sync.Noun, it.Name, it.ID, it.Target, strings.Join(names, ", "))
+		note = fmt.Sprintf("%s %s (%s) delivered as %s", d.sync.Noun, it.Name, describe(it), strings.Join(names, ", "))
 	case prev.Checksum != it.Checksum:
 		reason = vidrav1alpha1.EventBundleUpdated
-		note = fmt.Sprintf("%s %s (%s, target %s) changed (checksum %s): updated %s", d.sync.Noun, it.Name, it.ID, it.Target, it.Checksum, strings.Join(names, ", "))
+		note = fmt.Sprintf("%s %s (%s) changed (checksum %s): updated %s", d.sync.Noun, it.Name, describe(it), it.Checksum, strings.Join(names, ", "))
 	default:
 		return
 	}
@@ -69,6 +69,19 @@ func (d *Delivery) recordFoldedEvents() {
 		d.cfg.Events.Record(d.sync.Object, nil, corev1.EventTypeNormal, reason, SummingUp(d.sync.Noun, what, items))
 	}
 	d.itemEvents = itemEvents{}
+}
+
+// describe says which item it is in an Event: its ID, with its target and revision where
+// it has them.
+func describe(it Item) string {
+	out := it.ID
+	if it.Target != "" {
+		out += ", target " + it.Target
+	}
+	if it.Revision != "" {
+		out += ", revision " + it.Revision
+	}
+	return out
 }
 
 // ItemName names an item in a summing-up Event: its name, with its target if it has one.

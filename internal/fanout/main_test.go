@@ -215,7 +215,7 @@ func (h *harness) delivered() map[string]string {
 			}
 			m = string(data)
 		}
-		out[vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation]+"/"+vr.Spec.Destination.Cluster] = m
+		out[vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleIDAnnotation)+"/"+vr.Spec.Destination.Cluster] = m
 	}
 	return out
 }

@@ -273,7 +273,7 @@ func (d *Delivery) statuses(bundles []*rolloutBundle, m moved, completed bool) [
 // of the sync holds it) and stores it, and makes sure its stable content is stored.
 func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.BundleStatus) *rolloutBundle {
 	ra := &rolloutBundle{item: it, status: vidrav1alpha1.BundleStatus{
-		ID: it.ID, Name: it.Name, Target: it.Target, Definition: it.Definition,
+		ID: it.ID, Name: it.Name, Target: it.Target, Revision: it.Revision, Definition: it.Definition,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
 		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
 	}}
@@ -340,7 +340,7 @@ func (d *Delivery) place(ctx context.Context, p placement, checksum, digest, rev
 		}
 	}
 	vr := d.resource(p.bundle.item, p.target)
-	vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = checksum
+	vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation] = checksum
 	vr.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation] = now
 	if revision != "" {
 		vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = revision
@@ -358,7 +358,7 @@ func (d *Delivery) place(ctx context.Context, p placement, checksum, digest, rev
 // setPending sets what waits for a VidraResource whose content stays as it is.
 func (d *Delivery) setPending(ctx context.Context, p placement, cur *vidrav1alpha1.VidraResource, pending *vidrav1alpha1.PendingContent) error {
 	vr := d.resource(p.bundle.item, p.target)
-	vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = cur.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation]
+	vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation] = vidrav1alpha1.BundleAnnotation(cur.Annotations, vidrav1alpha1.BundleChecksumAnnotation)
 	vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content
 	vr.Spec.Preview = pending
 	return d.write(ctx, vr)

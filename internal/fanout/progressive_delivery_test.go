@@ -44,7 +44,7 @@ func (h *harness) reportAll() {
 func (h *harness) nameOn(id, cluster string) string {
 	h.t.Helper()
 	for _, vr := range resourcesOf(h.t, h.sync) {
-		if vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation] == id && vr.Spec.Destination.Cluster == cluster {
+		if vr.Annotations[vidrav1alpha1.BundleIDAnnotation] == id && vr.Spec.Destination.Cluster == cluster {
 			return vr.Name
 		}
 	}

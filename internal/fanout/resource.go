@@ -35,18 +35,43 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 			Labels: mergeInto(withoutSyncLabels(tpl.Labels), map[string]string{
 				d.sync.Object.SyncKind().Label: d.sync.Object.GetName(),
 			}),
-			Annotations: mergeInto(withoutRequester(tpl.Annotations), map[string]string{
-				vidrav1alpha1.ArtifactIDAnnotation:       it.ID,
-				vidrav1alpha1.ArtifactChecksumAnnotation: it.Checksum,
-				vidrav1alpha1.ArtifactNameAnnotation:     it.Name,
-				vidrav1alpha1.ArtifactTargetAnnotation:   it.Target,
-			}),
+			Annotations:     mergeInto(withoutRequester(tpl.Annotations), bundleAnnotations(it)),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d.sync.Object, vidrav1alpha1.GroupVersion.WithKind(d.sync.Object.SyncKind().Kind))},
 		},
 		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination},
 	}
 	applyTemplate(&vr.Spec, tpl)
 	return vr
+}
+
+// bundleAnnotations say which bundle a VidraResource delivers; a target or revision only
+// when the item has one.
+func bundleAnnotations(it Item) map[string]string {
+	out := map[string]string{
+		vidrav1alpha1.BundleIDAnnotation:       it.ID,
+		vidrav1alpha1.BundleChecksumAnnotation: it.Checksum,
+		vidrav1alpha1.BundleNameAnnotation:     it.Name,
+	}
+	if it.Target != "" {
+		out[vidrav1alpha1.BundleTargetAnnotation] = it.Target
+	}
+	if it.Revision != "" {
+		out[vidrav1alpha1.BundleRevisionAnnotation] = it.Revision
+	}
+	return out
+}
+
+// upgraded is cur with its bundle annotations under the keys this version writes: one
+// written by an earlier version, the same but for those keys, is left as it is.
+func upgraded(cur, vr *vidrav1alpha1.VidraResource) *vidrav1alpha1.VidraResource {
+	_, revision := vr.Annotations[vidrav1alpha1.BundleRevisionAnnotation]
+	annotations := vidrav1alpha1.UpgradedBundleAnnotations(cur.Annotations, revision)
+	if annotations == nil {
+		return cur
+	}
+	out := cur.DeepCopy()
+	out.Annotations = annotations
+	return out
 }
 
 // withoutSyncLabels copies a template's labels but those naming a sync: a template
@@ -100,7 +125,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 	traced := func(action string) (context.Context, func()) {
 		wctx, span := tracing.Tracer().Start(ctx, "vidraresource.write", trace.WithAttributes(
 			attribute.String("vidra.vidraresource", vr.Name), attribute.String("vidra.cluster", cmp.Or(vr.Spec.Destination.Cluster, vr.Spec.Destination.Server, "local")),
-			attribute.String("vidra.action", action), attribute.String("vidra.checksum", vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation])))
+			attribute.String("vidra.action", action), attribute.String("vidra.checksum", vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation])))
 		return wctx, func() {
 			if retErr != nil {
 				span.SetStatus(codes.Error, retErr.Error())
@@ -149,7 +174,8 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 	}
 	// Only what the sync sets is compared and written: the API server's defaults and
 	// fields outside the template keep their values, so an unchanged sync writes nothing.
-	updated := cur.DeepCopy()
+	was := upgraded(cur, vr)
+	updated := was.DeepCopy()
 	updated.Labels = mergeInto(updated.Labels, vr.Labels)
 	updated.Annotations = mergeInto(updated.Annotations, vr.Annotations)
 	updated.Spec.Destination = vr.Spec.Destination
@@ -159,7 +185,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 	if tpl := d.sync.Template; tpl != nil {
 		applyTemplate(&updated.Spec, tpl)
 	}
-	specChanged := !apiequality.Semantic.DeepEqual(updated.Spec, cur.Spec)
+	specChanged := !apiequality.Semantic.DeepEqual(updated.Spec, was.Spec)
 	if specChanged {
 		// The operator writes the spec now: whoever changed it before asked for nothing
 		// it holds, and is not asked about it (the content it names is the sync's).
@@ -167,7 +193,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 			delete(updated.Annotations, k)
 		}
 	}
-	if !specChanged && apiequality.Semantic.DeepEqual(updated.ObjectMeta, cur.ObjectMeta) {
+	if !specChanged && apiequality.Semantic.DeepEqual(updated.ObjectMeta, was.ObjectMeta) {
 		return nil
 	}
 	wctx, end := traced("update")

@@ -80,7 +80,7 @@ var digestLength = quoted("sha256:") + 64
 // (the budget is counted once for the longer ones).
 func itemStatusSize(it Item, stored bool, listed []string, resources int) int {
 	size := len(`{},`) + len(`"k:{\"id\":\"\"}":{".":{}},`) + len(it.ID) + keyed("id", quoted(it.ID)) + quoted(it.Checksum)
-	for _, field := range [...]struct{ key, value string }{{"name", it.Name}, {"target", it.Target}, {"definition", it.Definition},
+	for _, field := range [...]struct{ key, value string }{{"name", it.Name}, {"target", it.Target}, {"revision", it.Revision}, {"definition", it.Definition},
 		{"checksum", it.Checksum}, {"stableChecksum", it.Checksum}, {"builtFrom", it.BuiltFrom}} {
 		if field.value != "" {
 			size += keyed(field.key, quoted(field.value))

@@ -66,7 +66,7 @@ func TestASyncIsWokenByOthersChangesToItsVidraResourcesNotByItsOwn(t *testing.T)
 		{"manifest edited", func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Manifest = configMap("a", "edited") }, true},
 		{"prune, which the template sets, flipped", func(vr *vidrav1alpha1.VidraResource) { vr.Spec.Prune = ptr.To(true) }, true},
 		{"checksum annotation changed", func(vr *vidrav1alpha1.VidraResource) {
-			vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation] = "0"
+			vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation] = "0"
 		}, true},
 		{"label added", func(vr *vidrav1alpha1.VidraResource) { vr.Labels["team"] = "network" }, true},
 		{"history limit, which the template leaves to the default, changed", func(vr *vidrav1alpha1.VidraResource) {

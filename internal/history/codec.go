@@ -30,7 +30,7 @@ type data struct {
 const (
 	recordedAnnotation      = "vidra.infrahub.operators.com/recorded-at"
 	vidraResourceAnnotation = "vidra.infrahub.operators.com/vidraresource"
-	checksumAnnotation      = vidrav1alpha1.ArtifactChecksumAnnotation
+	checksumAnnotation      = vidrav1alpha1.BundleChecksumAnnotation
 )
 
 // encode is what a revision of body holds: only a reference when the body is stored
@@ -82,7 +82,7 @@ func decode(cr *appsv1.ControllerRevision) (Revision, error) {
 		Source:       cr.Annotations[vidrav1alpha1.RevisionSourceAnnotation],
 		SyncRevision: cr.Annotations[vidrav1alpha1.SyncRevisionAnnotation],
 		Result:       cr.Annotations[vidrav1alpha1.RevisionResultAnnotation],
-		Checksum:     cr.Annotations[checksumAnnotation],
+		Checksum:     vidrav1alpha1.BundleAnnotation(cr.Annotations, checksumAnnotation),
 		Recorded:     cr.CreationTimestamp.Time,
 	}
 	rev.SourceRevision = SourceRevision(rev.Source)

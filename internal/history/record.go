@@ -156,6 +156,9 @@ func (h *History) renumber(ctx context.Context, vr *vidrav1alpha1.VidraResource,
 	if patched.Annotations == nil {
 		patched.Annotations = map[string]string{}
 	}
+	if upgraded := vidrav1alpha1.UpgradedBundleAnnotations(patched.Annotations, false); upgraded != nil {
+		patched.Annotations = upgraded // the checksum under its own key only
+	}
 	patched.Revision = next
 	patched.Annotations[vidrav1alpha1.RevisionSourceAnnotation] = e.Source
 	patched.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = e.SyncRevision

@@ -30,11 +30,11 @@ func Restore(ctx context.Context, c client.Client, vr *vidrav1alpha1.VidraResour
 			vr.Annotations[vidrav1alpha1.PinnedRevisionAnnotation] = strconv.FormatInt(r.Number, 10)
 			// What it delivers now is that revision's, for the sync and the history.
 			setOrDelete(vr.Annotations, vidrav1alpha1.SyncRevisionAnnotation, r.SyncRevision)
-			setOrDelete(vr.Annotations, vidrav1alpha1.ArtifactChecksumAnnotation, r.Checksum)
+			setOrDelete(vr.Annotations, vidrav1alpha1.BundleChecksumAnnotation, r.Checksum)
 			if r.SourceRevision != "" {
 				// The commit or tag it delivers now, as a sync of a Git or OCI source
 				// names its bundle.
-				vr.Annotations[vidrav1alpha1.ArtifactTargetAnnotation] = r.SourceRevision
+				vr.Annotations[vidrav1alpha1.BundleRevisionAnnotation] = r.SourceRevision
 			}
 		}
 		return c.Patch(ctx, vr, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -16,11 +17,13 @@ func SyncSource(vr *vidrav1alpha1.VidraResource) string {
 	if name == "" {
 		return ""
 	}
-	checksum := vr.Annotations[vidrav1alpha1.ArtifactChecksumAnnotation]
+	checksum := vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleChecksumAnnotation)
 	if kind.Label == vidrav1alpha1.InfrahubSyncLabel {
-		return fmt.Sprintf("%s %s: artifact %s, checksum %s", kind.Kind, name, vr.Annotations[vidrav1alpha1.ArtifactIDAnnotation], checksum)
+		return fmt.Sprintf("%s %s: artifact %s, checksum %s", kind.Kind, name, vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleIDAnnotation), checksum)
 	}
-	return fmt.Sprintf("%s %s: %s%s, checksum %s", kind.Kind, name, bundlePrefix, vr.Annotations[vidrav1alpha1.ArtifactTargetAnnotation], checksum)
+	// Earlier versions wrote the source's revision as the bundle's target.
+	revision := cmp.Or(vr.Annotations[vidrav1alpha1.BundleRevisionAnnotation], vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleTargetAnnotation))
+	return fmt.Sprintf("%s %s: %s%s, checksum %s", kind.Kind, name, bundlePrefix, revision, checksum)
 }
 
 // bundlePrefix introduces the source revision in what SyncSource writes.

@@ -33,7 +33,7 @@ func createSync(t *testing.T, sync vidrav1alpha1.Sync, source vidrav1alpha1.Sour
 			SourceStatus() *vidrav1alpha1.SourceSyncStatus
 		}).SourceStatus()
 		status.Source = &source
-		status.Bundles = []vidrav1alpha1.BundleStatus{{ID: "bundle", Target: source.Revision, Checksum: "fedcba9876543210fedc"}}
+		status.Bundles = []vidrav1alpha1.BundleStatus{{ID: "bundle", Revision: source.Revision, Checksum: "fedcba9876543210fedc"}}
 		return fleet.Hub.Client.Status().Update(ctx, sync)
 	})
 	if err != nil {
