@@ -7,7 +7,7 @@ RUN go mod download
 COPY . .
 # The version the binary reports: a pull cluster's agent tells the hub its own.
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/vidra-operator/vidra/internal/version.version=${VERSION}" -o /vidra ./cmd/vidra
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/vidra-operator/vidra/internal/runtime/version.version=${VERSION}" -o /vidra ./cmd/vidra
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=builder /vidra /vidra

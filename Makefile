@@ -23,7 +23,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout=30m
 
 # The version the binaries report (a pull cluster's agent tells the hub its own).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/vidra-operator/vidra/internal/version.version=$(VERSION)
+LDFLAGS := -X github.com/vidra-operator/vidra/internal/runtime/version.version=$(VERSION)
 
 .PHONY: build
 build: ## Build bin/vidra and the kubectl plugin bin/kubectl-vidra.
@@ -62,14 +62,14 @@ FUZZ_TIME ?= 15s
 
 .PHONY: fuzz
 fuzz: ## Fuzz the manifest decoder for FUZZ_TIME (the checked-in corpus also runs in make test).
-	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZ_TIME) ./internal/manifest
+	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZ_TIME) ./internal/engine/manifest
 
 BENCH_FLAGS ?=
 
 .PHONY: bench
 bench: control-plane build helm ## The operator on real control planes (table + bin/bench/results.json), then the Go benchmarks.
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) HELM=$(HELM) go run ./bench $(BENCH_FLAGS)
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/... ./controllers/... ./internal/gitsource/...
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -run '^$$' -bench . -benchtime=1x -timeout=30m ./providers/... ./controllers/... ./internal/source/gitsource/...
 
 .PHONY: vet
 vet: ## go vet every package.

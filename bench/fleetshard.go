@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vidra-operator/vidra/internal/sharding"
+	"github.com/vidra-operator/vidra/internal/fleet/sharding"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 

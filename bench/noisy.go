@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/slowadmission"
 )

@@ -26,9 +26,9 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/identity"
-	"github.com/vidra-operator/vidra/internal/pull"
+	"github.com/vidra-operator/vidra/internal/fleet/identity"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
 	"github.com/vidra-operator/vidra/operator"

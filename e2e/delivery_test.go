@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
-	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/test/testbundle"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
-	"github.com/vidra-operator/vidra/internal/bytesize"
+	"github.com/vidra-operator/vidra/internal/runtime/bytesize"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/hostile"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"

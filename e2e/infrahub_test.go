@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
-	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/otlptest"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"

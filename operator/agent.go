@@ -15,10 +15,10 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/pullagent"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/hublink"
-	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/fleet/hublink"
+	operatorscheme "github.com/vidra-operator/vidra/internal/runtime/scheme"
 )
 
 // NewAgent builds the agent of a pull cluster against its own cluster, member: the

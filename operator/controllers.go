@@ -22,12 +22,12 @@ import (
 	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/hublink"
-	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/engine/history"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
+	"github.com/vidra-operator/vidra/internal/fleet/hublink"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // eventSource names the operator's controllers in the Events they record.

@@ -21,7 +21,7 @@ import (
 // VidraResource controller, on the leader alone or, sharded, on every replica; sharded,
 // they used to wait for the leader's runnables, which stop after the controller's.
 // (A controller's queue could hold it too, a worker left waiting on controller-runtime's
-// priority queue once shut down: internal/ctrlqueue's test reproduces that race.)
+// priority queue once shut down: internal/runtime/ctrlqueue's test reproduces that race.)
 func TestRequeuesDoNotHoldTheStop(t *testing.T) {
 	// Well below the manager's grace period of 30s, which ends a held stop; a stop takes
 	// about a second.

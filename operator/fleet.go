@@ -18,11 +18,11 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
-	"github.com/vidra-operator/vidra/internal/admissionguard"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/intern"
-	"github.com/vidra-operator/vidra/internal/ownership"
-	"github.com/vidra-operator/vidra/internal/sharding"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/ownership"
+	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
+	"github.com/vidra-operator/vidra/internal/fleet/sharding"
+	"github.com/vidra-operator/vidra/internal/runtime/intern"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
 

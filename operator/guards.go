@@ -9,7 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/vidra-operator/vidra/internal/admissionguard"
+	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
 )
 
 // guardsCheckInterval is how often the admission policies are looked at for the log; the

@@ -12,7 +12,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/sourcesync"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
-	"github.com/vidra-operator/vidra/internal/fleetmetrics"
+	"github.com/vidra-operator/vidra/internal/fleet/fleetmetrics"
 )
 
 // operatorMetrics are the controllers' metrics. They are registered in one place, so that

@@ -18,10 +18,10 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
-	"github.com/vidra-operator/vidra/internal/admissionguard"
-	"github.com/vidra-operator/vidra/internal/content"
-	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
-	"github.com/vidra-operator/vidra/internal/sharding"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
+	"github.com/vidra-operator/vidra/internal/fleet/sharding"
+	operatorscheme "github.com/vidra-operator/vidra/internal/runtime/scheme"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
 

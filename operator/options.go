@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/vidra-operator/vidra/internal/helmrender"
-	"github.com/vidra-operator/vidra/internal/hublink"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
-	"github.com/vidra-operator/vidra/internal/version"
+	"github.com/vidra-operator/vidra/internal/fleet/hublink"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/runtime/version"
+	"github.com/vidra-operator/vidra/internal/source/helmrender"
 )
 
 // Cluster providers.

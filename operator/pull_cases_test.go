@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/pull"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
 	"github.com/vidra-operator/vidra/internal/test/helmrepo"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"

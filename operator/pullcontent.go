@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/pull"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
 )
 
 // addPullContentCollector deletes, in each pull cluster's namespace on the hub, the

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/identity"
+	"github.com/vidra-operator/vidra/internal/fleet/identity"
 )
 
 // Values of --dry-run, as kubectl spells them.

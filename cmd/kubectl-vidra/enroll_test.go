@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
 )
 
 const secretNamespace = "vidra-system"

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/identity"
-	"github.com/vidra-operator/vidra/internal/pull"
-	"github.com/vidra-operator/vidra/internal/version"
+	"github.com/vidra-operator/vidra/internal/fleet/identity"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
+	"github.com/vidra-operator/vidra/internal/runtime/version"
 )
 
 // defaultAgentImage is the agent's image unless --agent-image names another: the

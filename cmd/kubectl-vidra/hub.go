@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	operatorscheme "github.com/vidra-operator/vidra/internal/scheme"
+	operatorscheme "github.com/vidra-operator/vidra/internal/runtime/scheme"
 )
 
 // newHubFlags returns kubectl's own connection flags (--kubeconfig, --context, --as, …),

@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/identity"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/identity"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
 )
 
 // tokenPlaceholder stands for the token in what a client dry run prints, and what -o

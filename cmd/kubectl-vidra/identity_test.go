@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/identity"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/identity"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
 )
 
 // memberConfig is a member's kubeconfig as it goes into an enrollment Secret.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/history"
+	"github.com/vidra-operator/vidra/internal/engine/history"
 )
 
 // syncArgumentHelp says how the rollout commands read SYNC.

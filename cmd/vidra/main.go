@@ -19,8 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/vidra-operator/vidra/internal/helmrender"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
+	"github.com/vidra-operator/vidra/internal/source/helmrender"
 	"github.com/vidra-operator/vidra/operator"
 )
 

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/vidra-operator/vidra/internal/admissionguard"
-	"github.com/vidra-operator/vidra/internal/helmrender"
+	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
+	"github.com/vidra-operator/vidra/internal/source/helmrender"
 	"github.com/vidra-operator/vidra/operator"
 )
 

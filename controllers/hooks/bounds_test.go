@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vidra-operator/vidra/internal/gitpush"
-	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/source/gitpush"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 

@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/gitpush"
-	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
+	"github.com/vidra-operator/vidra/internal/source/gitpush"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // GitPath is where Git hosts' push notifications are received: GitHub's push event

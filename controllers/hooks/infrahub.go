@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // InfrahubPath is where Infrahub's webhooks are received.

@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vidra-operator/vidra/internal/fanout"
-	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // artifacts is an InfrahubSync's source as its delivery fetches from it: Infrahub's

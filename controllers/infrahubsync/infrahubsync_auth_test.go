@@ -11,7 +11,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
-	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 )
 

@@ -17,10 +17,10 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/credentials"
 	"github.com/vidra-operator/vidra/internal/fanout"
-	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/credentials"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // Kind is the InfrahubSync kind, as the sync reconciler reads it.

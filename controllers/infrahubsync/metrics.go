@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // Metrics of the InfrahubSyncs' syncs and of their reading of Infrahub.

@@ -17,11 +17,11 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/credentials"
-	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/fanout"
-	"github.com/vidra-operator/vidra/internal/infrahub"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/fleet/credentials"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // Read connects to the sync's Infrahub and lists its artifacts, within the operator's

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/credentials"
-	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/fleet/credentials"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 )
 
 // Keys of the Secrets an InfrahubSync refers to.

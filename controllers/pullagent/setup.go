@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/ctrlqueue"
+	"github.com/vidra-operator/vidra/internal/runtime/ctrlqueue"
 )
 
 // Runner runs the Reconciler once the hub's cache of the cluster's bundles has synced,

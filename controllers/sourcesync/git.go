@@ -10,8 +10,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/bundle"
-	"github.com/vidra-operator/vidra/internal/gitsource"
+	"github.com/vidra-operator/vidra/internal/source/bundle"
+	"github.com/vidra-operator/vidra/internal/source/gitsource"
 )
 
 // Keys of a GitSync's Secret.

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/testbundle"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"

@@ -19,8 +19,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/hooks"
-	"github.com/vidra-operator/vidra/internal/gitpush"
-	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/source/gitpush"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 )
 

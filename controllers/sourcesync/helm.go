@@ -18,10 +18,10 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/clusterinfo"
 	"github.com/vidra-operator/vidra/internal/fanout"
-	"github.com/vidra-operator/vidra/internal/helmrender"
-	"github.com/vidra-operator/vidra/internal/helmsource"
+	"github.com/vidra-operator/vidra/internal/fleet/clusterinfo"
+	"github.com/vidra-operator/vidra/internal/source/helmrender"
+	"github.com/vidra-operator/vidra/internal/source/helmsource"
 )
 
 // Helm is the source of HelmSyncs: a chart version, downloaded once however many syncs

@@ -7,8 +7,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/helmrender"
-	"github.com/vidra-operator/vidra/internal/helmsource"
+	"github.com/vidra-operator/vidra/internal/source/helmrender"
+	"github.com/vidra-operator/vidra/internal/source/helmsource"
 )
 
 // What a rendering's failure does to its HelmSync: how it shows, and how long its build

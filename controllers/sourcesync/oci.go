@@ -8,8 +8,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/bundle"
-	"github.com/vidra-operator/vidra/internal/ocisource"
+	"github.com/vidra-operator/vidra/internal/source/bundle"
+	"github.com/vidra-operator/vidra/internal/source/ocisource"
 )
 
 // OCI is the source of OCISyncs: an artifact, pulled once per URL and digest into Cache,

@@ -13,10 +13,10 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/engine/manifest"
 	"github.com/vidra-operator/vidra/internal/fanout"
-	"github.com/vidra-operator/vidra/internal/manifest"
-	"github.com/vidra-operator/vidra/internal/rollout"
+	"github.com/vidra-operator/vidra/internal/fanout/rollout"
 )
 
 // Renderer is a source whose bundle is built for each destination as that cluster is: a

@@ -10,8 +10,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/credentials"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/credentials"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
 )
 
 // caKey is the data key of a CA Secret.

@@ -15,7 +15,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/hooks"
-	"github.com/vidra-operator/vidra/internal/gitpush"
+	"github.com/vidra-operator/vidra/internal/source/gitpush"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )

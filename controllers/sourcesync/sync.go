@@ -11,9 +11,9 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/syncs"
-	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/engine/manifest"
 	"github.com/vidra-operator/vidra/internal/fanout"
-	"github.com/vidra-operator/vidra/internal/manifest"
 )
 
 // Read asks the source which revision the sync names, and gets its bundle: from the

@@ -24,12 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/admissionguard"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/events"
-	"github.com/vidra-operator/vidra/internal/fairshare"
+	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/fanout"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
+	"github.com/vidra-operator/vidra/internal/runtime/fairshare"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
 )
 
 // Reconciler reconciles the syncs of one kind on the hub.

@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/events"
 	"github.com/vidra-operator/vidra/internal/fanout"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
 )
 
 // pendingPoll is how soon bundles a source is still generating are looked at again.

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
 	"github.com/vidra-operator/vidra/internal/test/otlptest"
-	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 // A sync joins the trace of the request that asked for it only while that request is

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/inventory"
 )
 
 // applyBundle applies the bundle in stages (CRDs and Namespaces first) and watches the

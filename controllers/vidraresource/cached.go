@@ -6,9 +6,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/admissionguard"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/intern"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
+	"github.com/vidra-operator/vidra/internal/runtime/intern"
 )
 
 // CompactCached is the hub cache's transform of VidraResources. Besides what

@@ -11,7 +11,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
-	"github.com/vidra-operator/vidra/internal/intern"
+	"github.com/vidra-operator/vidra/internal/runtime/intern"
 )
 
 // TestTheHubCachesVidraResourcesWithSharedStrings: two VidraResources decoded apart come

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 )
 
 // The conditions follow kstatus: Reconciling while working, Stalled when only a change of

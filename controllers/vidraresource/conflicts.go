@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
 )
 
 // conflictBook remembers, for each VidraResource whose field value is in effect, which

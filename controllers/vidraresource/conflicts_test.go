@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/inventory"
 )
 
 func conflicted(holder string) []apply.Result {

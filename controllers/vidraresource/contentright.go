@@ -7,9 +7,9 @@ import (
 	"time"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/engine/history"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
 )
 
 // contentRefusedError says why a VidraResource may not deliver the stored content it

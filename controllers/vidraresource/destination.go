@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/inventory"
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/engine/inventory"
+	"github.com/vidra-operator/vidra/internal/engine/ownership"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
 )
 
 // target is the cluster a VidraResource's objects go to, with a client that reads

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
 )
 
 // A bundle is applied as its own ServiceAccount where it names one; on the hub, else as

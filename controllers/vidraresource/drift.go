@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/ownership"
 )
 
 // DriftWatches watches, per destination cluster, the kinds VidraResources use there —

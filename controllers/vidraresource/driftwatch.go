@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/inventory"
-	"github.com/vidra-operator/vidra/internal/metawatch"
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/inventory"
+	"github.com/vidra-operator/vidra/internal/engine/metawatch"
+	"github.com/vidra-operator/vidra/internal/engine/ownership"
 )
 
 // NamespaceScope says which namespaces the watches of the cluster engaged as cl under

@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/events"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
 )
 
 func (r *Reconciler) event(vr *vidrav1alpha1.VidraResource, eventType, reason, note string) {

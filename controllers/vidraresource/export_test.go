@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/engine/inventory"
 )
 
 // CachedOn is Cached, for the tests outside the package.

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
 )
 
 // guardRefusal says why the VidraResource may not be delivered for want of the hub's

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/inventory"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 )
 
 // health reads every object and computes its kstatus: Ready needs each one Current.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/ownership"
+	"github.com/vidra-operator/vidra/internal/engine/ownership"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 

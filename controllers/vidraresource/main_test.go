@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
-	"github.com/vidra-operator/vidra/internal/content"
+	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
 	"github.com/vidra-operator/vidra/operator"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vidra-operator/vidra/internal/apply"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
 )
 
 // Metrics of the VidraResource controller.

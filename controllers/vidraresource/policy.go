@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/admissionguard"
-	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
 )
 
 // PolicySource gives an enrolled cluster's delivery policy (the cluster provider does).

@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/pull"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/engine/history"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 )
 
 // A pull cluster's agent applies its bundles itself: the hub holds no credential for it.

@@ -13,9 +13,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/history"
-	"github.com/vidra-operator/vidra/internal/inventory"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/engine/history"
+	"github.com/vidra-operator/vidra/internal/engine/inventory"
 )
 
 // defaultHistoryLimit applies when spec.historyLimit is unset (the API server defaults it).

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/ctrlqueue"
+	"github.com/vidra-operator/vidra/internal/runtime/ctrlqueue"
 )
 
 // SetupWithManager registers the controller with the hub's manager: VidraResources (on a

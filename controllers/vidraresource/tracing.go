@@ -7,8 +7,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
 )
 
 // startSpan starts the reconcile's span. The reconcile of a new generation joins the

@@ -34,11 +34,11 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/destination"
-	"github.com/vidra-operator/vidra/internal/events"
-	"github.com/vidra-operator/vidra/internal/ownership"
-	"github.com/vidra-operator/vidra/internal/tracing"
+	"github.com/vidra-operator/vidra/internal/engine/ownership"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
 )
 
 // Reconciler rolls out the VirtualMachines of one VidraResource on one cluster; requests

@@ -22,8 +22,8 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/ctrlqueue"
-	"github.com/vidra-operator/vidra/internal/destination"
+	"github.com/vidra-operator/vidra/internal/fleet/destination"
+	"github.com/vidra-operator/vidra/internal/runtime/ctrlqueue"
 )
 
 // SetupWithManager registers the controller: it watches the Vidra-managed

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
 	"github.com/vidra-operator/vidra/internal/test/otlptest"
-	"github.com/vidra-operator/vidra/internal/tracing"
 )
 
 // The VM restarts a change causes join that change's trace, carried on the VidraResource

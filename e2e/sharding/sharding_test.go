@@ -25,8 +25,8 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/e2e/fleetenv"
-	"github.com/vidra-operator/vidra/internal/apply"
-	"github.com/vidra-operator/vidra/internal/sharding"
+	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/fleet/sharding"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )

@@ -33,7 +33,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vidra-operator/vidra/internal/infrahub"
+	"github.com/vidra-operator/vidra/internal/source/infrahub"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/kubevirtsim"

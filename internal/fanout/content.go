@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/manifest"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/engine/manifest"
 )
 
 // body is what a VidraResource holds of an item's content: the manifest inline, or a

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/ctrlqueue"
+	"github.com/vidra-operator/vidra/internal/runtime/ctrlqueue"
 )
 
 // Backoff of failed syncs: soon at first, never slower than this.

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/content"
-	"github.com/vidra-operator/vidra/internal/events"
-	"github.com/vidra-operator/vidra/internal/rollout"
+	"github.com/vidra-operator/vidra/internal/engine/content"
+	"github.com/vidra-operator/vidra/internal/fanout/rollout"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
 )
 
 // Config is what every delivery of a sync kind shares.

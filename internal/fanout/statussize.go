@@ -6,9 +6,9 @@ import (
 	"strconv"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/bytesize"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/hubobject"
+	"github.com/vidra-operator/vidra/internal/runtime/bytesize"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
+	"github.com/vidra-operator/vidra/internal/runtime/hubobject"
 )
 
 // A sync's status must fit in an object on the hub, whatever the fleet's size and however

@@ -22,9 +22,9 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/runtime/tracing"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
-	"github.com/vidra-operator/vidra/internal/tracing"
 	"github.com/vidra-operator/vidra/internal/ui"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/identity"
+	"github.com/vidra-operator/vidra/internal/fleet/identity"
 )
 
 // credentials is what the provider knows of the identity an engaged cluster is reached

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
 )
 
 // engagedCluster is a cluster the manager's controllers work on.

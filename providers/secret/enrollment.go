@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/identity"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/identity"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
 )
 
 // enrollment is what a labeled Secret asks for.

@@ -2,7 +2,7 @@
 // cluster for every kubeconfig Secret labeled for enrollment in the operator's namespace,
 // replaces it when the kubeconfig rotates (only once the new one works), disengages it
 // when the Secret or its label goes, probes its health, and shows each cluster as a
-// VidraCluster. Kubeconfigs are untrusted input: internal/kubeconfig decides what is
+// VidraCluster. Kubeconfigs are untrusted input: internal/fleet/kubeconfig decides what is
 // allowed, and credentials never reach logs, Events or status.
 package secret
 
@@ -27,10 +27,10 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/vidra-operator/vidra/internal/events"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
-	"github.com/vidra-operator/vidra/internal/policy"
-	"github.com/vidra-operator/vidra/internal/restmapping"
+	"github.com/vidra-operator/vidra/internal/engine/restmapping"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
 )
 
 // Options configure a Provider. Zero values take the defaults noted.

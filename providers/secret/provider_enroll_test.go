@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/pull"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 )
 
 // A pull cluster is enrolled by a Secret that holds no credential: its agent fetches its

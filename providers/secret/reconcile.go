@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/kubeconfig"
-	"github.com/vidra-operator/vidra/internal/pull"
+	"github.com/vidra-operator/vidra/internal/fleet/kubeconfig"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
 )
 
 // Reconcile brings the cluster of one enrollment Secret in line with the Secret: engage,

@@ -25,9 +25,9 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/ctrlqueue"
-	"github.com/vidra-operator/vidra/internal/events"
-	"github.com/vidra-operator/vidra/internal/pull"
+	"github.com/vidra-operator/vidra/internal/fleet/pull"
+	"github.com/vidra-operator/vidra/internal/runtime/ctrlqueue"
+	"github.com/vidra-operator/vidra/internal/runtime/events"
 )
 
 // SetupWithManager wires the provider into the hub's manager: one Secret cache per

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/conditions"
-	"github.com/vidra-operator/vidra/internal/policy"
+	"github.com/vidra-operator/vidra/internal/fleet/policy"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 )
 
 // writeEngagedStatus shows an engaged cluster's observed state on its VidraCluster.

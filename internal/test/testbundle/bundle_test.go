@@ -3,7 +3,7 @@ package testbundle_test
 import (
 	"testing"
 
-	"github.com/vidra-operator/vidra/internal/manifest"
+	"github.com/vidra-operator/vidra/internal/engine/manifest"
 	"github.com/vidra-operator/vidra/internal/test/testbundle"
 )
 
