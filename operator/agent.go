@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -31,13 +33,47 @@ func NewAgent(ctx context.Context, member *rest.Config, opts Options) (_ *Operat
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Logger.WithName("agent")
+	h, err := linkToHub(ctx, member, opts, scheme, log)
+	if err != nil {
+		return nil, err
+	}
+	opts = agentOptions(opts, h.link)
+	op, err := New(ctx, member, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			op.removeTemporarySourceCache()
+		}
+	}()
+	if err := addHubLink(op, member, h, opts, log); err != nil {
+		return nil, err
+	}
+	op.about = append(op.about, "mode", "agent", "cluster", h.link.Cluster, "hubNamespace", h.link.Namespace)
+	return op, nil
+}
+
+// agentHub is an agent's hub: its link, and a client and configuration for it.
+type agentHub struct {
+	link   *hublink.Link
+	config *rest.Config
+	mapper meta.RESTMapper
+	client client.Client
+	scheme *runtime.Scheme
+}
+
+// linkToHub reads the agent's link in the member's Secret vidra-agent-hub and learns from
+// the hub in whose name the agent owns objects.
+func linkToHub(ctx context.Context, member *rest.Config, opts Options, scheme *runtime.Scheme, log logr.Logger) (agentHub, error) {
 	direct, err := client.New(member, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, fmt.Errorf("client for the member: %w", err)
+		return agentHub{}, fmt.Errorf("client for the member: %w", err)
 	}
 	link, err := hublink.Load(ctx, direct, types.NamespacedName{Namespace: opts.AgentNamespace, Name: vidrav1alpha1.AgentSecretName})
 	if err != nil {
-		return nil, err
+		return agentHub{}, err
 	}
 	hubCfg := link.Config()
 	// An agent makes a handful of requests to its hub: a watch, a heartbeat, reports.
@@ -48,12 +84,18 @@ func NewAgent(ctx context.Context, member *rest.Config, opts Options) (_ *Operat
 	hubMapper := agentHubMapper()
 	hub, err := client.New(hubCfg, client.Options{Scheme: scheme, Mapper: hubMapper})
 	if err != nil {
-		return nil, fmt.Errorf("client for the hub: %w", err)
+		return agentHub{}, fmt.Errorf("client for the hub: %w", err)
 	}
-	log := opts.Logger.WithName("agent")
 	if err := link.ResolveHubID(ctx, hub, log); err != nil {
-		return nil, err
+		return agentHub{}, err
 	}
+	return agentHub{link: link, config: hubCfg, mapper: hubMapper, client: hub, scheme: scheme}, nil
+}
+
+// agentOptions are the options of the member's own operator under an agent: no cluster
+// provider and no sharding, its objects owned in the hub's name, applied as the identity
+// the link names, its content and Leases in the agent's namespace.
+func agentOptions(opts Options, link *hublink.Link) Options {
 	if opts.AgentTokenRenewalPoint <= 0 || opts.AgentTokenRenewalPoint >= 1 {
 		opts.AgentTokenRenewalPoint = hublink.DefaultRenewalPoint // renewing at each beat would be no choice
 	}
@@ -64,25 +106,22 @@ func NewAgent(ctx context.Context, member *rest.Config, opts Options) (_ *Operat
 	opts.LocalServiceAccount = link.Delivery.String()
 	opts.ContentNamespace = opts.AgentNamespace
 	opts.LeaderElectionNamespace = opts.AgentNamespace
-	op, err := New(ctx, member, opts)
+	return opts
+}
+
+// addHubLink adds to the operator, run by its leader, the copy of the hub's bundles and
+// the heartbeat that renews the agent's token.
+func addHubLink(op *Operator, member *rest.Config, h agentHub, opts Options, log logr.Logger) error {
+	hubCache, err := cache.New(h.config, cache.Options{Scheme: h.scheme, Mapper: h.mapper,
+		DefaultNamespaces: map[string]cache.Config{h.link.Namespace: {}}, DefaultTransform: apply.TrimCached})
 	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			op.removeTemporarySourceCache()
-		}
-	}()
-	hubCache, err := cache.New(hubCfg, cache.Options{Scheme: scheme, Mapper: hubMapper,
-		DefaultNamespaces: map[string]cache.Config{link.Namespace: {}}, DefaultTransform: apply.TrimCached})
-	if err != nil {
-		return nil, fmt.Errorf("cache of the hub's bundles: %w", err)
+		return fmt.Errorf("cache of the hub's bundles: %w", err)
 	}
 	local := op.Manager.GetLocalManager()
 	runner := &pullagent.Runner{
 		Reconciler: &pullagent.Reconciler{
-			Cluster: link.Cluster, Namespace: link.Namespace, Bundles: hubCache, Hub: hub,
-			HubContent: &content.Store{Client: hub, Reader: hub, Namespace: link.Namespace, CacheBytes: 1},
+			Cluster: h.link.Cluster, Namespace: h.link.Namespace, Bundles: hubCache, Hub: h.client,
+			HubContent: &content.Store{Client: h.client, Reader: h.client, Namespace: h.link.Namespace, CacheBytes: 1},
 			Content:    op.Content,
 			Member:     local.GetClient(),
 			Recorder:   local.GetEventRecorder("vidra-agent"),
@@ -94,20 +133,19 @@ func NewAgent(ctx context.Context, member *rest.Config, opts Options) (_ *Operat
 	}
 	memberDiscovery, err := discovery.NewDiscoveryClientForConfig(member)
 	if err != nil {
-		return nil, fmt.Errorf("discovery of the member: %w", err)
+		return fmt.Errorf("discovery of the member: %w", err)
 	}
-	heartbeat := &hublink.Heartbeat{Link: link, Hub: hub, Interval: opts.AgentHeartbeat, Version: opts.Version, KubernetesVersion: memberVersion(memberDiscovery),
+	heartbeat := &hublink.Heartbeat{Link: h.link, Hub: h.client, Interval: opts.AgentHeartbeat, Version: opts.Version, KubernetesVersion: memberVersion(memberDiscovery),
 		Member:       memberDiscovery,
 		RenewalPoint: opts.AgentTokenRenewalPoint, Log: log.WithName("heartbeat")}
 	for _, r := range []interface {
 		Start(context.Context) error
 	}{runner, heartbeat} {
 		if err := local.Add(leaderRunnable(r.Start)); err != nil {
-			return nil, fmt.Errorf("add the agent's link to the hub: %w", err)
+			return fmt.Errorf("add the agent's link to the hub: %w", err)
 		}
 	}
-	op.about = append(op.about, "mode", "agent", "cluster", link.Cluster, "hubNamespace", link.Namespace)
-	return op, nil
+	return nil
 }
 
 // agentHubMapper maps the few kinds an agent uses on its hub without asking the hub:

@@ -22,16 +22,8 @@ import (
 // one cache of checkouts and artifacts on disk, and one budget of bytes for it.
 func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
-	if largest := max(opts.GitMaxRepoBytes, opts.OCIMaxArtifactBytes); opts.SourceCacheBytes > 0 && opts.SourceCacheBytes < largest {
-		return fmt.Errorf("source cache: --source-cache-bytes (%d) is smaller than one fetch may be (%d, the larger of --git-max-repo-bytes and --oci-max-artifact-bytes)",
-			opts.SourceCacheBytes, largest)
-	}
-	if opts.SourceCacheDir == "" {
-		dir, err := os.MkdirTemp("", "vidra-sources-")
-		if err != nil {
-			return fmt.Errorf("source cache: %w", err)
-		}
-		opts.SourceCacheDir, o.temporarySourceCache = dir, dir
+	if err := o.prepareSourceCache(&opts); err != nil {
+		return err
 	}
 	secrets := sourcesync.Secrets{
 		Reader:    local.GetAPIReader(),
@@ -49,27 +41,9 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 	artifacts := ocisource.NewCache(dirs, ocisource.Limits{
 		MaxArtifactBytes: opts.OCIMaxArtifactBytes, MaxBytes: opts.OCIMaxArtifactBytes, MaxFiles: opts.SourceMaxFiles})
 	oci := &sourcesync.OCI{Secrets: secrets, Cache: artifacts, Build: build, Timeout: opts.SourceTimeout}
-	resolver := destination.Resolver{DisableLocalCluster: opts.DisableLocalCluster}
-	if o.Provider != nil {
-		resolver.Fleet = o.Provider
-	}
-	helm := &sourcesync.Helm{
-		Secrets: secrets,
-		Charts: helmsource.New(helmsource.Options{
-			Limits: helmsource.Limits{MaxIndexBytes: opts.HelmMaxIndexBytes, MaxChartBytes: opts.HelmMaxChartBytes},
-			OCI:    artifacts,
-		}),
-		Clusters:       &clusterinfo.Reader{Clusters: o.Manager, Resolver: resolver, Reports: local.GetAPIReader()},
-		Hub:            local.GetClient(),
-		Timeout:        opts.SourceTimeout,
-		MaxBundleBytes: int(opts.SourceMaxBundleBytes),
-	}
-	if len(opts.HelmRender.Command) > 0 {
-		runner, err := helmrender.New(opts.HelmRender)
-		if err != nil {
-			return err
-		}
-		helm.Render = runner.Render
+	helm, err := o.helmSource(opts, secrets, artifacts)
+	if err != nil {
+		return err
 	}
 	for _, kind := range []struct {
 		kind     string
@@ -94,4 +68,52 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 		}
 	}
 	return nil
+}
+
+// prepareSourceCache checks the source cache's bound against the largest fetch, and
+// makes a temporary directory for it when none is given (removed when the operator
+// stops).
+func (o *Operator) prepareSourceCache(opts *Options) error {
+	if largest := max(opts.GitMaxRepoBytes, opts.OCIMaxArtifactBytes); opts.SourceCacheBytes > 0 && opts.SourceCacheBytes < largest {
+		return fmt.Errorf("source cache: --source-cache-bytes (%d) is smaller than one fetch may be (%d, the larger of --git-max-repo-bytes and --oci-max-artifact-bytes)",
+			opts.SourceCacheBytes, largest)
+	}
+	if opts.SourceCacheDir == "" {
+		dir, err := os.MkdirTemp("", "vidra-sources-")
+		if err != nil {
+			return fmt.Errorf("source cache: %w", err)
+		}
+		opts.SourceCacheDir, o.temporarySourceCache = dir, dir
+	}
+	return nil
+}
+
+// helmSource is the HelmSync's renderer: charts from repositories and registries (those
+// in registries shared with OCISyncs' cache), rendered for each cluster as it is, in a
+// bounded child process when the options name one.
+func (o *Operator) helmSource(opts Options, secrets sourcesync.Secrets, artifacts *ocisource.Cache) (*sourcesync.Helm, error) {
+	local := o.Manager.GetLocalManager()
+	resolver := destination.Resolver{DisableLocalCluster: opts.DisableLocalCluster}
+	if o.Provider != nil {
+		resolver.Fleet = o.Provider
+	}
+	helm := &sourcesync.Helm{
+		Secrets: secrets,
+		Charts: helmsource.New(helmsource.Options{
+			Limits: helmsource.Limits{MaxIndexBytes: opts.HelmMaxIndexBytes, MaxChartBytes: opts.HelmMaxChartBytes},
+			OCI:    artifacts,
+		}),
+		Clusters:       &clusterinfo.Reader{Clusters: o.Manager, Resolver: resolver, Reports: local.GetAPIReader()},
+		Hub:            local.GetClient(),
+		Timeout:        opts.SourceTimeout,
+		MaxBundleBytes: int(opts.SourceMaxBundleBytes),
+	}
+	if len(opts.HelmRender.Command) > 0 {
+		runner, err := helmrender.New(opts.HelmRender)
+		if err != nil {
+			return nil, err
+		}
+		helm.Render = runner.Render
+	}
+	return helm, nil
 }

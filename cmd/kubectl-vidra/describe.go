@@ -124,9 +124,21 @@ func firstSeen(e *eventsv1.Event) time.Time {
 
 func describeResource(out io.Writer, vr *vidrav1alpha1.VidraResource, events []eventsv1.Event, now time.Time) error {
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	describeSpecAndState(w, vr, now)
+	describeConditions(w, vr.Status.Conditions, now)
+	fmt.Fprintf(w, "VM rollout:\t%s\n", rolloutSummary(vr.Status.VMRollout))
+	describeObjects(w, vr.Status.ManagedResources)
+	describeEvents(w, events, now)
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write description: %w", err)
+	}
+	return nil
+}
+
+// describeSpecAndState writes who the VidraResource is, where it goes and how it is doing.
+func describeSpecAndState(w io.Writer, vr *vidrav1alpha1.VidraResource, now time.Time) {
 	s := vr.Status
 	d := vr.Spec.Destination
-
 	fmt.Fprintf(w, "Name:\t%s\n", vr.Name)
 	fmt.Fprintf(w, "Labels:\t%s\n", labelList(vr.Labels))
 	fmt.Fprintf(w, "Created:\t%s (%s ago)\n", vr.CreationTimestamp.UTC().Format(time.RFC3339), age(vr.CreationTimestamp, now))
@@ -152,52 +164,53 @@ func describeResource(out io.Writer, vr *vidrav1alpha1.VidraResource, events []e
 	fmt.Fprintf(w, "Last sync:\t%s\n", lastSync)
 	fmt.Fprintf(w, "Last error:\t%s\n", orNone(singleLine(s.LastError)))
 	fmt.Fprintf(w, "Generation:\t%d (observed: %d)\n", vr.Generation, s.ObservedGeneration)
+}
 
+func describeConditions(w io.Writer, conditions []metav1.Condition, now time.Time) {
 	fmt.Fprintf(w, "Conditions:\n")
-	if len(s.Conditions) == 0 {
+	if len(conditions) == 0 {
 		fmt.Fprintf(w, "  %s\n", none)
-	} else {
-		fmt.Fprintf(w, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE\n")
-		for _, c := range s.Conditions {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime, now), singleLine(c.Message))
-		}
+		return
 	}
+	fmt.Fprintf(w, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE\n")
+	for _, c := range conditions {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime, now), singleLine(c.Message))
+	}
+}
 
-	fmt.Fprintf(w, "VM rollout:\t%s\n", rolloutSummary(s.VMRollout))
-
-	fmt.Fprintf(w, "Objects (%d):\n", len(s.ManagedResources))
-	if len(s.ManagedResources) == 0 {
+// describeObjects writes the objects it applied; STATUS is each one's kstatus on its
+// cluster, as the operator last saw it.
+func describeObjects(w io.Writer, objects []vidrav1alpha1.ManagedResource) {
+	fmt.Fprintf(w, "Objects (%d):\n", len(objects))
+	if len(objects) == 0 {
 		fmt.Fprintf(w, "  %s\n", none)
-	} else {
-		// STATUS is the object's kstatus on its cluster, as the operator last saw it.
-		fmt.Fprintf(w, "  KIND\tNAMESPACE/NAME\tAPI VERSION\tSTATUS\tMESSAGE\n")
-		for _, m := range s.ManagedResources {
-			ref := m.Name
-			if m.Namespace != "" {
-				ref = m.Namespace + "/" + m.Name
-			}
-			st := m.Status
-			if st == "" {
-				st = "Unknown"
-			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", m.Kind, ref, m.APIVersion, st, m.Message)
-		}
+		return
 	}
+	fmt.Fprintf(w, "  KIND\tNAMESPACE/NAME\tAPI VERSION\tSTATUS\tMESSAGE\n")
+	for _, m := range objects {
+		ref := m.Name
+		if m.Namespace != "" {
+			ref = m.Namespace + "/" + m.Name
+		}
+		st := m.Status
+		if st == "" {
+			st = "Unknown"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", m.Kind, ref, m.APIVersion, st, m.Message)
+	}
+}
 
+func describeEvents(w io.Writer, events []eventsv1.Event, now time.Time) {
 	fmt.Fprintf(w, "Events:\n")
 	if len(events) == 0 {
 		fmt.Fprintf(w, "  %s\n", none)
-	} else {
-		fmt.Fprintf(w, "  TYPE\tREASON\tAGE\tFROM\tNOTE\n")
-		for i := range events {
-			e := &events[i]
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, eventAge(e, now), eventSource(e), singleLine(e.Note))
-		}
+		return
 	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write description: %w", err)
+	fmt.Fprintf(w, "  TYPE\tREASON\tAGE\tFROM\tNOTE\n")
+	for i := range events {
+		e := &events[i]
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, eventAge(e, now), eventSource(e), singleLine(e.Note))
 	}
-	return nil
 }
 
 func labelList(labels map[string]string) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,12 +53,8 @@ type enrollOptions struct {
 	operatorSA     string
 }
 
-func newEnrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &enrollOptions{clusterFlags: newClusterFlags(), output: newOutputFlags(false, "one line saying what was done")}
-	cmd := &cobra.Command{
-		Use:   "enroll NAME --context MEMBER_CONTEXT",
-		Short: "Enroll a cluster: create a scoped, short-lived identity on it and its Secret on the hub",
-		Long: `Enroll the cluster of one of your kubeconfig contexts into the fleet as NAME.
+const (
+	enrollLong = `Enroll the cluster of one of your kubeconfig contexts into the fleet as NAME.
 
 The member is read from your kubeconfig: --context names its context, and --kubeconfig
 the file that holds it (default: $KUBECONFIG, else ~/.kube/config). Your credentials are
@@ -104,8 +101,9 @@ member's own policy, which the agent enforces), and the agent's Deployment of
 
 The hub is reached with --hub-kubeconfig and --hub-context (kubectl's --kubeconfig and
 --context under other names, since those two name the member here). By default the hub
-is the current context of the same kubeconfig as the member.`,
-		Example: `  # Enroll context "edge-1-admin" of your kubeconfig as cluster edge-1; the hub is your current context.
+is the current context of the same kubeconfig as the member.`
+
+	enrollExample = `  # Enroll context "edge-1-admin" of your kubeconfig as cluster edge-1; the hub is your current context.
   kubectl vidra enroll edge-1 --context edge-1-admin --labels site=paris,tier=edge
 
   # The hub may deliver to namespaces web and db only, and create Namespaces and CRDs.
@@ -123,13 +121,29 @@ is the current context of the same kubeconfig as the member.`,
   kubectl vidra enroll edge-4 --context edge-4-robot --copy-credentials
 
   # Pull mode: an agent on edge-5 fetches its bundles; the hub keeps no credential for it.
-  kubectl vidra enroll edge-5 --pull --context edge-5-admin --namespaces web,db`,
-		Args: cobra.ExactArgs(1),
+  kubectl vidra enroll edge-5 --pull --context edge-5-admin --namespaces web,db`
+)
+
+func newEnrollCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &enrollOptions{clusterFlags: newClusterFlags(), output: newOutputFlags(false, "one line saying what was done")}
+	cmd := &cobra.Command{
+		Use:     "enroll NAME --context MEMBER_CONTEXT",
+		Short:   "Enroll a cluster: create a scoped, short-lived identity on it and its Secret on the hub",
+		Long:    enrollLong,
+		Example: enrollExample,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args[0], streams.Out, streams.ErrOut)
 		},
 	}
-	flags := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	o.output.addFlags(cmd)
+	_ = cmd.MarkFlagRequired("context")
+	return cmd
+}
+
+// addFlags binds enroll's flags to o.
+func (o *enrollOptions) addFlags(flags *pflag.FlagSet) {
 	o.addClusterFlags(flags, "The kubeconfig context of the cluster to enroll (required).")
 	flags.StringToStringVar(&o.labels, "labels", nil, "More labels of the Secret, as `key=value,...`; they become the VidraCluster's labels, for clusterSelector.")
 	flags.Lookup("labels").DefValue = "" // "(default [])" would say nothing
@@ -147,9 +161,6 @@ is the current context of the same kubeconfig as the member.`,
 	flags.StringVar(&o.agentImage, "agent-image", defaultAgentImage(), "With --pull: the agent's image (Vidra's own, run with --mode=agent).")
 	flags.StringVar(&o.operatorSA, "operator-service-account", "vidra-system/vidra", "With --pull: the hub operator's ServiceAccount (NAMESPACE/NAME), bound in the cluster's namespace on the hub to the chart's ClusterRole NAME-pull.")
 	flags.BoolVar(&o.installAgent, "install-agent", true, "With --pull: create the agent's Deployment; false when it runs otherwise (its chart, mode: agent; or bin/vidra --mode=agent).")
-	o.output.addFlags(cmd)
-	_ = cmd.MarkFlagRequired("context")
-	return cmd
 }
 
 func (o *enrollOptions) run(ctx context.Context, name string, out, errOut io.Writer) error {

@@ -34,13 +34,8 @@ func main() {
 // runs it for "kubectl vidra".
 const displayName = "kubectl vidra"
 
-// newRootCommand builds the command tree; every command writes to streams only, so tests
-// run the plugin in-process and read what a user would.
-func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "kubectl-vidra",
-		Short: "Vidra delivers Kubernetes manifests from Infrahub, Git, OCI or Helm charts to a fleet of clusters: see the fleet and enroll clusters",
-		Long: `Vidra is a Kubernetes operator that delivers manifests (from Infrahub artifacts, Git
+const (
+	rootLong = `Vidra is a Kubernetes operator that delivers manifests (from Infrahub artifacts, Git
 repositories, OCI artifacts, Helm charts, or written inline) to a fleet of clusters and
 keeps them in sync. This plugin reads the hub, the cluster where Vidra runs, through your
 kubeconfig: which clusters are enrolled and how they are doing, which bundles
@@ -50,8 +45,9 @@ It also enrolls a cluster by writing its kubeconfig Secret on the hub, and uploa
 too large to be inline to the hub's content store.
 
 Every command reads the hub only; no member credential is needed, except the member's own
-kubeconfig context when you enroll it.`,
-		Example: `  # Which clusters are enrolled, and are they reachable?
+kubeconfig context when you enroll it.`
+
+	rootExample = `  # Which clusters are enrolled, and are they reachable?
   kubectl vidra clusters
 
   # Which bundles went to edge-1, and did they apply?
@@ -82,7 +78,17 @@ kubeconfig context when you enroll it.`,
 
   # Take GitSync "site" back to its previous commit, then let it go on.
   kubectl vidra rollback gs/site
-  kubectl vidra rollout resume gs/site`,
+  kubectl vidra rollout resume gs/site`
+)
+
+// newRootCommand builds the command tree; every command writes to streams only, so tests
+// run the plugin in-process and read what a user would.
+func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kubectl-vidra",
+		Short:         "Vidra delivers Kubernetes manifests from Infrahub, Git, OCI or Helm charts to a fleet of clusters: see the fleet and enroll clusters",
+		Long:          rootLong,
+		Example:       rootExample,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
 		SilenceUsage:  true,
 		SilenceErrors: true,

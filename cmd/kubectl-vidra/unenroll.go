@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -70,89 +72,137 @@ Unenrolling what is already gone succeeds, so it can be run again after a failur
 	return cmd
 }
 
+// run removes cluster name: a pull cluster from both sides; else the identity its Secret
+// names (or --service-account) on the member first, so that its tokens stop working, then
+// the Secret on the hub.
 func (o *unenrollOptions) run(ctx context.Context, name string, out, errOut io.Writer) error {
 	if o.dryRun != dryRunNone && o.dryRun != dryRunServer {
 		return fmt.Errorf(`--dry-run must be "none" or "server", not %q`, o.dryRun)
 	}
-	scheme, err := newScheme()
-	if err != nil {
-		return err
-	}
-	hubConfig, err := o.hubRESTConfig()
-	if err != nil {
-		return err
-	}
-	hub, err := hubClientFor(hubConfig, scheme, errOut)
+	hub, err := o.connectHub(errOut)
 	if err != nil {
 		return err
 	}
 	key := types.NamespacedName{Namespace: o.secretNamespace, Name: name}
-	secret := &corev1.Secret{}
-	if err := hub.Get(ctx, key, secret); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("read secret %s on the hub: %w", key, err)
-		}
-		secret = nil
+	secret, err := enrollmentSecretOf(ctx, hub.client, key)
+	if err != nil {
+		return err
 	}
-
-	if pulled, err := isPull(ctx, hub, secret, name); err != nil {
+	if pulled, err := isPull(ctx, hub.client, secret, name); err != nil {
 		return fmt.Errorf("look for cluster %s's namespace on the hub: %w", name, err)
 	} else if pulled {
-		return o.unenrollPull(ctx, hub, secret, name, out, errOut)
+		return o.unenrollPull(ctx, hub.client, secret, name, out, errOut)
 	}
-	saName := o.serviceAccount
-	if secret != nil {
-		if v, ok := secret.Annotations[vidrav1alpha1.ServiceAccountAnnotation]; ok && saName == "" {
-			saName = v
-		} else if !ok && saName == "" {
-			fmt.Fprintf(errOut, "Warning: secret %s holds copied credentials, not an identity of enroll: they stay valid on the member until you revoke them.\n", key)
-		}
-	} else if o.memberContext != "" && saName == "" {
-		saName = identity.DefaultServiceAccount.String()
-		fmt.Fprintf(errOut, "secret %s is not on the hub; removing the identity %s from the member (--service-account names another)\n", key, saName)
-	}
-
-	dry := o.dryRun == dryRunServer
-	if saName != "" {
+	if sa := o.identityToRemove(secret, key, errOut); sa != "" {
 		if o.memberContext == "" {
-			return fmt.Errorf("secret %s names the identity %s on the member: pass --context with access to the member to remove it (it is removed before the Secret, so that its tokens stop working)", key, saName)
+			return fmt.Errorf("secret %s names the identity %s on the member: pass --context with access to the member to remove it (it is removed before the Secret, so that its tokens stop working)", key, sa)
 		}
-		sa, err := identity.ParseServiceAccount(saName)
-		if err != nil {
+		if err := o.removeIdentity(ctx, hub, sa, out, errOut); err != nil {
 			return err
-		}
-		member, err := loadMemberAccess(o.memberKubeconfig, o.memberContext)
-		if err != nil {
-			return err
-		}
-		// A --context that is the hub would remove an identity of that name from the hub.
-		if err := o.refuseHubAsMember(hubConfig, member.server, "point --context at the member"); err != nil {
-			return err
-		}
-		memberClient, err := member.client(scheme, errOut)
-		if err != nil {
-			return err
-		}
-		done, err := identity.Remove(ctx, memberClient, sa, dry)
-		for _, line := range done {
-			fmt.Fprintf(out, "%s (on the member)\n", line)
-		}
-		if err != nil {
-			return fmt.Errorf("remove the identity %s on context %q: %w", sa, o.memberContext, err)
 		}
 	}
 	if secret == nil {
 		fmt.Fprintf(out, "secret/%s not found (on the hub)\n", name)
 		return nil
 	}
+	return o.deleteSecret(ctx, hub.client, secret, out)
+}
+
+// hubAccess is the hub as the plugin reaches it.
+type hubAccess struct {
+	config *rest.Config
+	scheme *runtime.Scheme
+	client client.Client
+}
+
+func (o *unenrollOptions) connectHub(errOut io.Writer) (hubAccess, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return hubAccess{}, err
+	}
+	config, err := o.hubRESTConfig()
+	if err != nil {
+		return hubAccess{}, err
+	}
+	c, err := hubClientFor(config, scheme, errOut)
+	if err != nil {
+		return hubAccess{}, err
+	}
+	return hubAccess{config: config, scheme: scheme, client: c}, nil
+}
+
+// enrollmentSecretOf is the Secret that enrolls the cluster; nil when it is gone already.
+func enrollmentSecretOf(ctx context.Context, hub client.Client, key types.NamespacedName) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	if err := hub.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read secret %s on the hub: %w", key, err)
+	}
+	return secret, nil
+}
+
+// identityToRemove is the identity on the member to remove, as NAMESPACE/NAME:
+// --service-account, else the one the Secret names, else (the Secret gone, a member
+// given) enroll's default. None for a Secret of copied credentials, which stay valid on
+// the member: the user is told so.
+func (o *unenrollOptions) identityToRemove(secret *corev1.Secret, key types.NamespacedName, errOut io.Writer) string {
+	if o.serviceAccount != "" {
+		return o.serviceAccount
+	}
+	if secret == nil {
+		if o.memberContext == "" {
+			return ""
+		}
+		sa := identity.DefaultServiceAccount.String()
+		fmt.Fprintf(errOut, "secret %s is not on the hub; removing the identity %s from the member (--service-account names another)\n", key, sa)
+		return sa
+	}
+	sa, ok := secret.Annotations[vidrav1alpha1.ServiceAccountAnnotation]
+	if !ok {
+		fmt.Fprintf(errOut, "Warning: secret %s holds copied credentials, not an identity of enroll: they stay valid on the member until you revoke them.\n", key)
+	}
+	return sa
+}
+
+// removeIdentity removes the identity from the member --context names, which must not be
+// the hub: that would remove an identity of that name from the hub.
+func (o *unenrollOptions) removeIdentity(ctx context.Context, hub hubAccess, name string, out, errOut io.Writer) error {
+	sa, err := identity.ParseServiceAccount(name)
+	if err != nil {
+		return err
+	}
+	member, err := loadMemberAccess(o.memberKubeconfig, o.memberContext)
+	if err != nil {
+		return err
+	}
+	if err := o.refuseHubAsMember(hub.config, member.server, "point --context at the member"); err != nil {
+		return err
+	}
+	memberClient, err := member.client(hub.scheme, errOut)
+	if err != nil {
+		return err
+	}
+	done, err := identity.Remove(ctx, memberClient, sa, o.dryRun == dryRunServer)
+	for _, line := range done {
+		fmt.Fprintf(out, "%s (on the member)\n", line)
+	}
+	if err != nil {
+		return fmt.Errorf("remove the identity %s on context %q: %w", sa, o.memberContext, err)
+	}
+	return nil
+}
+
+func (o *unenrollOptions) deleteSecret(ctx context.Context, hub client.Client, secret *corev1.Secret, out io.Writer) error {
 	var opts []client.DeleteOption
 	suffix := ""
-	if dry {
+	if o.dryRun == dryRunServer {
 		opts, suffix = []client.DeleteOption{client.DryRunAll}, " (server dry run)"
 	}
 	if err := client.IgnoreNotFound(hub.Delete(ctx, secret, opts...)); err != nil {
-		return fmt.Errorf("delete secret %s on the hub: %w", key, err)
+		return fmt.Errorf("delete secret %s/%s on the hub: %w", secret.Namespace, secret.Name, err)
 	}
-	fmt.Fprintf(out, "secret/%s deleted%s (on the hub)\n", name, suffix)
+	fmt.Fprintf(out, "secret/%s deleted%s (on the hub)\n", secret.Name, suffix)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -29,41 +30,8 @@ const maxInfrahubBody = 64 << 10
 // the first checks; until then the answer says nothing about what the operator knows.
 func (w *Receiver) serveInfrahub(rw http.ResponseWriter, req *http.Request) {
 	log := w.Log.WithValues("remote", req.RemoteAddr, "webhookID", req.Header.Get(infrahub.HeaderWebhookID))
-	// An unsigned or stale delivery is refused before a byte of its body is read.
-	if err := infrahub.CheckWebhookHeaders(req.Header, w.now(), webhookTolerance); err != nil {
-		log.Info("webhook refused: signature", "reason", err.Error())
-		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxInfrahubBody))
-	if err != nil {
-		log.Info("webhook refused: body too large or unreadable", "error", err.Error())
-		w.answer(rw, http.StatusRequestEntityTooLarge, "refused", "body too large")
-		return
-	}
-	// ?infrahub= narrows the syncs a delivery triggers. Infrahub does not sign the URL,
-	// so the name is bound to the signature through the key it must be signed with.
-	sources := req.URL.Query()["infrahub"]
-	if len(sources) > 1 {
-		w.answer(rw, http.StatusBadRequest, "refused", "at most one ?infrahub=")
-		return
-	}
-	key, ok := w.keyOrAnswer(rw, req, log.WithValues("form", "infrahub"))
+	body, source, ok := w.verifiedInfrahubBody(rw, req, log)
 	if !ok {
-		return
-	}
-	source := ""
-	if len(sources) == 1 {
-		source = sources[0]
-		key = infrahub.SourceKey(key, source)
-	}
-	if err := infrahub.VerifyWebhook(key, req.Header, body, w.now(), webhookTolerance); err != nil {
-		if source != "" {
-			log.Info("webhook refused: signature (a delivery with ?infrahub= is signed with the key derived for that name)", "reason", err.Error(), "infrahub", source)
-		} else {
-			log.Info("webhook refused: signature", "reason", err.Error())
-		}
-		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
 		return
 	}
 	ev, err := infrahub.ParseWebhookEvent(body)
@@ -83,17 +51,7 @@ func (w *Receiver) serveInfrahub(rw http.ResponseWriter, req *http.Request) {
 		w.answer(rw, http.StatusOK, "ignored", "event "+ev.Event+" is not an artifact event")
 		return
 	}
-	// The trace of this change starts here; each sync it requests carries it on.
-	ctx, span := tracing.Tracer().Start(otel.GetTextMapPropagator().Extract(req.Context(), propagation.HeaderCarrier(req.Header)), "infrahub.webhook",
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
-			attribute.String("infrahub.event", ev.Event), attribute.String("infrahub.event_id", ev.ID),
-			attribute.String("infrahub.branch", ev.Branch), attribute.String("infrahub.artifact_id", ev.Data.NodeID)))
-	triggered, err := w.trigger(ctx, ev, source)
-	span.SetAttributes(attribute.StringSlice("vidra.infrahubsyncs", triggered))
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
+	triggered, err := w.triggerTraced(req, ev, source)
 	if err != nil {
 		// Not remembered: Infrahub retries, and the retry may succeed.
 		log.Error(err, "webhook: could not request syncs")
@@ -103,6 +61,65 @@ func (w *Receiver) serveInfrahub(rw http.ResponseWriter, req *http.Request) {
 	w.remember(ev.ID)
 	log.Info("webhook requested syncs", "infrahubsyncs", triggered)
 	w.answer(rw, http.StatusAccepted, "accepted", fmt.Sprintf("sync requested for %d InfrahubSyncs", len(triggered)))
+}
+
+// verifiedInfrahubBody is the body of a delivery whose signature holds, and the Infrahub
+// its ?infrahub= names ("" for any); when it does not hold, the delivery is answered.
+func (w *Receiver) verifiedInfrahubBody(rw http.ResponseWriter, req *http.Request, log logr.Logger) ([]byte, string, bool) {
+	// An unsigned or stale delivery is refused before a byte of its body is read.
+	if err := infrahub.CheckWebhookHeaders(req.Header, w.now(), webhookTolerance); err != nil {
+		log.Info("webhook refused: signature", "reason", err.Error())
+		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
+		return nil, "", false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxInfrahubBody))
+	if err != nil {
+		log.Info("webhook refused: body too large or unreadable", "error", err.Error())
+		w.answer(rw, http.StatusRequestEntityTooLarge, "refused", "body too large")
+		return nil, "", false
+	}
+	// ?infrahub= narrows the syncs a delivery triggers. Infrahub does not sign the URL,
+	// so the name is bound to the signature through the key it must be signed with.
+	sources := req.URL.Query()["infrahub"]
+	if len(sources) > 1 {
+		w.answer(rw, http.StatusBadRequest, "refused", "at most one ?infrahub=")
+		return nil, "", false
+	}
+	key, ok := w.keyOrAnswer(rw, req, log.WithValues("form", "infrahub"))
+	if !ok {
+		return nil, "", false
+	}
+	source := ""
+	if len(sources) == 1 {
+		source = sources[0]
+		key = infrahub.SourceKey(key, source)
+	}
+	if err := infrahub.VerifyWebhook(key, req.Header, body, w.now(), webhookTolerance); err != nil {
+		if source != "" {
+			log.Info("webhook refused: signature (a delivery with ?infrahub= is signed with the key derived for that name)", "reason", err.Error(), "infrahub", source)
+		} else {
+			log.Info("webhook refused: signature", "reason", err.Error())
+		}
+		w.answer(rw, http.StatusUnauthorized, "unauthorized", "invalid signature")
+		return nil, "", false
+	}
+	return body, source, true
+}
+
+// triggerTraced is trigger in a span of its own: the trace of this change starts here,
+// and each sync it requests carries it on.
+func (w *Receiver) triggerTraced(req *http.Request, ev infrahub.WebhookEvent, source string) ([]string, error) {
+	ctx, span := tracing.Tracer().Start(otel.GetTextMapPropagator().Extract(req.Context(), propagation.HeaderCarrier(req.Header)), "infrahub.webhook",
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+			attribute.String("infrahub.event", ev.Event), attribute.String("infrahub.event_id", ev.ID),
+			attribute.String("infrahub.branch", ev.Branch), attribute.String("infrahub.artifact_id", ev.Data.NodeID)))
+	defer span.End()
+	triggered, err := w.trigger(ctx, ev, source)
+	span.SetAttributes(attribute.StringSlice("vidra.infrahubsyncs", triggered))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return triggered, err
 }
 
 // trigger requests a sync of every InfrahubSync the event may concern, and returns

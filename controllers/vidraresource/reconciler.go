@@ -168,17 +168,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	// Hold deletion until the objects are released.
-	// A patch of the finalizers alone: an Update would write back the whole spec as Go
-	// encodes it (a readyTimeout of "10m" as "10m0s"), changing its generation.
-	unfinalized := vr.DeepCopy()
-	if controllerutil.AddFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
-		if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(unfinalized, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-		r.wrote(vr)
+	if added, err := r.addFinalizer(ctx, vr); err != nil {
+		return ctrl.Result{}, err
+	} else if added {
 		before = vr.DeepCopy()
 	}
+	return r.reconcileLive(ctx, vr)
+}
 
+// addFinalizer adds the finalizer that holds deletion until the objects are released,
+// and says whether it did. A patch of the finalizers alone: an Update would write back
+// the whole spec as Go encodes it (a readyTimeout of "10m" as "10m0s"), changing its
+// generation.
+func (r *Reconciler) addFinalizer(ctx context.Context, vr *vidrav1alpha1.VidraResource) (bool, error) {
+	unfinalized := vr.DeepCopy()
+	if !controllerutil.AddFinalizer(vr, vidrav1alpha1.VidraResourceFinalizer) {
+		return false, nil
+	}
+	if err := r.Hub.Patch(ctx, vr, client.MergeFromWithOptions(unfinalized, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("add finalizer: %w", err)
+	}
+	r.wrote(vr)
+	return true, nil
+}
+
+// reconcileLive delivers a VidraResource that is not being deleted: published to its
+// pull cluster's agent, held while suspended, else applied.
+func (r *Reconciler) reconcileLive(ctx context.Context, vr *vidrav1alpha1.VidraResource) (ctrl.Result, error) {
 	// A pull cluster's agent delivers it: published to the agent, whose report is shown.
 	if cluster, ok := r.pullCluster(ctx, vr); ok {
 		return r.reconcilePull(ctx, vr, cluster)
@@ -193,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	result, err = r.reconcileNormal(ctx, vr)
+	result, err := r.reconcileNormal(ctx, vr)
 	// Content waiting for this VidraResource is previewed, whatever became of its own.
 	r.previewPending(ctx, vr)
 	return result, err // controller-runtime logs it, with the VidraResource's name

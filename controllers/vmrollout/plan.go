@@ -82,10 +82,11 @@ type plan struct {
 const reissueAfter = 10 * time.Second
 
 // makePlan decides, from the VMs as they are, which to restart now under the rollout
-// settings, and counts them for the status.
+// settings, and counts them for the status: each VM with a restart under way is followed,
+// each other one judged, then the candidates scheduled.
 func makePlan(vms []vmView, spec vidrav1alpha1.VMRolloutSpec, generation int64, now time.Time) plan {
 	sort.Slice(vms, func(i, j int) bool { return vms[i].key.String() < vms[j].key.String() })
-	p := plan{steps: map[types.NamespacedName]step{}}
+	p := &plan{steps: map[types.NamespacedName]step{}}
 	timeout := readyTimeout(spec)
 	restartable := 0
 	var candidates []types.NamespacedName
@@ -94,71 +95,84 @@ func makePlan(vms []vmView, spec vidrav1alpha1.VMRolloutSpec, generation int64, 
 		if vm.restartable {
 			restartable++
 		}
-		r := vm.restart
-		switch {
-		case r != nil && r.failed && r.generation != generation:
-			p.steps[vm.key] = stepForget
-			p.waiting = true
-		case r != nil && vm.vmiUID != "" && vm.vmiUID != r.fromVMI && vm.vmiReady && !vm.restartRequired:
-			p.steps[vm.key] = stepSucceeded
-			p.status.Updated++
-			continue
-		case r != nil && (r.failed || now.Sub(r.started) > timeout):
-			if !r.failed {
-				p.steps[vm.key] = stepFailed
-			}
-			p.status.Failed++
-			p.status.Unavailable++
-			p.failed = append(p.failed, fmt.Sprintf("%s: %s", vm.key, whyNotBack(vm, r, timeout)))
-			continue
-		case r != nil:
-			if vm.vmiUID == r.fromVMI && !vm.vmiGoing && now.Sub(r.started) > reissueAfter {
-				p.steps[vm.key] = stepReissue
-			}
-			p.status.Unavailable++
-			p.waiting = true
+		if vm.restart != nil && p.followRestart(vm, generation, now, timeout) {
 			continue
 		}
-		if vm.restartable && (vm.vmiUID == "" || !vm.vmiReady) {
-			p.status.Unavailable++
-		}
-		switch {
-		case !vm.observed:
-			// Whether it needs a restart is not known yet.
-			p.unobserved++
-			p.waiting = true
-		case vm.restartRequired && vm.restartable:
-			p.status.Pending++
+		if p.judge(vm) {
 			candidates = append(candidates, vm.key)
-		case vm.restartRequired:
-			p.held = append(p.held, vm.key.String())
-		default:
-			p.status.Updated++
 		}
 	}
+	p.schedule(candidates, spec, restartable)
+	p.status.Phase = phase(*p, spec)
+	return *p
+}
 
+// followRestart takes the VM's recorded restart a step on, and says whether that is all
+// there is to it; false for the failure of an older generation, which is forgotten (the
+// VidraResource changed) and the VM judged afresh.
+func (p *plan) followRestart(vm vmView, generation int64, now time.Time, timeout time.Duration) bool {
+	r := vm.restart
 	switch {
-	case len(p.failed) > 0 || spec.Strategy == vidrav1alpha1.VMRolloutManual:
-		// Paused, or restarts are for a person to make.
-	case spec.Strategy == vidrav1alpha1.VMRolloutImmediate:
-		for _, key := range candidates {
-			p.steps[key] = stepRestart
+	case r.failed && r.generation != generation:
+		p.steps[vm.key] = stepForget
+		p.waiting = true
+		return false
+	case vm.vmiUID != "" && vm.vmiUID != r.fromVMI && vm.vmiReady && !vm.restartRequired:
+		p.steps[vm.key] = stepSucceeded
+		p.status.Updated++
+	case r.failed || now.Sub(r.started) > timeout:
+		if !r.failed {
+			p.steps[vm.key] = stepFailed
 		}
+		p.status.Failed++
+		p.status.Unavailable++
+		p.failed = append(p.failed, fmt.Sprintf("%s: %s", vm.key, whyNotBack(vm, r, timeout)))
 	default:
-		budget := maxUnavailable(spec, restartable) - int(p.status.Unavailable)
-		for _, key := range candidates {
-			if budget <= 0 {
-				break
-			}
-			p.steps[key] = stepRestart
-			budget--
+		if vm.vmiUID == r.fromVMI && !vm.vmiGoing && now.Sub(r.started) > reissueAfter {
+			p.steps[vm.key] = stepReissue
 		}
-	}
-	if len(candidates) > 0 && len(p.failed) == 0 && spec.Strategy != vidrav1alpha1.VMRolloutManual {
+		p.status.Unavailable++
 		p.waiting = true
 	}
-	p.status.Phase = phase(p, spec)
-	return p
+	return true
+}
+
+// judge counts a VM with no restart under way, and says whether it is a candidate for one.
+func (p *plan) judge(vm vmView) bool {
+	if vm.restartable && (vm.vmiUID == "" || !vm.vmiReady) {
+		p.status.Unavailable++
+	}
+	switch {
+	case !vm.observed:
+		// Whether it needs a restart is not known yet.
+		p.unobserved++
+		p.waiting = true
+	case vm.restartRequired && vm.restartable:
+		p.status.Pending++
+		return true
+	case vm.restartRequired:
+		p.held = append(p.held, vm.key.String())
+	default:
+		p.status.Updated++
+	}
+	return false
+}
+
+// schedule restarts the candidates the strategy lets go now: every one (Immediate), as
+// many as maxUnavailable leaves room for (Rolling), or none (Manual: restarts are for a
+// person to make; and once a restart failed, the rollout is paused).
+func (p *plan) schedule(candidates []types.NamespacedName, spec vidrav1alpha1.VMRolloutSpec, restartable int) {
+	if len(candidates) == 0 || len(p.failed) > 0 || spec.Strategy == vidrav1alpha1.VMRolloutManual {
+		return
+	}
+	p.waiting = true
+	n := len(candidates)
+	if spec.Strategy != vidrav1alpha1.VMRolloutImmediate {
+		n = min(n, max(maxUnavailable(spec, restartable)-int(p.status.Unavailable), 0))
+	}
+	for _, key := range candidates[:n] {
+		p.steps[key] = stepRestart
+	}
 }
 
 func phase(p plan, spec vidrav1alpha1.VMRolloutSpec) vidrav1alpha1.VMRolloutPhase {

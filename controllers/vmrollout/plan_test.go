@@ -100,3 +100,30 @@ func TestPlanFollowsRecordedRestarts(t *testing.T) {
 		t.Errorf("a failure of an older generation: steps %v, phase %s", p.steps, p.status.Phase)
 	}
 }
+
+// Each VM is counted once, where it stands: a mixed fleet's status, steps and waits.
+func TestPlanCountsEachVMWhereItStands(t *testing.T) {
+	now := time.Now()
+	back := vmView{key: key("g"), restartable: true, observed: true, vmiUID: "g-vmi-2", vmiReady: true,
+		restart: &restartRecord{fromVMI: "g-vmi-1", started: now.Add(-time.Minute), generation: 1}}
+	inFlight := vmView{key: key("f"), restartable: true, observed: true, restartRequired: true, vmiUID: "f-vmi-1", vmiReady: true,
+		restart: &restartRecord{fromVMI: "f-vmi-1", started: now.Add(-2 * time.Second), generation: 1}}
+	vms := []vmView{
+		back, inFlight, running("b", false), running("a", true),
+		{key: key("c"), observed: true, restartRequired: true, vmiUID: "c-vmi-1", vmiReady: true}, // halted
+		{key: key("d"), restartable: true, vmiUID: "d-vmi-1", vmiReady: true},                     // not observed yet
+		{key: key("e"), restartable: true, observed: true},                                        // no VMI
+	}
+	p := makePlan(vms, rolling(intstr.FromInt32(3)), 1, now)
+	want := vidrav1alpha1.VMRolloutStatus{Phase: vidrav1alpha1.VMRolloutProgressing, Total: 7, Updated: 3, Pending: 1, Unavailable: 2}
+	if p.status != want {
+		t.Errorf("status %+v, want %+v", p.status, want)
+	}
+	wantSteps := map[types.NamespacedName]step{key("a"): stepRestart, key("g"): stepSucceeded}
+	if len(p.steps) != len(wantSteps) || p.steps[key("a")] != stepRestart || p.steps[key("g")] != stepSucceeded {
+		t.Errorf("steps %v, want %v", p.steps, wantSteps)
+	}
+	if len(p.held) != 1 || p.held[0] != "ns/c" || p.unobserved != 1 || !p.waiting || len(p.failed) != 0 {
+		t.Errorf("held %v, unobserved %d, waiting %v, failed %v", p.held, p.unobserved, p.waiting, p.failed)
+	}
+}

@@ -119,61 +119,104 @@ func applyTemplate(spec *vidrav1alpha1.VidraResourceSpec, tpl *vidrav1alpha1.Vid
 
 // write creates vr or brings the sync's existing one to it. A VidraResource of that name
 // that is not this sync's is never touched.
-func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (retErr error) {
-	// Only a write gets a span, and carries its trace context to the VidraResource's
-	// reconcile: an unchanged VidraResource is left as it is, annotations included.
-	traced := func(action string) (context.Context, func()) {
-		wctx, span := tracing.Tracer().Start(ctx, "vidraresource.write", trace.WithAttributes(
-			attribute.String("vidra.vidraresource", vr.Name), attribute.String("vidra.cluster", cmp.Or(vr.Spec.Destination.Cluster, vr.Spec.Destination.Server, "local")),
-			attribute.String("vidra.action", action), attribute.String("vidra.checksum", vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation])))
-		return wctx, func() {
-			if retErr != nil {
-				span.SetStatus(codes.Error, retErr.Error())
-			}
-			span.End()
-		}
-	}
+func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) error {
 	cur := d.owned[vr.Name]
 	if cur == nil {
-		wctx, end := traced("create")
-		defer end()
-		created := vr.DeepCopy() // the trace context is for the create only
-		tracing.Inject(wctx, created)
-		// Created with the finalizer its reconcile would add: one write fewer per delivery.
-		controllerutil.AddFinalizer(created, vidrav1alpha1.VidraResourceFinalizer)
-		d.cfg.Written.record(created, d.sync.Template)
-		err := d.cfg.Hub.Create(ctx, created)
-		if !apierrors.IsAlreadyExists(err) {
-			if err != nil {
-				return fmt.Errorf("create VidraResource %s: %w", vr.Name, err)
-			}
-			return nil
+		existing, err := d.create(ctx, vr)
+		if existing == nil || err != nil {
+			return err
 		}
-		// The cache had not seen it yet, or it is someone else's.
-		cur = &vidrav1alpha1.VidraResource{}
-		if err := d.cfg.HubReader.Get(ctx, client.ObjectKeyFromObject(vr), cur); err != nil {
-			return fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
-		}
-		if !metav1.IsControlledBy(cur, d.sync.Object) {
-			return d.nameTaken(vr, cur)
-		}
+		cur = existing
 	}
+	keepUnchangedContent(vr, cur)
+	updated, changed := d.updateOf(cur, vr)
+	if !changed {
+		return nil
+	}
+	wctx, end := startWrite(ctx, updated, "update")
+	tracing.Inject(wctx, updated)
+	d.cfg.Written.record(updated, d.sync.Template)
+	// A merge patch of what changed: the VidraResource controller writes its status and
+	// finalizer meanwhile, which must not make this write conflict.
+	err := d.cfg.Hub.Patch(ctx, updated, client.MergeFrom(cur))
+	if err != nil {
+		err = fmt.Errorf("update VidraResource %s: %w", vr.Name, err)
+	}
+	end(err)
+	return err
+}
+
+// startWrite starts the span of a write of vr, which carries its trace context to the
+// VidraResource's reconcile; end closes it with the write's error. Only a write gets a
+// span: an unchanged VidraResource is left as it is, annotations included.
+func startWrite(ctx context.Context, vr *vidrav1alpha1.VidraResource, action string) (context.Context, func(error)) {
+	ctx, span := tracing.Tracer().Start(ctx, "vidraresource.write", trace.WithAttributes(
+		attribute.String("vidra.vidraresource", vr.Name), attribute.String("vidra.cluster", cmp.Or(vr.Spec.Destination.Cluster, vr.Spec.Destination.Server, "local")),
+		attribute.String("vidra.action", action), attribute.String("vidra.checksum", vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation])))
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
+// create creates vr, with the finalizer its reconcile would add (one write fewer per
+// delivery). When one of that name exists already (the cache had not seen it yet) it
+// returns it if it is the sync's, else reports the name taken.
+func (d *Delivery) create(ctx context.Context, vr *vidrav1alpha1.VidraResource) (*vidrav1alpha1.VidraResource, error) {
+	wctx, end := startWrite(ctx, vr, "create")
+	created := vr.DeepCopy() // the trace context is for the create only
+	tracing.Inject(wctx, created)
+	controllerutil.AddFinalizer(created, vidrav1alpha1.VidraResourceFinalizer)
+	d.cfg.Written.record(created, d.sync.Template)
+	err := d.cfg.Hub.Create(ctx, created)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			err = fmt.Errorf("create VidraResource %s: %w", vr.Name, err)
+		}
+		end(err)
+		return nil, err
+	}
+	cur := &vidrav1alpha1.VidraResource{}
+	if err := d.cfg.HubReader.Get(ctx, client.ObjectKeyFromObject(vr), cur); err != nil {
+		err = fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
+		end(err)
+		return nil, err
+	}
+	if !metav1.IsControlledBy(cur, d.sync.Object) {
+		err := d.nameTaken(vr, cur)
+		end(err)
+		return nil, err
+	}
+	end(nil)
+	return cur, nil
+}
+
+// keepUnchangedContent gives vr the content cur holds when vr brings none (it was not
+// fetched: unchanged), and, while the content is the one delivered since an earlier
+// revision, that revision and when the rollout moved it there.
+func keepUnchangedContent(vr, cur *vidrav1alpha1.VidraResource) {
 	if vr.Spec.Manifest == "" && vr.Spec.Content == nil {
-		vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content // content unchanged, not fetched
+		vr.Spec.Manifest, vr.Spec.Content = cur.Spec.Manifest, cur.Spec.Content
 	}
-	if vr.Spec.Manifest == cur.Spec.Manifest && apiequality.Semantic.DeepEqual(vr.Spec.Content, cur.Spec.Content) {
-		// The content is the one delivered since an earlier revision: that one it keeps.
-		if rev, ok := cur.Annotations[vidrav1alpha1.SyncRevisionAnnotation]; ok {
-			vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = rev
-		} else {
-			delete(vr.Annotations, vidrav1alpha1.SyncRevisionAnnotation)
-		}
-		if at, ok := cur.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation]; ok {
-			vr.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation] = at
-		}
+	if vr.Spec.Manifest != cur.Spec.Manifest || !apiequality.Semantic.DeepEqual(vr.Spec.Content, cur.Spec.Content) {
+		return
 	}
-	// Only what the sync sets is compared and written: the API server's defaults and
-	// fields outside the template keep their values, so an unchanged sync writes nothing.
+	if rev, ok := cur.Annotations[vidrav1alpha1.SyncRevisionAnnotation]; ok {
+		vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = rev
+	} else {
+		delete(vr.Annotations, vidrav1alpha1.SyncRevisionAnnotation)
+	}
+	if at, ok := cur.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation]; ok {
+		vr.Annotations[vidrav1alpha1.RolloutUpdatedAtAnnotation] = at
+	}
+}
+
+// updateOf is cur brought to vr, and whether that changes it. Only what the sync sets is
+// compared and written: the API server's defaults and fields outside the template keep
+// their values, so an unchanged sync writes nothing.
+func (d *Delivery) updateOf(cur, vr *vidrav1alpha1.VidraResource) (*vidrav1alpha1.VidraResource, bool) {
 	was := upgraded(cur, vr)
 	updated := was.DeepCopy()
 	updated.Labels = mergeInto(updated.Labels, vr.Labels)
@@ -193,19 +236,7 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) (
 			delete(updated.Annotations, k)
 		}
 	}
-	if !specChanged && apiequality.Semantic.DeepEqual(updated.ObjectMeta, was.ObjectMeta) {
-		return nil
-	}
-	wctx, end := traced("update")
-	defer end()
-	tracing.Inject(wctx, updated)
-	d.cfg.Written.record(updated, d.sync.Template)
-	// A merge patch of what changed: the VidraResource controller writes its status and
-	// finalizer meanwhile, which must not make this write conflict.
-	if err := d.cfg.Hub.Patch(ctx, updated, client.MergeFrom(cur)); err != nil {
-		return fmt.Errorf("update VidraResource %s: %w", vr.Name, err)
-	}
-	return nil
+	return updated, specChanged || !apiequality.Semantic.DeepEqual(updated.ObjectMeta, was.ObjectMeta)
 }
 
 // nameTaken reports a VidraResource that holds the name the sync gives vr without being

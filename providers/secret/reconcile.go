@@ -49,16 +49,17 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if enr.pull {
 		return p.reconcilePull(ctx, secret, enr)
 	}
+	return p.reconcileDirect(ctx, secret, enr)
+}
 
+// reconcileDirect engages the cluster of a Secret the hub connects to itself: it claims
+// the cluster's name and server, yields to a Secret that claimed them first, and
+// engages, rotates or refreshes the cluster.
+func (p *Provider) reconcileDirect(ctx context.Context, secret *corev1.Secret, enr enrollment) (reconcile.Result, error) {
+	key := secretKeyOf(secret)
 	c, cfg, loadErr := p.claimFor(key, secret, enr)
 	if other, reason, message := p.precedingConflict(key, c); other != nil {
-		// A rotation onto another Secret's server fails like any broken rotation.
-		if cur := p.engaged(multicluster.ClusterName(enr.name)); reason == vidrav1alpha1.ReasonDuplicateServer && cur != nil && cur.secret == key {
-			return reconcile.Result{}, p.rotationFailed(ctx, secret, cur, enr, message)
-		}
-		p.stopOwned(key, enr.name)
-		// A duplicate name cannot have a VidraCluster of its own: the name is taken.
-		return reconcile.Result{}, p.reject(ctx, secret, enr, reason, message, reason == vidrav1alpha1.ReasonDuplicateServer)
+		return reconcile.Result{}, p.yield(ctx, secret, enr, reason, message)
 	}
 	p.wakeConflicts(ctx, key, c)
 
@@ -74,34 +75,59 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		}
 	}
 	if loadErr != nil {
-		var rejected *kubeconfig.RejectedError
-		if !errors.As(loadErr, &rejected) {
-			return reconcile.Result{}, loadErr
-		}
-		if current != nil {
-			return reconcile.Result{}, p.rotationFailed(ctx, secret, current, enr, rejected.Error())
-		}
-		return reconcile.Result{}, p.reject(ctx, secret, enr, string(rejected.Reason), rejected.Message, true)
+		return reconcile.Result{}, p.refuseKubeconfig(ctx, secret, enr, current, loadErr)
 	}
 	if current != nil && current.hash == enr.hash && slices.Equal(current.namespaces, cacheNamespaces(enr)) {
-		current.mu.Lock()
-		current.rotationError = ""
-		current.policy, current.policyErr = enr.policy, enr.policyErr
-		// The same kubeconfig holds the same token: a renewal problem found since stays.
-		creds := credentialsOf(enr)
-		if creds.problem == "" {
-			creds.problem = current.creds.problem
-		}
-		current.creds = creds
-		current.mu.Unlock()
-		return reconcile.Result{}, p.writeEngagedStatus(ctx, current, enr.labels, "")
+		return reconcile.Result{}, p.refresh(ctx, current, enr)
 	}
 	if cfg == nil {
+		var err error
 		if cfg, err = kubeconfig.Load(enr.kubeconfig, p.opts.Policy); err != nil {
 			return reconcile.Result{}, fmt.Errorf("reload kubeconfig of Secret %s: %w", key, err)
 		}
 	}
 	return reconcile.Result{}, p.engage(ctx, secret, enr, cfg, current)
+}
+
+// yield steps back for the Secret that claimed the cluster's name or server first.
+func (p *Provider) yield(ctx context.Context, secret *corev1.Secret, enr enrollment, reason, message string) error {
+	key := secretKeyOf(secret)
+	// A rotation onto another Secret's server fails like any broken rotation.
+	if cur := p.engaged(multicluster.ClusterName(enr.name)); reason == vidrav1alpha1.ReasonDuplicateServer && cur != nil && cur.secret == key {
+		return p.rotationFailed(ctx, secret, cur, enr, message)
+	}
+	p.stopOwned(key, enr.name)
+	// A duplicate name cannot have a VidraCluster of its own: the name is taken.
+	return p.reject(ctx, secret, enr, reason, message, reason == vidrav1alpha1.ReasonDuplicateServer)
+}
+
+// refuseKubeconfig reports a kubeconfig the policy refuses: a failed rotation when the
+// cluster is engaged (it stays on what worked), else a rejected enrollment.
+func (p *Provider) refuseKubeconfig(ctx context.Context, secret *corev1.Secret, enr enrollment, current *engagedCluster, loadErr error) error {
+	var rejected *kubeconfig.RejectedError
+	if !errors.As(loadErr, &rejected) {
+		return loadErr
+	}
+	if current != nil {
+		return p.rotationFailed(ctx, secret, current, enr, rejected.Error())
+	}
+	return p.reject(ctx, secret, enr, string(rejected.Reason), rejected.Message, true)
+}
+
+// refresh takes what changed in a Secret whose kubeconfig did not: its labels, policy
+// and what its credentials say of themselves.
+func (p *Provider) refresh(ctx context.Context, current *engagedCluster, enr enrollment) error {
+	current.mu.Lock()
+	current.rotationError = ""
+	current.policy, current.policyErr = enr.policy, enr.policyErr
+	// The same kubeconfig holds the same token: a renewal problem found since stays.
+	creds := credentialsOf(enr)
+	if creds.problem == "" {
+		creds.problem = current.creds.problem
+	}
+	current.creds = creds
+	current.mu.Unlock()
+	return p.writeEngagedStatus(ctx, current, enr.labels, "")
 }
 
 // narrowFirst gives the engaged cluster its Secret's delivery policy at once, before any
@@ -143,29 +169,7 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 		next.policy, next.policyErr = enr.policy, enr.policyErr
 		next.creds = creds
 		next.mu.Unlock()
-		// Published before the controllers are engaged with it, so that what they do on
-		// engagement (a re-engaged cluster's drift watches are set up again) finds it.
-		p.mu.Lock()
-		p.clusters[name] = next
-		p.mu.Unlock()
-		if err = p.aware.Engage(next.ctx, name, next.cluster); err != nil {
-			p.mu.Lock()
-			if current != nil {
-				p.clusters[name] = current
-			} else {
-				delete(p.clusters, name)
-			}
-			p.mu.Unlock()
-			next.stop()
-			err = fmt.Errorf("engage controllers: %w", err)
-			// Controllers that got as far as the new cluster let go of the old one: they
-			// are engaged with it again.
-			if current != nil {
-				if reErr := p.aware.Engage(current.ctx, name, current.cluster); reErr != nil {
-					err = errors.Join(err, fmt.Errorf("engage controllers with the previous kubeconfig again: %w", reErr))
-				}
-			}
-		}
+		err = p.engageControllers(name, next, current)
 	}
 	if err != nil {
 		if current != nil {
@@ -190,6 +194,37 @@ func (p *Provider) engage(ctx context.Context, secret *corev1.Secret, enr enroll
 	log.Info("cluster "+action, "server", next.server, "version", next.version)
 	p.enrollEvents.Record(secret, nil, corev1.EventTypeNormal, vidrav1alpha1.ReasonEngaged, fmt.Sprintf("cluster %s %s (%s, %s)", enr.name, action, next.server, next.version))
 	return p.writeEngagedStatus(ctx, next, enr.labels, "")
+}
+
+// engageControllers publishes next as the cluster name and engages the controllers with
+// it; when they cannot be, the cluster before (current, or none) is put back.
+func (p *Provider) engageControllers(name multicluster.ClusterName, next, current *engagedCluster) error {
+	// Published before the controllers are engaged with it, so that what they do on
+	// engagement (a re-engaged cluster's drift watches are set up again) finds it.
+	p.mu.Lock()
+	p.clusters[name] = next
+	p.mu.Unlock()
+	err := p.aware.Engage(next.ctx, name, next.cluster)
+	if err == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if current != nil {
+		p.clusters[name] = current
+	} else {
+		delete(p.clusters, name)
+	}
+	p.mu.Unlock()
+	next.stop()
+	err = fmt.Errorf("engage controllers: %w", err)
+	// Controllers that got as far as the new cluster let go of the old one: they are
+	// engaged with it again.
+	if current != nil {
+		if reErr := p.aware.Engage(current.ctx, name, current.cluster); reErr != nil {
+			err = errors.Join(err, fmt.Errorf("engage controllers with the previous kubeconfig again: %w", reErr))
+		}
+	}
+	return err
 }
 
 // rotationFailed keeps the engaged cluster and shows why the Secret's new kubeconfig did

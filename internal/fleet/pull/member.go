@@ -65,40 +65,8 @@ func (a Agent) Objects() []client.Object {
 	}
 	rbac := rbacv1.SchemeGroupVersion.String()
 	name := "vidra:agent:" + sa.Namespace + ":" + sa.Name
-	read := []string{"get", "list", "watch"}
-	group := vidrav1alpha1.GroupVersion.Group
-
-	cluster := []rbacv1.PolicyRule{
-		{APIGroups: []string{group}, Resources: []string{"vidraresources", "vidraresources/status", "vidraresources/finalizers"}, Verbs: []string{"*"}},
-		// Watched by the VidraResource controller, as on a hub; a member holds none.
-		{APIGroups: []string{group}, Resources: []string{"vidraclusters", "vidrabundles"}, Verbs: read},
-		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
-	}
-	// Where it may deliver: read what it delivers (drift, health), roll out its VMs, and
-	// apply a bundle that names a ServiceAccount of its destination namespace as it, as
-	// the delivery identity could itself. Cluster-wide, or in each allowed namespace.
-	where := []rbacv1.PolicyRule{
-		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: read},
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
-		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
-		// A VM whose restart API is not served restarts by its VMI being deleted.
-		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get", "list", "watch", "delete"}},
-		{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachines/restart"}, Verbs: []string{"update", "put"}},
-	}
-	if !a.Delivery.Scoped() {
-		cluster = append(cluster, where...)
-	} else if len(a.Delivery.ClusterKinds) > 0 {
-		byGroup := map[string][]string{}
-		for _, k := range a.Delivery.ClusterKinds {
-			byGroup[k.Resource.Group] = append(byGroup[k.Resource.Group], k.Resource.Resource)
-		}
-		for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-			resources := byGroup[g]
-			slices.Sort(resources)
-			cluster = append(cluster, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: slices.Compact(resources), Verbs: read})
-		}
-	}
+	where := deliveryRules()
+	cluster := a.clusterRules(where)
 	delivery := a.Delivery.ServiceAccount
 	objs := []client.Object{
 		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(sa.Namespace, sa.Name)},
@@ -128,4 +96,46 @@ func (a Agent) Objects() []client.Object {
 		}
 	}
 	return objs
+}
+
+// clusterRules are what the agent may do cluster-wide: its VidraResources, Events, and
+// where it may deliver (the whole cluster unless its delivery is scoped, then the
+// cluster-scoped kinds it may deliver only).
+func (a Agent) clusterRules(where []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	group, read := vidrav1alpha1.GroupVersion.Group, []string{"get", "list", "watch"}
+	cluster := []rbacv1.PolicyRule{
+		{APIGroups: []string{group}, Resources: []string{"vidraresources", "vidraresources/status", "vidraresources/finalizers"}, Verbs: []string{"*"}},
+		// Watched by the VidraResource controller, as on a hub; a member holds none.
+		{APIGroups: []string{group}, Resources: []string{"vidraclusters", "vidrabundles"}, Verbs: read},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
+	}
+	if !a.Delivery.Scoped() {
+		return append(cluster, where...)
+	}
+	byGroup := map[string][]string{}
+	for _, k := range a.Delivery.ClusterKinds {
+		byGroup[k.Resource.Group] = append(byGroup[k.Resource.Group], k.Resource.Resource)
+	}
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+		resources := byGroup[g]
+		slices.Sort(resources)
+		cluster = append(cluster, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: slices.Compact(resources), Verbs: read})
+	}
+	return cluster
+}
+
+// deliveryRules are what the agent may do where it may deliver: read what it delivers
+// (drift, health), roll out its VMs, and apply a bundle that names a ServiceAccount of its
+// destination namespace as it, as the delivery identity could itself. Cluster-wide, or in
+// each allowed namespace.
+func deliveryRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
+		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+		// A VM whose restart API is not served restarts by its VMI being deleted.
+		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get", "list", "watch", "delete"}},
+		{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachines/restart"}, Verbs: []string{"update", "put"}},
+	}
 }

@@ -62,45 +62,9 @@ func Render(ch *chart.Chart, opts RenderOptions) (Rendered, error) {
 		return Rendered{}, errors.New("render: no chart")
 	}
 	name := chartRef(ch.Name(), ch.Metadata.Version)
-	caps, err := capabilities(opts.Capabilities)
+	c, files, err := renderFiles(ch, opts)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", name, err)
-	}
-	if err := checkKubeVersion(ch, caps); err != nil {
-		return Rendered{}, fmt.Errorf("render %s: %w", name, err)
-	}
-	// Processing dependencies and import-values changes the chart: work on a copy, since
-	// a fetched chart is shared.
-	c := cloneChart(ch)
-	vals, _ := deepCopy(opts.Values).(map[string]any)
-	if vals == nil {
-		vals = map[string]any{}
-	}
-	if err := chartutil.ProcessDependencies(c, vals); err != nil {
-		return Rendered{}, fmt.Errorf("render %s: dependencies: %w", name, err)
-	}
-	if err := checkSchemas(c); err != nil {
-		return Rendered{}, fmt.Errorf("render %s: %w", name, err)
-	}
-	top, err := commonutil.ToRenderValuesWithSchemaValidation(c, vals, common.ReleaseOptions{
-		Name:      opts.ReleaseName,
-		Namespace: opts.Namespace,
-		Revision:  max(opts.Revision, 1),
-		IsInstall: !opts.IsUpgrade,
-		IsUpgrade: opts.IsUpgrade,
-	}, caps, false)
-	if err != nil {
-		return Rendered{}, fmt.Errorf("render %s: %w", name, trimmed{err})
-	}
-	// A zero Engine has no cluster client: lookup returns nothing, as in helm template.
-	files, err := engine.Engine{}.Render(c, top)
-	if err != nil {
-		return Rendered{}, fmt.Errorf("render %s: %w", name, err)
-	}
-	for f := range files {
-		if strings.HasSuffix(f, "NOTES.txt") {
-			delete(files, f)
-		}
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
@@ -111,11 +75,69 @@ func Render(ch *chart.Chart, opts RenderOptions) (Rendered, error) {
 		return Rendered{}, fmt.Errorf("render %s: %w", name, err)
 	}
 	plan.dropped = append(plan.dropped, unknownHooks(files)...)
+	b, err := assemble(c, plan, manifests, opts)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("render %s: %w", name, err)
+	}
+	if b.over {
+		return Rendered{}, &LimitError{What: "the rendering of " + name, Limit: LimitBundleBytes, Max: int64(opts.MaxBytes)}
+	}
+	return Rendered{Manifest: b.buf.Bytes(), Dropped: plan.dropped}, nil
+}
 
+// renderFiles renders the chart's templates for the cluster, as helm template does, but
+// NOTES.txt; it returns the chart with its dependencies processed.
+func renderFiles(ch *chart.Chart, opts RenderOptions) (*chart.Chart, map[string]string, error) {
+	caps, err := capabilities(opts.Capabilities)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkKubeVersion(ch, caps); err != nil {
+		return nil, nil, err
+	}
+	// Processing dependencies and import-values changes the chart: work on a copy, since
+	// a fetched chart is shared.
+	c := cloneChart(ch)
+	vals, _ := deepCopy(opts.Values).(map[string]any)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	if err := chartutil.ProcessDependencies(c, vals); err != nil {
+		return nil, nil, fmt.Errorf("dependencies: %w", err)
+	}
+	if err := checkSchemas(c); err != nil {
+		return nil, nil, err
+	}
+	top, err := commonutil.ToRenderValuesWithSchemaValidation(c, vals, common.ReleaseOptions{
+		Name:      opts.ReleaseName,
+		Namespace: opts.Namespace,
+		Revision:  max(opts.Revision, 1),
+		IsInstall: !opts.IsUpgrade,
+		IsUpgrade: opts.IsUpgrade,
+	}, caps, false)
+	if err != nil {
+		return nil, nil, trimmed{err}
+	}
+	// A zero Engine has no cluster client: lookup returns nothing, as in helm template.
+	files, err := engine.Engine{}.Render(c, top)
+	if err != nil {
+		return nil, nil, err
+	}
+	for f := range files {
+		if strings.HasSuffix(f, "NOTES.txt") {
+			delete(files, f)
+		}
+	}
+	return c, files, nil
+}
+
+// assemble writes the bundle in apply order: CRDs when asked, pre hooks, the manifests
+// (those Helm keeps on uninstall marked to stay), post hooks.
+func assemble(c *chart.Chart, plan hookPlan, manifests []releaseutil.Manifest, opts RenderOptions) (*bundle, error) {
 	b := &bundle{max: opts.MaxBytes}
 	if opts.IncludeCRDs {
 		if err := writeCRDs(b, c); err != nil {
-			return Rendered{}, fmt.Errorf("render %s: %w", name, err)
+			return nil, err
 		}
 	}
 	for _, h := range plan.pre {
@@ -127,8 +149,9 @@ func Render(ch *chart.Chart, opts RenderOptions) (Rendered, error) {
 		}
 		content := m.Content
 		if m.Head != nil && m.Head.Metadata != nil && m.Head.Metadata.Annotations[resourcePolicyAnnotation] == resourcePolicyKeep {
+			var err error
 			if content, err = keptOnRelease(content); err != nil {
-				return Rendered{}, fmt.Errorf("render %s: %s: %w", name, m.Name, err)
+				return nil, fmt.Errorf("%s: %w", m.Name, err)
 			}
 		}
 		b.add(m.Name, content)
@@ -136,10 +159,7 @@ func Render(ch *chart.Chart, opts RenderOptions) (Rendered, error) {
 	for _, h := range plan.post {
 		b.add(h.source, h.content)
 	}
-	if b.over {
-		return Rendered{}, &LimitError{What: "the rendering of " + name, Limit: LimitBundleBytes, Max: int64(opts.MaxBytes)}
-	}
-	return Rendered{Manifest: b.buf.Bytes(), Dropped: plan.dropped}, nil
+	return b, nil
 }
 
 func capabilities(c Capabilities) (*common.Capabilities, error) {
