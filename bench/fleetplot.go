@@ -26,7 +26,7 @@ type fleetSeries struct {
 	value func(fleetResult) float64
 }
 
-// fleetPanels are the figures docs/scaling.md shows against the fleet size.
+// fleetPanels are the figures bench/README.md shows against the fleet size.
 func fleetPanels() []fleetPanel {
 	return []fleetPanel{
 		{title: "Enrollment", unit: "seconds", target: 60, series: []fleetSeries{

@@ -63,7 +63,7 @@ type settings struct {
 
 func main() {
 	var s settings
-	out := flag.String("out", "bin/bench/results.json", "Where the results are written (relative to the module's root; bin/ is not tracked). docs/bench-results.json keeps a reference run.")
+	out := flag.String("out", "bin/bench/results.json", "Where the results are written (relative to the module's root; bin/ is not tracked). bench/reference-results.json keeps a reference run.")
 	flag.IntVar(&s.Members, "members", 8, "Member clusters.")
 	flag.IntVar(&s.Resources, "resources", 10, "VidraResources per member.")
 	flag.IntVar(&s.Objects, "objects", 10, "Objects (ConfigMaps) per VidraResource.")

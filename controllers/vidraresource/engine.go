@@ -55,7 +55,7 @@ func (r *Reconciler) engine(ctx context.Context, vr *vidrav1alpha1.VidraResource
 
 // applyParallelism is how many objects of one kind a reconcile applies at once: enough
 // for one large bundle to keep its member busy, while many small bundles share the member
-// among the workers anyway (docs/scaling.md has the measurements).
+// among the workers anyway (bench/README.md has the measurements).
 const applyParallelism = 8
 
 // sharedApply is what the VidraResources this replica reconciles share on one cluster:
