@@ -158,7 +158,7 @@ func (o *enrollOptions) addFlags(flags *pflag.FlagSet) {
 	flags.BoolVar(&o.allowInsecureTLS, "allow-insecure-tls", false, "Accept insecure-skip-tls-verify and plain http servers; the operator must run with --allow-insecure-tls.")
 	flags.BoolVar(&o.pull, "pull", false, "Enroll in pull mode: an agent installed on the member fetches its bundles from the hub, which holds no credential for the member.")
 	flags.StringVar(&o.agentNamespace, "agent-namespace", "vidra-system", "With --pull: the agent's namespace on the member, which holds its Secret vidra-agent-hub.")
-	flags.StringVar(&o.agentImage, "agent-image", defaultAgentImage(), "With --pull: the agent's image (Vidra's own, run with --mode=agent).")
+	flags.StringVar(&o.agentImage, "agent-image", "", "With --pull: the agent's image (Vidra's own, run with --mode=agent); default: the image the hub's operator runs (its Deployment in the namespace of --operator-service-account), else this plugin's release image.")
 	flags.StringVar(&o.operatorSA, "operator-service-account", "vidra-system/vidra", "With --pull: the hub operator's ServiceAccount (NAMESPACE/NAME), bound in the cluster's namespace on the hub to the chart's ClusterRole NAME-pull.")
 	flags.BoolVar(&o.installAgent, "install-agent", true, "With --pull: create the agent's Deployment; false when it runs otherwise (its chart, mode: agent; or bin/vidra --mode=agent).")
 }

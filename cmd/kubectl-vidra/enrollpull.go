@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -19,10 +18,24 @@ import (
 	"github.com/vidra-operator/vidra/internal/runtime/version"
 )
 
-// defaultAgentImage is the agent's image unless --agent-image names another: the
-// operator's own, of the plugin's version.
-func defaultAgentImage() string {
-	return "ghcr.io/vidra-operator/vidra:" + strings.TrimPrefix(version.Get(), "v")
+// agentImageFor is the image the agent runs: --agent-image, else the image the hub's
+// operator runs in namespace (an agent of the hub's own version), else this plugin's
+// release image. A development build that cannot read the hub's names no image anybody
+// built, and is refused.
+func (o *enrollOptions) agentImageFor(ctx context.Context, hub client.Client, namespace string, errOut io.Writer) (string, error) {
+	if o.agentImage != "" {
+		return o.agentImage, nil
+	}
+	op, err := findHubOperator(ctx, hub, namespace)
+	if err == nil {
+		fmt.Fprintf(errOut, "the agent runs %s, the image of the hub's operator (deployment %s); --agent-image names another\n", op.image, op.deployment)
+		return op.image, nil
+	}
+	if image, ok := version.ReleaseImage(version.Get()); ok {
+		fmt.Fprintf(errOut, "the hub's operator image could not be read (%v): the agent runs %s, of this plugin's release\n", err, image)
+		return image, nil
+	}
+	return "", fmt.Errorf("--agent-image: the hub's operator image could not be read (%w), and this plugin (version %s) is no release whose image could stand in: name the agent's image with --agent-image, or run the agent yourself with --install-agent=false", err, version.Get())
 }
 
 // runPull enrolls a pull cluster (pull.Enroll says what it makes), then writes its
@@ -72,7 +85,9 @@ func (o *enrollOptions) runPull(ctx context.Context, name string, labels map[str
 	e := pull.Enrollment{Operator: operatorSA, Cluster: name, Labels: labels, SecretNamespace: o.secretNamespace, AgentNamespace: o.agentNamespace,
 		Delivery: spec, Hub: hubCluster, TokenTTL: o.tokenTTL}
 	if o.installAgent {
-		e.AgentImage = o.agentImage
+		if e.AgentImage, err = o.agentImageFor(ctx, hub, operatorSA.Namespace, errOut); err != nil {
+			return err
+		}
 	}
 	enrollment := e.EnrollmentSecret()
 	if err := o.checkPullReenrollment(ctx, hub, enrollment); err != nil {

@@ -28,6 +28,8 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 		{[]string{"unenroll", "--help"}, []string{"kubectl vidra unenroll NAME", "ServiceAccount first", "--context", "--service-account", "--hub-kubeconfig"}},
 		{[]string{"can-deliver", "--help"}, []string{"kubectl vidra can-deliver CLUSTER", "deliver", "vidraclusters", "infrahub.operators.com", "local", "SelfSubjectAccessReview", "SubjectAccessReview", "exits 0", "--as", "--as-group", "--list", "--kubeconfig", "--context"}},
 		{[]string{"ui", "--help"}, []string{"kubectl vidra ui", "127.0.0.1", "your RBAC", "--port", "--kubeconfig"}},
+		{[]string{"version", "--help"}, []string{"kubectl vidra version", "Deployment", "app.kubernetes.io/name=vidra", "--client", "--namespace", "--kubeconfig"}},
+		{[]string{"enroll", "--help"}, []string{"--agent-image", "the image the hub's operator runs"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			out, _, err := runPlugin(t, tc.args...)

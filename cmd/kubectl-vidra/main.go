@@ -115,6 +115,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newRolloutCommand(streams),
 		newDiffCommand(streams),
 		newCanDeliverCommand(streams),
+		newVersionCommand(streams),
 	)
 	return root
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -20,16 +21,18 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vidra-operator/vidra/internal/runtime/tracing"
+	"github.com/vidra-operator/vidra/internal/runtime/version"
 	"github.com/vidra-operator/vidra/internal/source/helmrender"
 	"github.com/vidra-operator/vidra/operator"
 )
 
 func main() {
-	os.Exit(run(ctrl.SetupSignalHandler(), os.Args[1:]))
+	os.Exit(run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stdout))
 }
 
 // run starts the operator and blocks until ctx ends; it returns the process exit code.
-func run(ctx context.Context, args []string) int {
+// stdout takes what the command prints (its version), never logs.
+func run(ctx context.Context, args []string, stdout io.Writer) int {
 	if len(args) > 0 && args[0] == helmrender.Command {
 		return helmrender.Main(os.Stdin, os.Stdout, os.Stderr, args[1:])
 	}
@@ -40,6 +43,10 @@ func run(ctx context.Context, args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	if opts.showVersion {
+		fmt.Fprintln(stdout, "vidra", version.Get())
+		return 0
 	}
 
 	zapLogger := crzap.NewRaw(crzap.UseFlagOptions(&opts.logging))

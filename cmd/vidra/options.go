@@ -26,6 +26,8 @@ type options struct {
 	logging crzap.Options
 	// mode is hub, standalone or agent.
 	mode string
+	// showVersion prints the binary's version instead of starting it.
+	showVersion bool
 	// operator is everything the operator is built from.
 	operator operator.Options
 }
@@ -52,6 +54,7 @@ func parseOptions(args []string) (options, error) {
 		"OTLP/HTTP endpoint URL to send traces to (such as http://otel-collector:4318). Empty: OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; with neither set, tracing is off. The other OTEL_EXPORTER_OTLP_* variables apply.")
 	fs.StringVar(&o.mode, "mode", modeHub,
 		"hub: deliver to the enrolled fleet; standalone: only the cluster the operator runs in (--cluster-provider=none); agent: the agent of a pull cluster, which fetches its bundles from the hub named in the Secret vidra-agent-hub of --agent-namespace (kubectl vidra enroll --pull writes it); --kubeconfig is then the member's own.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the operator's version and exit.")
 	bindServingFlags(fs, &o.operator)
 	bindPullFlags(fs, &o.operator)
 	bindAvailabilityFlags(fs, &o.operator)

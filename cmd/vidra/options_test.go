@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vidra-operator/vidra/internal/runtime/version"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -104,5 +107,16 @@ func TestOptionsLeaderElectionOutlastsASlowHub(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--leader-election-renew-deadline=") {
 			t.Errorf("%v: error %v, want the timings named", args, err)
 		}
+	}
+}
+
+func TestVersionIsPrintedAndNothingStarts(t *testing.T) {
+	var out strings.Builder
+	// A context already done: were the operator started, it would stop at once and fail
+	// to reach any cluster, returning 1.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := run(ctx, []string{"--version"}, &out); code != 0 || out.String() != "vidra "+version.Get()+"\n" {
+		t.Errorf("vidra --version: exit %d, printed %q", code, out.String())
 	}
 }
