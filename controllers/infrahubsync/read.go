@@ -88,7 +88,7 @@ func (l *listing) Record(delivered []vidrav1alpha1.BundleStatus, rollout *vidrav
 	if over := l.quota.Exceeded(); over != nil {
 		return "", overLimit(over, over.Error()+"; the artifacts not downloaded keep what they delivered")
 	}
-	return fmt.Sprintf("%d artifacts", len(l.ihs.Status.Artifacts)), nil
+	return syncs.Counted(len(l.ihs.Status.Artifacts), "artifact"), nil
 }
 
 // Close returns the memory the listing's downloads held.

@@ -157,8 +157,16 @@ func (r *Reconciler) summarize(obj Object, d *fanout.Delivery, source, delivered
 		markPending(obj, "waiting for "+source+" to generate: "+strings.Join(d.Pending(), "; "))
 		return ctrl.Result{RequeueAfter: min(interval, pendingPoll)}, nil
 	}
-	markSucceeded(obj, fmt.Sprintf("delivered %s as %d VidraResources", delivered, d.Kept()))
+	markSucceeded(obj, "delivered "+delivered+" as "+Counted(d.Kept(), "VidraResource"))
 	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+// Counted is n of noun as people write it: "1 artifact", "3 artifacts".
+func Counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // isTransient reports whether an error may pass with a retry: a conflict or a timeout
