@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "maps"
+
 // The keys under which earlier versions wrote a bundle's annotations on its
 // VidraResources and its revisions' checksum on ControllerRevisions. They are read,
 // never written: a VidraResource keeps them until its sync writes it for another reason,
@@ -40,10 +42,7 @@ func UpgradedBundleAnnotations(annotations map[string]string, sourceRevision boo
 			continue
 		}
 		if out == nil {
-			out = make(map[string]string, len(annotations))
-			for k, v := range annotations {
-				out[k] = v
-			}
+			out = maps.Clone(annotations)
 		}
 		delete(out, legacy)
 		if key == BundleTargetAnnotation && sourceRevision {

@@ -38,7 +38,11 @@ func TestTheDocsExamplesAreAccepted(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, block := range yamlBlock.FindAllSubmatch(text, -1) {
-			for _, obj := range examplesIn(t, page, append(block[1], block[2]...)) {
+			example := block[1] // a fenced block, else a here-document
+			if example == nil {
+				example = block[2]
+			}
+			for _, obj := range examplesIn(t, page, example) {
 				err := hub.Client.Create(context.Background(), obj, client.DryRunAll, client.FieldValidation("Strict"))
 				if err != nil {
 					t.Errorf("%s: %s %s: %v", filepath.Base(page), obj.GetKind(), obj.GetName(), err)

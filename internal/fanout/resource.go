@@ -164,32 +164,26 @@ func startWrite(ctx context.Context, vr *vidrav1alpha1.VidraResource, action str
 // create creates vr, with the finalizer its reconcile would add (one write fewer per
 // delivery). When one of that name exists already (the cache had not seen it yet) it
 // returns it if it is the sync's, else reports the name taken.
-func (d *Delivery) create(ctx context.Context, vr *vidrav1alpha1.VidraResource) (*vidrav1alpha1.VidraResource, error) {
+func (d *Delivery) create(ctx context.Context, vr *vidrav1alpha1.VidraResource) (_ *vidrav1alpha1.VidraResource, err error) {
 	wctx, end := startWrite(ctx, vr, "create")
+	defer func() { end(err) }()
 	created := vr.DeepCopy() // the trace context is for the create only
 	tracing.Inject(wctx, created)
 	controllerutil.AddFinalizer(created, vidrav1alpha1.VidraResourceFinalizer)
 	d.cfg.Written.record(created, d.sync.Template)
-	err := d.cfg.Hub.Create(ctx, created)
-	if !apierrors.IsAlreadyExists(err) {
+	if err := d.cfg.Hub.Create(ctx, created); !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			err = fmt.Errorf("create VidraResource %s: %w", vr.Name, err)
+			return nil, fmt.Errorf("create VidraResource %s: %w", vr.Name, err)
 		}
-		end(err)
-		return nil, err
+		return nil, nil
 	}
 	cur := &vidrav1alpha1.VidraResource{}
 	if err := d.cfg.HubReader.Get(ctx, client.ObjectKeyFromObject(vr), cur); err != nil {
-		err = fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
-		end(err)
-		return nil, err
+		return nil, fmt.Errorf("get VidraResource %s: %w", vr.Name, err)
 	}
 	if !metav1.IsControlledBy(cur, d.sync.Object) {
-		err := d.nameTaken(vr, cur)
-		end(err)
-		return nil, err
+		return nil, d.nameTaken(vr, cur)
 	}
-	end(nil)
 	return cur, nil
 }
 
