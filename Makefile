@@ -30,6 +30,13 @@ build: ## Build bin/vidra and the kubectl plugin bin/kubectl-vidra.
 	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/vidra ./cmd/vidra
 	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-vidra ./cmd/kubectl-vidra
 
+RELEASE_DIR ?= $(BIN)/release
+
+.PHONY: release
+release: ## Build a release into bin/release (VERSION=vX.Y.Z; REGISTRY=host/path pushes, PLAIN_HTTP=1 over HTTP).
+	go run ./hack/release -version "$(VERSION)" -out "$(RELEASE_DIR)" -registry "$(REGISTRY)" \
+		-source-date-epoch "$$(git log -1 --format=%ct)" $(if $(PLAIN_HTTP),-plain-http)
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from apis/.
 	$(CONTROLLER_GEN) object paths=./apis/...

@@ -176,7 +176,8 @@ func (b *bench) installFinalizerPolicy(ctx context.Context) error {
 		helm = found[0]
 	}
 	cmd := exec.CommandContext(ctx, helm, "template", "bench", filepath.Join(b.root, "charts", "vidra"),
-		"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy", "--show-only", "templates/admissionpolicy.yaml")
+		"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy", "--show-only", "templates/admissionpolicy.yaml",
+		"--kube-version", testfleet.KubeVersion)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+b.dir, "HELM_CONFIG_HOME="+b.dir, "HELM_DATA_HOME="+b.dir)
 	rendered, err := cmd.Output()
 	if err != nil {

@@ -20,6 +20,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	// The release's image holds no CA bundle: the binary carries Mozilla's roots, used
+	// only where the system offers none (a mounted bundle or SSL_CERT_FILE wins).
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/vidra-operator/vidra/internal/runtime/tracing"
 	"github.com/vidra-operator/vidra/internal/runtime/version"
 	"github.com/vidra-operator/vidra/internal/source/helmrender"

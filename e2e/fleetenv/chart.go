@@ -52,6 +52,9 @@ func (c Chart) Helm(ctx context.Context, args ...string) (string, error) {
 		return "", fmt.Errorf("helm home: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(home) }()
+	if len(args) > 0 && args[0] == "template" {
+		args = append(args, "--kube-version", testfleet.KubeVersion)
+	}
 	cmd := exec.CommandContext(ctx, c.helm, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home,
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),

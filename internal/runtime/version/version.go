@@ -32,10 +32,13 @@ func Get() string {
 	return "dev"
 }
 
+// IsRelease says whether v is the version of a release, vX.Y.Z or a pre-release of one.
+func IsRelease(v string) bool { return release.MatchString(v) }
+
 // ReleaseImage is the operator's image of the release v, and whether v is a release: a
 // development build names no image anybody built.
 func ReleaseImage(v string) (string, bool) {
-	if !release.MatchString(v) {
+	if !IsRelease(v) {
 		return "", false
 	}
 	return ImageRepository + ":" + v, true

@@ -53,3 +53,8 @@ func CRDDirectory() (string, error) {
 	}
 	return filepath.Join(root, "config", "crd", "bases"), nil
 }
+
+// KubeVersion is the version of the control plane make control-plane builds. helm
+// template takes it as --kube-version: without a cluster it assumes 1.20, which the
+// chart's kubeVersion refuses.
+const KubeVersion = "1.36.0"
