@@ -2,7 +2,8 @@
 // image for linux/amd64 and linux/arm64 as an OCI image index, the chart, the kubectl
 // plugin's archives and krew manifest, an SBOM of each binary's Go modules and
 // checksums.txt. Given a registry it pushes the image and the chart there, the chart
-// defaulting to the image pushed. `make release VERSION=vX.Y.Z` runs it.
+// defaulting to the image pushed. `make release VERSION=vX.Y.Z` runs it;
+// `release notes vX.Y.Z` prints the release's notes from CHANGELOG.md.
 package main
 
 import (
@@ -57,6 +58,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 2 && args[0] == "notes" {
+		return printNotes(".", args[1], stdout)
+	}
 	cfg, err := parse(args)
 	if err != nil {
 		return err
@@ -78,13 +82,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeChecksums(cfg.out); err != nil {
-		return err
-	}
 	if cfg.registry != "" {
 		if err := push(ctx, cfg, rel, stdout); err != nil {
 			return err
 		}
+	}
+	if err := writeChecksums(cfg.out); err != nil {
+		return err
 	}
 	return report(stdout, cfg, time.Since(start))
 }

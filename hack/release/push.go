@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -12,9 +13,13 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 )
 
+// pushedFile lists what the release pushed, each as repository:tag@digest, for signing
+// and for users to pin.
+const pushedFile = "pushed.txt"
+
 // push pushes the image to $REGISTRY/vidra:vX.Y.Z and the chart to
-// oci://$REGISTRY/charts/vidra:X.Y.Z, with the credentials `docker login` (the image)
-// and `helm registry login` (the chart) stored.
+// oci://$REGISTRY/charts/vidra:X.Y.Z, with the credentials `docker login` stored (for the
+// chart, `helm registry login`'s first), and writes pushed.txt.
 func push(ctx context.Context, cfg config, rel release, stdout io.Writer) error {
 	var opts []name.Option
 	if cfg.plainHTTP {
@@ -31,29 +36,35 @@ func push(ctx context.Context, cfg config, rel release, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "pushed %s@%s\n", ref, digest)
-	return pushChart(cfg, rel.chart, ref, stdout)
+	image := ref.String() + "@" + digest.String()
+	fmt.Fprintln(stdout, "pushed", image)
+	chart, err := pushChart(cfg, rel.chart)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "pushed oci://%s, which runs %s\n", chart, ref)
+	return os.WriteFile(filepath.Join(cfg.out, pushedFile), []byte(image+"\n"+chart+"\n"), 0o644)
 }
 
-func pushChart(cfg config, path string, image name.Tag, stdout io.Writer) error {
+// pushChart pushes the chart and returns its reference by digest.
+func pushChart(cfg config, path string) (string, error) {
 	var opts []registry.ClientOption
 	if cfg.plainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
 	}
 	client, err := registry.NewClient(append(opts, registry.ClientOptWriter(io.Discard))...)
 	if err != nil {
-		return fmt.Errorf("a registry client for the chart: %w", err)
+		return "", fmt.Errorf("a registry client for the chart: %w", err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading the chart: %w", err)
+		return "", fmt.Errorf("reading the chart: %w", err)
 	}
 	ref := cfg.registry + "/charts/vidra:" + cfg.chartVersion()
 	res, err := client.Push(data, ref, registry.PushOptStrictMode(true),
 		registry.PushOptCreationTime(cfg.created.Format("2006-01-02T15:04:05Z")))
 	if err != nil {
-		return fmt.Errorf("pushing the chart to oci://%s: %w", ref, err)
+		return "", fmt.Errorf("pushing the chart to oci://%s: %w", ref, err)
 	}
-	fmt.Fprintf(stdout, "pushed oci://%s@%s, which runs %s\n", ref, res.Manifest.Digest, image)
-	return nil
+	return ref + "@" + res.Manifest.Digest, nil
 }

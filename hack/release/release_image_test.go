@@ -95,6 +95,19 @@ func checkImageArchive(t *testing.T, archive string, pushed v1.ImageIndex) {
 	}
 }
 
+// checkPushed finds in pushed.txt the image and the chart the registry holds, by digest.
+func checkPushed(t *testing.T, registry, out string) {
+	image := registry + "/vidra:" + testVersion
+	digest, err := pulledIndex(t, image).Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(out, "pushed.txt")))), "\n")
+	if len(lines) != 2 || lines[0] != image+"@"+digest.String() || !strings.HasPrefix(lines[1], registry+"/charts/vidra:0.9.0@sha256:") {
+		t.Errorf("pushed.txt lists %q, want %s@%s and the chart", lines, image, digest)
+	}
+}
+
 // checkChart reads the chart from the registry as `helm install` would, and renders it:
 // it runs the image pushed, and refuses a Kubernetes without ValidatingAdmissionPolicy v1.
 func checkChart(t *testing.T, helm, registry string) {

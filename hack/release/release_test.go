@@ -42,6 +42,7 @@ func TestMakeReleaseBuildsAndPushesWhatATeamInstalls(t *testing.T) {
 	t.Run("plugin", func(t *testing.T) { checkPlugin(t, out) })
 	t.Run("sbom", func(t *testing.T) { checkSBOMs(t, out) })
 	t.Run("image", func(t *testing.T) { checkImage(t, registry+"/vidra:"+testVersion, out) })
+	t.Run("pushed", func(t *testing.T) { checkPushed(t, registry, out) })
 	t.Run("chart", func(t *testing.T) { checkChart(t, helm, registry) })
 }
 
@@ -74,6 +75,7 @@ var wantFiles = []string{
 	"kubectl-vidra_v0.9.0_linux_amd64.tar.gz",
 	"kubectl-vidra_v0.9.0_linux_arm64.cdx.json",
 	"kubectl-vidra_v0.9.0_linux_arm64.tar.gz",
+	"pushed.txt",
 	"vidra-0.9.0.tgz",
 	"vidra_v0.9.0_image.oci.tar",
 	"vidra_v0.9.0_linux_amd64.cdx.json",
