@@ -37,7 +37,7 @@ const eventSource = "vidra"
 // with the manager.
 func (o *Operator) setupControllers(opts Options) error {
 	local := o.Manager.GetLocalManager()
-	metrics, err := registerMetrics(opts.Metrics, local.GetClient(), opts.Logger.WithName("fleet-metrics"))
+	metrics, err := registerMetrics(opts.Metrics, local.GetClient(), opts.agent != nil, opts.Logger.WithName("fleet-metrics"))
 	if err != nil {
 		return err
 	}

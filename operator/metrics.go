@@ -27,8 +27,8 @@ type operatorMetrics struct {
 }
 
 // registerMetrics registers the controllers' metrics and the fleet's state, read from
-// the hub through hub, with reg.
-func registerMetrics(reg prometheus.Registerer, hub client.Reader, log logr.Logger) (operatorMetrics, error) {
+// the hub through hub, with reg; an agent's fleet is its VidraResources alone.
+func registerMetrics(reg prometheus.Registerer, hub client.Reader, agent bool, log logr.Logger) (operatorMetrics, error) {
 	var m operatorMetrics
 	var err error
 	if m.resources, err = vidraresource.NewMetrics(reg); err != nil {
@@ -46,7 +46,11 @@ func registerMetrics(reg prometheus.Registerer, hub client.Reader, log logr.Logg
 	if m.hooks, err = hooks.NewMetrics(reg); err != nil {
 		return m, err
 	}
-	if err := reg.Register(fleetmetrics.New(hub, log)); err != nil {
+	fleet := fleetmetrics.New(hub, log)
+	if agent {
+		fleet = fleet.ResourcesOnly()
+	}
+	if err := reg.Register(fleet); err != nil {
 		return m, fmt.Errorf("register fleet metrics: %w", err)
 	}
 	return m, nil

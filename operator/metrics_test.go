@@ -44,7 +44,7 @@ func (r *descRecorder) Unregister(prometheus.Collector) bool { return true }
 func exported(t *testing.T) []string {
 	t.Helper()
 	rec := &descRecorder{}
-	if _, err := registerMetrics(rec, nil, logr.Discard()); err != nil {
+	if _, err := registerMetrics(rec, nil, false, logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := secret.New(logr.Discard(), secret.Options{Namespace: "vidra-system", Scheme: runtime.NewScheme(), Metrics: rec}); err != nil {

@@ -30,6 +30,17 @@ type Collector struct {
 	clusterPhase   *prometheus.Desc
 	renewalOverdue *prometheus.Desc
 	listFailed     *prometheus.Desc
+
+	resourcesOnly bool
+}
+
+// ResourcesOnly limits c to VidraResources, for a pull member's agent, which may read
+// nothing else on its cluster. Listing a kind it may not read would fail at every
+// scrape, and through a cache that has not started yet would add an informer that never
+// syncs, and so hold the agent's cache, and every controller, from starting.
+func (c *Collector) ResourcesOnly() *Collector {
+	c.resourcesOnly = true
+	return c
 }
 
 // New returns a collector reading VidraResources, the syncs of every kind (InfrahubSync,
@@ -92,6 +103,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		kind, sync := vidrav1alpha1.SyncOf(vr.Labels)
 		ch <- prometheus.MustNewConstMetric(c.resourceReady, prometheus.GaugeValue, ready(vr),
 			vr.Name, vr.Status.Cluster, kind.Kind, sync)
+	}
+	if c.resourcesOnly {
+		return
 	}
 	for _, kind := range vidrav1alpha1.SyncKinds() {
 		syncs := kind.NewList()
