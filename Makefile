@@ -42,7 +42,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from apis/.
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	hack/kubevirt-crds.sh $(CONTROLLER_GEN)
-	mkdir -p charts/vidra/crds && cp config/crd/bases/*.yaml charts/vidra/crds/
+	hack/chart-crds.sh
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Fail when generated files, formatting or go.mod are stale.

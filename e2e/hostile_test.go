@@ -210,7 +210,7 @@ func installChart(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(helmRun(ctx, t, "install", chartRelease, chartDir(t), "--namespace", chartNamespace, "--create-namespace",
-		"--kubeconfig", hubKubeconfig, "--wait=false", "--set", "rbac.localApply=none"))
+		"--kubeconfig", hubKubeconfig, "--wait=false", "--set", "rbac.localApply=none", "--set", "crds.install=false"))
 }
 
 // startChartOperator starts the operator acting as the chart's ServiceAccount, and

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-generated=(apis/v1alpha1/zz_generated.deepcopy.go config/crd/bases internal/test/kubevirtsim/testdata/crds charts/vidra/crds)
+generated=(apis/v1alpha1/zz_generated.deepcopy.go config/crd/bases internal/test/kubevirtsim/testdata/crds charts/vidra/templates/crds)
 before="$(mktemp -d)"
 trap 'rm -rf "$before"' EXIT
 for path in "${generated[@]}"; do

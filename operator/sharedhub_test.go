@@ -124,7 +124,8 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 	}
 	home := t.TempDir()
 	template := []string{"template", chartRelease, filepath.Join(root, "charts", "vidra"),
-		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=broad", "--kube-version", testfleet.KubeVersion}
+		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=broad", "--kube-version", testfleet.KubeVersion,
+		"--set", "crds.install=false"} // the test fleet installed the CRDs
 	if recordsRequester {
 		template = append(template, "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
 	}

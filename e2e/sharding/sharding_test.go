@@ -59,7 +59,8 @@ func (r *replicas) install(ctx context.Context, t *testing.T, hub *testfleet.Clu
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets := []string{"replicas=3", "rbac.localApply=none"}
+	// The test environment installed Vidra's CRDs on the hub: the chart leaves them to it.
+	sets := []string{"replicas=3", "rbac.localApply=none", "crds.install=false"}
 	objs, err := chart.Render(ctx, release, namespace, sets...)
 	if err != nil {
 		t.Fatal(err)
