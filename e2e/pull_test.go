@@ -67,7 +67,13 @@ func pullMember(ctx context.Context) *testfleet.Cluster {
 // mount.
 func agentKubeconfig(ctx context.Context, t *testing.T, dir string, member *testfleet.Cluster) string {
 	t.Helper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: agentName}}
+	return agentKubeconfigIn(ctx, t, dir, member, operatorNamespace)
+}
+
+// agentKubeconfigIn is agentKubeconfig for an agent enrolled with --agent-namespace.
+func agentKubeconfigIn(ctx context.Context, t *testing.T, dir string, member *testfleet.Cluster, namespace string) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentName}}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}
 	if err := member.Client.SubResource("token").Create(ctx, sa, req); err != nil {
 		t.Fatalf("token of %s/%s on %s: %v", sa.Namespace, sa.Name, member.Name, err)

@@ -68,6 +68,12 @@ func StartOperator(ctx context.Context, args ...string) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartBinary(binary, args...)
+}
+
+// StartBinary runs an operator binary of another build (an earlier version, say) as
+// StartOperator runs this one.
+func StartBinary(binary string, args ...string) (*Operator, error) {
 	metricsAddr, err := FreeLocalAddress()
 	if err != nil {
 		return nil, err
