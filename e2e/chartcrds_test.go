@@ -107,18 +107,24 @@ func getCRD(ctx context.Context, t *testing.T, c client.Client) *apiextensionsv1
 // chartAt writes the chart of an earlier commit to a directory and returns it.
 func chartAt(ctx context.Context, t *testing.T, commit string) string {
 	t.Helper()
-	dir := t.TempDir()
-	archive := filepath.Join(t.TempDir(), "chart.tar")
-	// Run in the chart's directory, git archive holds that directory alone.
+	return treeAt(ctx, t, chartDir(t), commit)
+}
+
+// treeAt extracts what dir holds at an earlier commit into a new directory and returns
+// it. Run in a subdirectory, git archive holds that subdirectory alone.
+func treeAt(ctx context.Context, t *testing.T, dir, commit string) string {
+	t.Helper()
+	tree := t.TempDir()
+	archive := filepath.Join(t.TempDir(), "tree.tar")
 	for _, cmd := range []*exec.Cmd{
-		exec.CommandContext(ctx, "git", "-C", chartDir(t), "archive", "--output", archive, commit, "--", "."),
-		exec.CommandContext(ctx, "tar", "-x", "-f", archive, "-C", dir),
+		exec.CommandContext(ctx, "git", "-C", dir, "archive", "--output", archive, commit, "--", "."),
+		exec.CommandContext(ctx, "tar", "-x", "-f", archive, "-C", tree),
 	} {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v: %s", strings.Join(cmd.Args, " "), err, out)
 		}
 	}
-	return dir
+	return tree
 }
 
 // chartWithCRDRevision copies this chart with an annotation on the GitSync CRD, so that

@@ -161,19 +161,12 @@ func buildOperatorAt(ctx context.Context, t *testing.T, commit string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, archive := t.TempDir(), filepath.Join(t.TempDir(), "src.tar")
 	binary := filepath.Join(t.TempDir(), "vidra")
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", binary,
 		"-ldflags", "-X github.com/vidra-operator/vidra/internal/version.version="+commit, "./cmd/vidra")
-	build.Dir = src
-	for _, cmd := range []*exec.Cmd{
-		exec.CommandContext(ctx, "git", "-C", root, "archive", "--output", archive, commit),
-		exec.CommandContext(ctx, "tar", "-x", "-f", archive, "-C", src),
-		build,
-	} {
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v: %s", strings.Join(cmd.Args, " "), err, out)
-		}
+	build.Dir = treeAt(ctx, t, root, commit)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the operator of %s: %v: %s", commit, err, out)
 	}
 	return binary
 }

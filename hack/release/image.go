@@ -92,7 +92,8 @@ func platformImage(cfg config, base v1.Layer, b binary) (v1.Image, error) {
 	return mutate.CreatedAt(img, created)
 }
 
-// layerOf makes a gzip-compressed OCI layer of entries.
+// layerOf makes a gzip-compressed OCI layer of entries, compressed once: its digest,
+// the archive and the push all read the same bytes.
 func layerOf(entries []entry, cfg config) (v1.Layer, error) {
 	data, err := tarBytes(entries, cfg.created)
 	if err != nil {
@@ -100,7 +101,7 @@ func layerOf(entries []entry, cfg config) (v1.Layer, error) {
 	}
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 }
 
 // imageLabels are the OCI annotations that say what the image is.
