@@ -56,15 +56,6 @@ func TestAnUpgradeKeepsEveryDeliveredObject(t *testing.T) {
 		writes          *writeCounter
 		before          map[string]types.UID
 	)
-	stop := func(t *testing.T, ops ...*fleetenv.Operator) {
-		for _, op := range ops {
-			if op != nil {
-				if err := op.Stop(30 * time.Second); err != nil || t.Failed() {
-					t.Logf("stopped (%v):\n%s", err, op.Logs())
-				}
-			}
-		}
-	}
 	f := features.New("an upgrade of the operator and the agent").
 		Setup(createOperatorNamespace).
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -76,7 +67,7 @@ func TestAnUpgradeKeepsEveryDeliveredObject(t *testing.T) {
 					_, _ = writes.stop()
 				}
 				cleanUpUpgrade(context.Background(), t, fleet)
-				stop(t, operator, agent)
+				stopOperators(t, operator, agent)
 			})
 			old = buildOperatorAt(ctx, t, upgradeFrom)
 			enrollForUpgrade(ctx, t)
@@ -97,7 +88,7 @@ func TestAnUpgradeKeepsEveryDeliveredObject(t *testing.T) {
 			return ctx
 		}).
 		Assess("this build takes over: nothing deleted, re-created, or written twice", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			stop(t, operator, agent)
+			stopOperators(t, operator, agent)
 			var err error
 			if operator, err = fleetenv.StartOperator(ctx, "--kubeconfig="+cfg.KubeconfigFile(), "--cluster-probe-interval=1s"); err != nil {
 				t.Fatal(err)
@@ -154,6 +145,18 @@ spec:
 `, url, upgradeNamespace)
 }
 
+// stopOperators stops each operator that runs, showing its logs when it stopped badly
+// or the test failed.
+func stopOperators(t *testing.T, ops ...*fleetenv.Operator) {
+	for _, op := range ops {
+		if op != nil {
+			if err := op.Stop(30 * time.Second); err != nil || t.Failed() {
+				t.Logf("stopped (%v):\n%s", err, op.Logs())
+			}
+		}
+	}
+}
+
 // buildOperatorAt builds the operator of an earlier commit, from the repository's history.
 func buildOperatorAt(ctx context.Context, t *testing.T, commit string) string {
 	t.Helper()
@@ -173,7 +176,12 @@ func buildOperatorAt(ctx context.Context, t *testing.T, commit string) string {
 
 // startAgentBinary runs the pull member's agent: binary, or this build's when empty.
 func startAgentBinary(binary, kubeconfig string) (*fleetenv.Operator, error) {
-	args := []string{"--mode=agent", "--kubeconfig=" + kubeconfig, "--agent-namespace=" + upgradeSystem, "--agent-heartbeat=1s"}
+	return startAgentIn(binary, kubeconfig, upgradeSystem)
+}
+
+// startAgentIn is startAgentBinary for an agent in namespace.
+func startAgentIn(binary, kubeconfig, namespace string) (*fleetenv.Operator, error) {
+	args := []string{"--mode=agent", "--kubeconfig=" + kubeconfig, "--agent-namespace=" + namespace, "--agent-heartbeat=1s"}
 	if binary == "" {
 		return fleetenv.StartOperator(context.Background(), args...)
 	}

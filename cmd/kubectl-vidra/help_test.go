@@ -26,6 +26,7 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 			"--namespaces", "--cluster-kinds", "--token-ttl", "--service-account", "--copy-credentials",
 		}},
 		{[]string{"unenroll", "--help"}, []string{"kubectl vidra unenroll NAME", "ServiceAccount first", "--context", "--service-account", "--hub-kubeconfig"}},
+		{[]string{"uninstall", "--help"}, []string{"kubectl vidra uninstall", "helm uninstall", "--member-context", "--prune-workloads", "--crds", "--hub-context", "--timeout"}},
 		{[]string{"can-deliver", "--help"}, []string{"kubectl vidra can-deliver CLUSTER", "deliver", "vidraclusters", "infrahub.operators.com", "local", "SelfSubjectAccessReview", "SubjectAccessReview", "exits 0", "--as", "--as-group", "--list", "--kubeconfig", "--context"}},
 		{[]string{"ui", "--help"}, []string{"kubectl vidra ui", "127.0.0.1", "your RBAC", "--port", "--kubeconfig"}},
 		{[]string{"version", "--help"}, []string{"kubectl vidra version", "Deployment", "app.kubernetes.io/name=vidra", "--client", "--namespace", "--kubeconfig"}},

@@ -108,6 +108,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newDescribeCommand(streams),
 		newEnrollCommand(streams),
 		newUnenrollCommand(streams),
+		newUninstallCommand(streams),
 		newUICommand(streams),
 		newUploadCommand(streams),
 		newHistoryCommand(streams),

@@ -115,12 +115,12 @@ type hubAccess struct {
 	client client.Client
 }
 
-func (o *unenrollOptions) connectHub(errOut io.Writer) (hubAccess, error) {
+func (f *clusterFlags) connectHub(errOut io.Writer) (hubAccess, error) {
 	scheme, err := newScheme()
 	if err != nil {
 		return hubAccess{}, err
 	}
-	config, err := o.hubRESTConfig()
+	config, err := f.hubRESTConfig()
 	if err != nil {
 		return hubAccess{}, err
 	}

@@ -28,6 +28,7 @@ const (
 // hubOperator is the operator a hub runs, as its Deployment says.
 type hubOperator struct {
 	deployment, image, version string
+	labels                     map[string]string
 }
 
 // errNoOperator: the namespace holds no Deployment of Vidra's.
@@ -48,7 +49,7 @@ func findHubOperator(ctx context.Context, hub client.Client, namespace string) (
 				if v == "" {
 					v = "(untagged)"
 				}
-				return hubOperator{deployment: d.Namespace + "/" + d.Name, image: c.Image, version: v}, nil
+				return hubOperator{deployment: d.Namespace + "/" + d.Name, image: c.Image, version: v, labels: d.Labels}, nil
 			}
 		}
 	}
