@@ -6,6 +6,7 @@ package gitserver
 import (
 	"bytes"
 	"crypto/subtle"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/cgi"
@@ -50,6 +51,17 @@ type Server struct {
 // New starts a server on 127.0.0.1; it is closed when the test ends.
 func New(t T) *Server {
 	t.Helper()
+	return start(t, false)
+}
+
+// NewTLS is New serving https, with httptest's certificate (CA returns it).
+func NewTLS(t T) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t T, tls bool) *Server {
+	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Fatalf("git --exec-path: %v", err)
@@ -69,12 +81,25 @@ func New(t T) *Server {
 		),
 		Stderr: testWriter{t},
 	}
-	s.http = httptest.NewServer(s.wrap(cgiHandler))
+	s.http = httptest.NewUnstartedServer(s.wrap(cgiHandler))
+	if tls {
+		s.http.StartTLS()
+	} else {
+		s.http.Start()
+	}
 	t.Cleanup(s.http.Close)
 	return s
 }
 
-// URL is the server's base URL, http://127.0.0.1:PORT.
+// CA is the PEM certificate a client of a server made by NewTLS must trust (nil for New).
+func (s *Server) CA() []byte {
+	if s.http.Certificate() == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.http.Certificate().Raw})
+}
+
+// URL is the server's base URL, http(s)://127.0.0.1:PORT.
 func (s *Server) URL() string { return s.http.URL }
 
 // Close stops the server early, to test an unreachable remote; it is

@@ -36,6 +36,7 @@ type Repo struct {
 	noETag      bool
 	absolute    bool
 	archiveBase string
+	path        string // where the repository is served; repoPath unless WithPath
 	tamper      bool
 	archives    map[string][]byte // "charts/<name>-<version>.tgz" → bytes
 	versions    map[string]map[string]indexVersion
@@ -65,6 +66,9 @@ func WithBasicAuth(user, pass string) Option {
 	return func(r *Repo) { r.user, r.pass = user, pass }
 }
 
+// WithPath serves the repository at path (such as "/stable") instead of /helm.
+func WithPath(path string) Option { return func(r *Repo) { r.path = path } }
+
 // WithTLS serves https with a certificate of the server's own (see CA).
 func WithTLS() Option { return func(r *Repo) { r.tls = true } }
 
@@ -83,7 +87,7 @@ func WithArchivesAt(base string) Option {
 // NewRepo serves an empty repository.
 func NewRepo(t testing.TB, opts ...Option) *Repo {
 	t.Helper()
-	r := &Repo{t: t, archives: map[string][]byte{}, versions: map[string]map[string]indexVersion{}}
+	r := &Repo{t: t, path: repoPath, archives: map[string][]byte{}, versions: map[string]map[string]indexVersion{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -103,7 +107,7 @@ func NewRepo(t testing.TB, opts ...Option) *Repo {
 }
 
 // URL is the repository's address, as a HelmSync's spec.source.repoURL.
-func (r *Repo) URL() string { return r.server.URL + repoPath }
+func (r *Repo) URL() string { return r.server.URL + r.path }
 
 // CA is the PEM certificate a client must trust (nil without WithTLS).
 func (r *Repo) CA() []byte {
@@ -214,7 +218,7 @@ func (r *Repo) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "authentication required", http.StatusUnauthorized)
 		return
 	}
-	file, ok := strings.CutPrefix(req.URL.Path, repoPath+"/")
+	file, ok := strings.CutPrefix(req.URL.Path, r.path+"/")
 	if !ok || req.Method != http.MethodGet {
 		http.NotFound(w, req)
 		return

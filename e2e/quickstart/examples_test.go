@@ -1,0 +1,83 @@
+package quickstart
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// example is a fenced block of a page, and the test marker before it, if any:
+// <!-- test: NAME --> runs it in the step NAME, <!-- test: skip (why) --> does not.
+type example struct {
+	marker, lang, body string
+	line               int
+}
+
+var (
+	fence  = regexp.MustCompile("(?ms)^(<!-- test: ([^>]*?) -->\n)?```(\\w+)\n(.*?)^```\n")
+	writes = regexp.MustCompile(`(?m)^\s*(kubectl( -n \S+)? (apply|create|patch|annotate|label)|helm (install|upgrade)|kubectl vidra (enroll|upload|uninstall))\b`)
+	object = regexp.MustCompile(`(?m)^kind: \w+$`)
+)
+
+// examplesOf reads the fenced blocks of page.
+func examplesOf(t *testing.T, page string) []example {
+	t.Helper()
+	text, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []example
+	for _, m := range fence.FindAllSubmatchIndex(text, -1) {
+		ex := example{lang: string(text[m[6]:m[7]]), body: string(text[m[8]:m[9]]), line: 1 + strings.Count(string(text[:m[0]]), "\n")}
+		if m[4] >= 0 {
+			ex.marker = string(text[m[4]:m[5]])
+		}
+		found = append(found, ex)
+	}
+	return found
+}
+
+// creates says whether the example creates or changes objects: a user would run it.
+func (e example) creates() bool {
+	switch e.lang {
+	case "sh":
+		return writes.MatchString(e.body)
+	case "yaml":
+		return object.MatchString(e.body)
+	}
+	return false
+}
+
+// step is the name of the step that runs the example ("" for none).
+func (e example) step() string {
+	name, _, _ := strings.Cut(e.marker, " ")
+	if name == "skip" {
+		return ""
+	}
+	return name
+}
+
+// script is what a user types for the example: a YAML one goes to kubectl apply.
+func (e example) script() string {
+	if e.lang == "yaml" {
+		return "kubectl apply -f - <<'YAML'\n" + e.body + "YAML\n"
+	}
+	return e.body
+}
+
+// scriptsByStep gathers the scripts of page by step, in the page's order, and fails for
+// an example that creates objects yet says neither which step runs it nor why none does.
+func scriptsByStep(t *testing.T, page string) map[string][]string {
+	t.Helper()
+	scripts := map[string][]string{}
+	for _, e := range examplesOf(t, page) {
+		if e.marker == "" && e.creates() {
+			t.Errorf("%s:%d: an example that creates objects has no <!-- test: STEP --> (or <!-- test: skip (why) -->) before it", page, e.line)
+		}
+		if step := e.step(); step != "" {
+			scripts[step] = append(scripts[step], e.script())
+		}
+	}
+	return scripts
+}
