@@ -8,7 +8,9 @@ import (
 )
 
 // example is a fenced block of a page, and the test marker before it, if any:
-// <!-- test: NAME --> runs it in the step NAME, <!-- test: skip (why) --> does not.
+// <!-- test: NAME --> runs it in the step NAME, <!-- test: skip (why) --> does not, and
+// <!-- test: NAME, as FILE --> writes a YAML example to FILE, which a later example of
+// the step applies, as the page says.
 type example struct {
 	marker, lang, body string
 	line               int
@@ -16,7 +18,7 @@ type example struct {
 
 var (
 	fence  = regexp.MustCompile("(?ms)^(<!-- test: ([^>]*?) -->\n)?```(\\w+)\n(.*?)^```\n")
-	writes = regexp.MustCompile(`(?m)^\s*(kubectl( -n \S+)? (apply|create|patch|annotate|label)|helm (install|upgrade)|kubectl vidra (enroll|upload|uninstall))\b`)
+	writes = regexp.MustCompile(`(?m)^\s*(kubectl( -n \S+)? (apply|create)|helm (install|upgrade)|kubectl vidra (enroll|upload))\b`)
 	object = regexp.MustCompile(`(?m)^kind: \w+$`)
 )
 
@@ -38,7 +40,9 @@ func examplesOf(t *testing.T, page string) []example {
 	return found
 }
 
-// creates says whether the example creates or changes objects: a user would run it.
+// creates says whether the example creates objects: what a user runs to get started.
+// Examples that change what exists (annotate, patch, rollback) assume a state of their
+// own and are not held to run.
 func (e example) creates() bool {
 	switch e.lang {
 	case "sh":
@@ -52,18 +56,23 @@ func (e example) creates() bool {
 // step is the name of the step that runs the example ("" for none).
 func (e example) step() string {
 	name, _, _ := strings.Cut(e.marker, " ")
+	name = strings.TrimSuffix(name, ",")
 	if name == "skip" {
 		return ""
 	}
 	return name
 }
 
-// script is what a user types for the example: a YAML one goes to kubectl apply.
+// script is what a user types for the example: a YAML one goes to kubectl apply, or to
+// the file its marker names.
 func (e example) script() string {
-	if e.lang == "yaml" {
-		return "kubectl apply -f - <<'YAML'\n" + e.body + "YAML\n"
+	if e.lang != "yaml" {
+		return e.body
 	}
-	return e.body
+	if _, file, ok := strings.Cut(e.marker, ", as "); ok {
+		return "cat > " + file + " <<'YAML'\n" + e.body + "YAML\n"
+	}
+	return "kubectl apply -f - <<'YAML'\n" + e.body + "YAML\n"
 }
 
 // scriptsByStep gathers the scripts of page by step, in the page's order, and fails for

@@ -21,8 +21,10 @@ func TestMain(m *testing.M) {
 	testenv = env.NewWithConfig(envconf.New())
 	// Not Vidra's CRDs on the hub: the chart installs them, as for a user. KubeVirt's
 	// stand in, since an empty list means Vidra's.
+	// The namespace controllers let each test's uninstall delete namespaces for good,
+	// so that the next test installs and enrolls afresh.
 	testenv.Setup(fleetenv.StartFleet(testfleet.Options{
-		Members: 3, HubCRDDirectories: []string{"../../internal/test/kubevirtsim/testdata/crds"},
+		Members: 3, HubCRDDirectories: []string{"../../internal/test/kubevirtsim/testdata/crds"}, ControllerManager: true,
 	}))
 	testenv.Finish(fleetenv.StopFleet())
 	os.Exit(testenv.Run(m))

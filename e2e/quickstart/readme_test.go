@@ -47,7 +47,14 @@ const (
 	infrahubToken = "s3cret-infrahub"
 )
 
-func startSources(t *testing.T) *sources {
+// fixture is what the sources serve for one test: its objects are named with suffix, so
+// that what one test leaves released on a member is not another's, and the OCI artifact
+// is pushed at tag with its manifest under dir, in namespace (none: the sync's).
+type fixture struct {
+	suffix, tag, dir, namespace string
+}
+
+func startSources(t *testing.T, fx fixture) *sources {
 	t.Helper()
 	s := &sources{
 		registry: ociregistry.NewTLS(t),
@@ -67,16 +74,23 @@ func startSources(t *testing.T) *sources {
 	t.Cleanup(s.infrahub.Close)
 	s.git.RequireBasicAuth("deployer", gitPassword)
 	s.git.Repo(t, "platform/apps").Commit(t, "main", map[string]string{
-		"deploy/prod/web.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-git\ndata:\n  from: git\n",
+		"deploy/prod/web.yaml": configMap("web-git"+fx.suffix, "", "git"),
 	}, "web")
-	s.registry.Push(t, "platform/manifests/web", "1.2.0", map[string]string{
-		"web.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-oci\n  namespace: default\ndata:\n  from: oci\n",
-	})
+	s.registry.Push(t, "platform/manifests/web", fx.tag, map[string]string{fx.dir + "web.yaml": configMap("web-oci"+fx.suffix, fx.namespace, "oci")})
 	s.helm.Add(helmrepo.Chart(t, "ingress-nginx", "4.10.1"))
 	s.infrahub.Put("main", infrahubtest.Artifact{ID: "web-1", Name: "Webserver_Manifest", TargetID: "edge-1", TargetLabel: "edge-1", TargetKind: "InfraDevice",
-		Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: webserver\ndata:\n  from: infrahub\n"})
+		Content: configMap("webserver"+fx.suffix, "", "infrahub")})
 	past.Store(false)
 	return s
+}
+
+// configMap is a ConfigMap manifest whose data says where it came from.
+func configMap(name, namespace, from string) string {
+	meta := "  name: " + name + "\n"
+	if namespace != "" {
+		meta += "  namespace: " + namespace + "\n"
+	}
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n" + meta + "data:\n  from: " + from + "\n"
 }
 
 func (s *sources) hosts() map[string]string {
@@ -96,7 +110,7 @@ func (s *sources) hosts() map[string]string {
 func TestTheReadmeWorksAsWritten(t *testing.T) {
 	scripts := scriptsByStep(t, "../../README.md")
 	uninstall := scriptsByStep(t, "../../docs/uninstalling.md")["uninstall"]
-	src := startSources(t)
+	src := startSources(t, fixture{tag: "1.2.0", namespace: "default"})
 	var (
 		box             *sandbox
 		operator, agent *fleetenv.Operator
@@ -166,7 +180,9 @@ func TestTheReadmeWorksAsWritten(t *testing.T) {
 			if !strings.Contains(out, "Nothing of Vidra's is left.") {
 				t.Errorf("the last uninstall found something left")
 			}
-			checkUninstalled(ctx, t)
+			checkUninstalled(ctx, t, client.ObjectKey{Namespace: "hello", Name: "greeting"}, client.ObjectKey{Namespace: "web", Name: "webserver"},
+				client.ObjectKey{Namespace: "web", Name: "web-git"}, client.ObjectKey{Namespace: "default", Name: "web-oci"},
+				client.ObjectKey{Namespace: "ingress", Name: "ingress-controller"})
 			return ctx
 		}).
 		Feature()
@@ -227,9 +243,9 @@ func chartArgs(ctx context.Context, t *testing.T) []string {
 }
 
 // checkUninstalled checks that the hub serves no Vidra kind, that no member keeps an
-// identity or agent of enrollment, and that what was delivered to edge-1 stays, no
-// longer Vidra's.
-func checkUninstalled(ctx context.Context, t *testing.T) {
+// identity or agent of enrollment, that the hub's namespace of the release is gone, and
+// that what was delivered to edge-1 stays, no longer Vidra's.
+func checkUninstalled(ctx context.Context, t *testing.T, delivered ...client.ObjectKey) {
 	t.Helper()
 	fleet := fleetenv.Fleet(ctx)
 	testfleet.Poll(t, 200*time.Millisecond, 60*time.Second, "no Vidra CRD on the hub", func() (bool, error) {
@@ -238,6 +254,10 @@ func checkUninstalled(ctx context.Context, t *testing.T) {
 		return err == nil && !slices.ContainsFunc(crds.Items, func(c apiextensionsv1.CustomResourceDefinition) bool {
 			return c.Spec.Group == vidrav1alpha1.GroupVersion.Group
 		}), err
+	})
+	testfleet.Poll(t, 200*time.Millisecond, 60*time.Second, "namespace vidra-system gone from the hub", func() (bool, error) {
+		err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: "vidra-system"}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	for i, m := range fleet.Members {
 		for _, name := range []string{"vidra", "vidra-agent"} {
@@ -248,8 +268,7 @@ func checkUninstalled(ctx context.Context, t *testing.T) {
 			}
 		}
 	}
-	for _, key := range []client.ObjectKey{{Namespace: "hello", Name: "greeting"}, {Namespace: "web", Name: "webserver"},
-		{Namespace: "web", Name: "web-git"}, {Namespace: "default", Name: "web-oci"}, {Namespace: "ingress", Name: "ingress-controller"}} {
+	for _, key := range delivered {
 		cm := &corev1.ConfigMap{}
 		if err := fleet.Members[0].Client.Get(ctx, key, cm); err != nil {
 			t.Errorf("edge-1: ConfigMap %s: %v", key, err)

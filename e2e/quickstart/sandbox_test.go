@@ -26,13 +26,24 @@ type sandbox struct {
 }
 
 // retryReads is the preamble of every script: what a user reads right after a write may
-// come before the operator acted on it, and a user looks again.
+// come before the operator acted on it, and a user looks again; an apply that the API
+// server turns away while it starts serving a CRD it just created (it says so) is tried
+// again, as a user would.
 const retryReads = `set -euo pipefail
 kubectl() {
   case "$1 ${2:-}" in
   "vidra history" | "vidra diff" | "get "*)
     for _ in $(seq 60); do command kubectl "$@" && return 0; sleep 1; done
     command kubectl "$@" ;;
+  "apply "*)
+    local input="" out
+    if [[ " $* " == *" -f - "* ]]; then input=$(cat); fi
+    for _ in $(seq 30); do
+      if out=$(printf '%s\n' "$input" | command kubectl "$@" 2>&1); then echo "$out"; return 0; fi
+      if [[ $out != *"There can be a delay between when CustomResourceDefinitions are created"* ]]; then echo "$out" >&2; return 1; fi
+      sleep 1
+    done
+    echo "$out" >&2; return 1 ;;
   *) command kubectl "$@" ;;
   esac
 }
