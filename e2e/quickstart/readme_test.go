@@ -117,7 +117,15 @@ func TestTheReadmeWorksAsWritten(t *testing.T) {
 	)
 	f := features.New("README.md, as a user types it").
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			t.Cleanup(func() { stopAll(t, operator, agent) })
+			edge1 := fleetenv.Fleet(ctx).Members[0]
+			t.Cleanup(func() {
+				stopAll(t, operator, agent)
+				deleteDelivered(context.Background(), t, edge1)
+			})
+			for _, c := range fleetenv.Fleet(ctx).Clusters() {
+				waitNamespacesGone(ctx, t, c, "vidra-system")
+			}
+			waitNamespacesGone(ctx, t, edge1, deliveredNamespaces...)
 			pushChart(t, src.registry)
 			box = newSandbox(ctx, t, fleetenv.Fleet(ctx), src.hosts(), src.registry.CA(),
 				"TOKEN="+gitPassword, "INFRAHUB_TOKEN="+infrahubToken)

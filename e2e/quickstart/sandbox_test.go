@@ -32,7 +32,7 @@ type sandbox struct {
 const retryReads = `set -euo pipefail
 kubectl() {
   case "$1 ${2:-}" in
-  "vidra history" | "vidra diff" | "get "*)
+  "vidra history" | "vidra diff" | "vidra rollout" | "get "*)
     for _ in $(seq 60); do command kubectl "$@" && return 0; sleep 1; done
     command kubectl "$@" ;;
   "apply "*)
