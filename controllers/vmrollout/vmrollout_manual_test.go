@@ -1,12 +1,15 @@
 package vmrollout_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // Manual restarts nothing and says how many VMs need a restart; Halted VMs are never
@@ -38,9 +41,12 @@ func TestManualHaltedAndLiveUpdatesRestartNothing(t *testing.T) {
 	}
 	updateVMs(t, "manual", needs)
 	vr = rollout(t, "manual", metav1.ConditionFalse, vidrav1alpha1.ReasonVMRestartRequired, 30*time.Second)
-	if msg := rolloutMessage(vr); !containsAll(msg, "2 of 3 VMs need a restart", "Manual") {
-		t.Errorf("VMRollout message = %q", msg)
-	}
+	// KubeVirt marks each VM RestartRequired as it sees its new spec, one after the
+	// other: the count reaches both running VMs, never the Halted one.
+	testfleet.Eventually(t, 30*time.Second, "a VMRollout message counting both running VMs", func() (bool, error) {
+		err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Name: "manual"}, vr)
+		return err == nil && containsAll(rolloutMessage(vr), "2 of 3 VMs need a restart", "Manual"), err
+	})
 	time.Sleep(2 * time.Second) // a restart, were one made, would have shown by now
 	for vm, n := range restarts(member, ns, needs) {
 		if n != 0 {
