@@ -2,6 +2,7 @@ package quickstart
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,4 +90,16 @@ func scriptsByStep(t *testing.T, page string) map[string][]string {
 		}
 	}
 	return scripts
+}
+
+// TestEveryExampleThatCreatesObjectsIsRun: no page a user reads shows an example that
+// creates objects without a test that runs it, or a reason why none does.
+func TestEveryExampleThatCreatesObjectsIsRun(t *testing.T) {
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no page in docs/ (%v)", err)
+	}
+	for _, page := range append(pages, "../../README.md", "../../charts/vidra/README.md") {
+		scriptsByStep(t, page)
+	}
 }

@@ -121,6 +121,7 @@ func TestTheReadmeWorksAsWritten(t *testing.T) {
 			t.Cleanup(func() {
 				stopAll(t, operator, agent)
 				deleteDelivered(context.Background(), t, edge1)
+				deleteClusterRBAC(context.Background(), t, fleetenv.Fleet(ctx).Hub.Client, "vidra-deliver-team-web")
 			})
 			for _, c := range fleetenv.Fleet(ctx).Clusters() {
 				waitNamespacesGone(ctx, t, c, "vidra-system")

@@ -75,6 +75,13 @@ func newSandbox(ctx context.Context, t *testing.T, fleet *testfleet.Fleet, hosts
 		}
 	}
 	writeKubeconfig(t, fleet, filepath.Join(dir, "kubeconfig"))
+	// The same kubeconfig is ~/.kube/config, which some examples name.
+	if err := os.Mkdir(filepath.Join(dir, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../kubeconfig", filepath.Join(dir, ".kube", "config")); err != nil {
+		t.Fatal(err)
+	}
 	caFile := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
 		t.Fatal(err)
@@ -116,6 +123,21 @@ func writeKubeconfig(t *testing.T, fleet *testfleet.Fleet, path string) {
 	}
 }
 
+// alias adds context name to the user's kubeconfig, the same as context of: the name a
+// page gives a context the sandbox has under another.
+func (s *sandbox) alias(t *testing.T, name, of string) {
+	t.Helper()
+	path := filepath.Join(s.dir, "kubeconfig")
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts[name] = cfg.Contexts[of]
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // run runs script as the user types it, hosts replaced, and returns what it printed and
 // its exit code.
 func (s *sandbox) run(ctx context.Context, t *testing.T, script string) (string, int) {
@@ -137,7 +159,7 @@ func (s *sandbox) run(ctx context.Context, t *testing.T, script string) (string,
 func (s *sandbox) step(ctx context.Context, t *testing.T, name string, scripts []string, want int) string {
 	t.Helper()
 	if len(scripts) == 0 {
-		t.Fatalf("README.md has no example of step %q", name)
+		t.Fatalf("no page has an example of step %q", name)
 	}
 	var all strings.Builder
 	for i, script := range scripts {

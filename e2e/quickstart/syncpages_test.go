@@ -85,9 +85,9 @@ func TestTheSyncPagesWorkAsWritten(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// deliveredNamespaces are where the README's and the pages' examples deliver on edge-1:
-// each test deletes them as it ends, after its uninstall released what they hold.
-var deliveredNamespaces = []string{"hello", "web", "ingress"}
+// deliveredNamespaces are where the examples deliver on edge-1, or make namespaces
+// there: each test deletes them as it ends, after its uninstall released what they hold.
+var deliveredNamespaces = []string{"hello", "web", "ingress", "argocd", "db", "vidra"}
 
 // waitNamespacesGone waits until c has none of the namespaces.
 func waitNamespacesGone(ctx context.Context, t *testing.T, c *testfleet.Cluster, names ...string) {

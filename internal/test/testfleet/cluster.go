@@ -56,6 +56,7 @@ const (
 	GarbageCollector       = "garbage-collector-controller"
 	NamespaceController    = "namespace-controller"
 	ClusterRoleAggregation = "clusterrole-aggregation-controller"
+	ServiceAccountToken    = "serviceaccount-token-controller"
 	gcSyncedLine           = "all resource monitors have synced"
 	cachesSyncedLine       = "Caches are synced"
 )
@@ -208,19 +209,24 @@ func (c *Cluster) startControllerManager(ctx context.Context, assets string, con
 		return fmt.Errorf("log for kube-controller-manager of %s: %w", c.Name, err)
 	}
 	defer func() { _ = log.Close() }()
-	// The context only bounds start-up: the process lives until Stop.
-	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
-		"--kubeconfig="+kubeconfig,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
-		"--controllers="+strings.Join(controllers, ","),
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
 		// Each controller acts as its own ServiceAccount (kube-system/generic-garbage-collector,
 		// ...), as kubeadm runs them: admission sees who a real cluster's controllers are.
 		"--use-service-account-credentials=true",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=5",
-	)
+	}
+	if slices.Contains(controllers, ServiceAccountToken) {
+		// The key the API server signs ServiceAccount tokens with, which envtest made.
+		args = append(args, "--service-account-private-key-file="+filepath.Join(c.env.ControlPlane.APIServer.CertDir, "sa-signer.key"))
+	}
+	// The context only bounds start-up: the process lives until Stop.
+	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"), args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start kube-controller-manager of %s: %w", c.Name, err)

@@ -26,9 +26,10 @@ type Options struct {
 	HubCRDDirectories []string
 	// MemberCRDDirectories are installed on every member (for example KubeVirt's CRDs).
 	MemberCRDDirectories []string
-	// ControllerManager runs kube-controller-manager's garbage-collector, namespace and
-	// ClusterRole aggregation controllers beside every API server, for tests that need
-	// ownerReference cascades, namespace deletion or aggregated roles (view, edit, admin).
+	// ControllerManager runs kube-controller-manager's garbage-collector, namespace,
+	// ClusterRole aggregation and ServiceAccount token controllers beside every API
+	// server, for tests that need ownerReference cascades, namespace deletion, aggregated
+	// roles (view, edit, admin) or the tokens of service-account-token Secrets.
 	ControllerManager bool
 	// HubControllers, when set, are the controllers run beside the hub's API server
 	// instead (ClusterRoleAggregation alone, say, for tests of roles).
@@ -68,7 +69,7 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 
 	var controllers []string
 	if opts.ControllerManager {
-		controllers = []string{GarbageCollector, NamespaceController, ClusterRoleAggregation}
+		controllers = []string{GarbageCollector, NamespaceController, ClusterRoleAggregation, ServiceAccountToken}
 	}
 	hubControllers := controllers
 	if len(opts.HubControllers) > 0 {
