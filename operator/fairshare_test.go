@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -184,6 +185,9 @@ func anonymousSync(name, url, artifact string, dest vidrav1alpha1.InfrahubSyncDe
 		Source:      vidrav1alpha1.InfrahubSyncSource{InfrahubAPIURL: url, InsecureAllowHTTP: true, ArtefactName: artifact},
 		Destination: dest,
 		Interval:    &metav1.Duration{Duration: time.Hour},
+		// The sync's work on the hub is what is asserted, not the member's: there an
+		// earlier case left namespace team-a terminating (no namespace controller runs).
+		Wait: ptr.To(false),
 	}}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -40,6 +41,9 @@ func (h *sharedHub) credentialsAreTheirOwners(t *testing.T) {
 		},
 		Destination: vidrav1alpha1.InfrahubSyncDestination{Destination: vidrav1alpha1.Destination{Cluster: h.fleet.Members[0].Name}},
 		Interval:    &metav1.Duration{Duration: time.Hour},
+		// The sync's work on the hub is what is asserted, not the member's: there an
+		// earlier case left namespace team-a terminating (no namespace controller runs).
+		Wait: ptr.To(false),
 	}}
 	// Without use on it: refused at kubectl apply, naming the Secret and the right.
 	refused(t, h.tenant.Create(ctx, sync.DeepCopy()),

@@ -46,6 +46,14 @@ type SyncOptions struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// Wait makes Ready mean that the bundles are in effect: every VidraResource of the
+	// sync Ready at its current revision, on every cluster it reaches (the default, as
+	// Flux's HelmRelease waits). false: Ready once they are written, as the original
+	// Vidra API meant (Flux's Kustomization spec.wait, whose default is false).
+	// +optional
+	// +kubebuilder:default=true
+	Wait *bool `json:"wait,omitempty"`
+
 	// Rollout says how a new revision moves across the clusters: all at once (the
 	// default), or wave by wave with a health gate.
 	// +optional
@@ -107,6 +115,11 @@ type SourceSyncStatus struct {
 	// Rollout is where the newest revision stands.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// Clusters counts the clusters the sync delivers to by the state of its
+	// VidraResources there, at its current revision (none with wait: false).
+	// +optional
+	Clusters *ClusterCounts `json:"clusters,omitempty"`
 }
 
 // BundleStatus records one bundle a sync delivers: an InfrahubSync's artifact, a GitSync's

@@ -68,6 +68,10 @@ type Sync interface {
 	StatusConditions() *[]metav1.Condition
 	// Suspended says whether spec.suspend holds it.
 	Suspended() bool
+	// Waits says whether its Ready waits for its bundles to be in effect (spec.wait).
+	Waits() bool
+	// SetClusters sets status.clusters.
+	SetClusters(counts *ClusterCounts)
 	// SelectsClusters says whether it fans out by clusterSelector, so that clusters
 	// joining or leaving the selection concern it.
 	SelectsClusters() bool
@@ -122,6 +126,12 @@ func (in *InfrahubSync) RolloutStatus() *RolloutStatus { return in.Status.Rollou
 // Bundles are the InfrahubSync's artifacts.
 func (in *InfrahubSync) Bundles() []BundleStatus { return in.Status.Artifacts }
 
+// Waits says whether the InfrahubSync's Ready waits for its bundles to be in effect.
+func (in *InfrahubSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
+
+// SetClusters sets the InfrahubSync's status.clusters.
+func (in *InfrahubSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
+
 // Suspended says whether spec.suspend holds the InfrahubSync.
 func (in *InfrahubSync) Suspended() bool { return in.Spec.Suspend }
 
@@ -166,6 +176,12 @@ func (in *GitSync) Options() *SyncOptions { return &in.Spec.SyncOptions }
 
 // SourceStatus is the GitSync's status.
 func (in *GitSync) SourceStatus() *SourceSyncStatus { return &in.Status }
+
+// Waits says whether the GitSync's Ready waits for its bundles to be in effect.
+func (in *GitSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
+
+// SetClusters sets the GitSync's status.clusters.
+func (in *GitSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
 // Suspended says whether spec.suspend holds the GitSync.
 func (in *GitSync) Suspended() bool { return in.Spec.Suspend }
@@ -212,6 +228,12 @@ func (in *OCISync) Options() *SyncOptions { return &in.Spec.SyncOptions }
 // SourceStatus is the OCISync's status.
 func (in *OCISync) SourceStatus() *SourceSyncStatus { return &in.Status }
 
+// Waits says whether the OCISync's Ready waits for its bundles to be in effect.
+func (in *OCISync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
+
+// SetClusters sets the OCISync's status.clusters.
+func (in *OCISync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
+
 // Suspended says whether spec.suspend holds the OCISync.
 func (in *OCISync) Suspended() bool { return in.Spec.Suspend }
 
@@ -257,6 +279,12 @@ func (in *HelmSync) Options() *SyncOptions { return &in.Spec.SyncOptions }
 // SourceStatus is the HelmSync's status.
 func (in *HelmSync) SourceStatus() *SourceSyncStatus { return &in.Status }
 
+// Waits says whether the HelmSync's Ready waits for its bundles to be in effect.
+func (in *HelmSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
+
+// SetClusters sets the HelmSync's status.clusters.
+func (in *HelmSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
+
 // Suspended says whether spec.suspend holds the HelmSync.
 func (in *HelmSync) Suspended() bool { return in.Spec.Suspend }
 
@@ -288,4 +316,17 @@ func (in *InfrahubSync) Branch() string {
 		return b
 	}
 	return "main"
+}
+
+// ClusterCounts counts the clusters a sync delivers to by the state of its
+// VidraResources there.
+type ClusterCounts struct {
+	// Total is how many clusters the sync delivers to.
+	Total int32 `json:"total"`
+	// Ready: each of its VidraResources there is Ready at the sync's current revision.
+	Ready int32 `json:"ready"`
+	// Progressing: one is being applied, becoming healthy, or waiting for its wave.
+	Progressing int32 `json:"progressing"`
+	// Failed: one failed there.
+	Failed int32 `json:"failed"`
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -51,6 +52,8 @@ func TestHelmChartHooksAndBadInput(t *testing.T) {
 		// Short: the repository's index is asked at most every few seconds, however
 		// often a sync is requested.
 		hs.Spec.Interval = &metav1.Duration{Duration: 3 * time.Second}
+		// No member runs its Job or Deployment: what is tested is what is delivered.
+		hs.Spec.Wait = ptr.To(false)
 	})
 	create(t, hs)
 	readyAt(t, hs, "1.0.0")

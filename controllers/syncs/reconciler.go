@@ -74,6 +74,10 @@ type Reconciler struct {
 	// traced holds, per sync, the last trace context taken from its annotations, so that
 	// only the reconcile a push or webhook asked for joins that request's trace.
 	traced sync.Map
+	// settled holds, per sync, its last full pass when that delivered all it lists
+	// (settledPass): a change of a VidraResource's health then recomputes the sync's
+	// readiness without reading its source.
+	settled sync.Map
 }
 
 // DefaultInlineLimit is the largest bundle a VidraResource holds inline when InlineLimit
@@ -94,6 +98,8 @@ func (r *Reconciler) now() time.Time {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	// Get the sync.
 	kind := r.Kind.SyncKind()
+	healthWake := req.Namespace == fanout.HealthWake
+	req.Namespace = ""
 	obj, err := fanout.Read(ctx, &r.written, r.Hub, r.HubReader, req.NamespacedName, func() Object { return kind.New().(Object) })
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -145,6 +151,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: admissionguard.Retry}, nil
 	}
 
+	if healthWake {
+		return r.refresh(ctx, obj)
+	}
 	start := r.now()
 	result, err = r.sync(ctx, obj, spec)
 	if r.Metrics != nil {
@@ -158,6 +167,7 @@ func (r *Reconciler) forget(name string) {
 	r.Kind.Forget(name)
 	r.written.Forget(name)
 	r.traced.Delete(name)
+	r.settled.Delete(name)
 }
 
 // slotFor takes one of the workers' slots of the server the sync's source names (an

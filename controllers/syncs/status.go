@@ -30,7 +30,8 @@ func markStalled(obj Object, reason, message string) {
 	conditions.MarkStalled(obj, reason, message)
 }
 
-// markPending: delivered what is Ready, waiting for the source to generate the rest.
+// markPending: delivered, waiting for the source to generate the rest, or for what was
+// delivered to be in effect.
 func markPending(obj Object, message string) {
 	conditions.MarkNotReady(obj, vidrav1alpha1.ReasonProgressing, message)
 	conditions.MarkReconciling(obj, vidrav1alpha1.ReasonProgressing, message)

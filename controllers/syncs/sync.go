@@ -25,6 +25,7 @@ const pendingPoll = 10 * time.Second
 func (r *Reconciler) sync(ctx context.Context, obj Object, spec Spec) (ctrl.Result, error) {
 	interval := cmp.Or(spec.Interval, defaultInterval)
 	markReconciling(obj)
+	r.settled.Delete(obj.GetName())
 
 	// Ask the source what the sync delivers now.
 	read, readErr := r.Kind.Read(ctx, obj)
@@ -157,7 +158,9 @@ func (r *Reconciler) summarize(obj Object, d *fanout.Delivery, source, delivered
 		markPending(obj, "waiting for "+source+" to generate: "+strings.Join(d.Pending(), "; "))
 		return ctrl.Result{RequeueAfter: min(interval, pendingPoll)}, nil
 	}
-	markSucceeded(obj, "delivered "+delivered+" as "+Counted(d.Kept(), "VidraResource"))
+	pass := settledPass{generation: obj.GetGeneration(), delivered: "delivered " + delivered + " as " + Counted(d.Kept(), "VidraResource")}
+	r.settled.Store(obj.GetName(), pass)
+	markDelivered(obj, pass.delivered, d.Readiness(obj.Bundles()))
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 

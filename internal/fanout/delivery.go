@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,6 +139,11 @@ type Delivery struct {
 	contentHash string
 	// itemEvents are the Events of delivered items, bounded (see events.go).
 	itemEvents itemEvents
+	// written are the VidraResources this delivery wrote, by name, with the cluster
+	// each goes to: their status still describes what they were. Writes run
+	// concurrently, hence the lock.
+	writtenMu sync.Mutex
+	written   map[string]string
 }
 
 // SetContentHash says what the sync delivers when its items' checksums say more than
@@ -156,7 +162,7 @@ func (d *Delivery) hashOf(checksums map[string]string) string {
 
 // New starts a delivery for sync, finding the VidraResources it made before.
 func New(ctx context.Context, cfg Config, sync Sync, source Source) (*Delivery, error) {
-	d := &Delivery{cfg: cfg, sync: sync, source: source, keep: map[string]bool{}, stored: map[string]string{}}
+	d := &Delivery{cfg: cfg, sync: sync, source: source, keep: map[string]bool{}, stored: map[string]string{}, written: map[string]string{}}
 	var err error
 	if d.owned, err = d.ownedResources(ctx); err != nil {
 		return nil, err

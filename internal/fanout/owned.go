@@ -13,18 +13,32 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
 
-// ownedResources are the VidraResources the sync made: labeled with its name and
-// controlled by it. A VidraResource that only carries the label is not its own.
+// ownedResources are the VidraResources the sync made, by name.
 func (d *Delivery) ownedResources(ctx context.Context) (map[string]*vidrav1alpha1.VidraResource, error) {
-	name := d.sync.Object.GetName()
+	list, err := Owned(ctx, d.cfg.Hub, d.sync.Object)
+	if err != nil {
+		return nil, err
+	}
+	owned := make(map[string]*vidrav1alpha1.VidraResource, len(list))
+	for _, vr := range list {
+		owned[vr.Name] = vr
+	}
+	return owned, nil
+}
+
+// Owned are the VidraResources sync made: labeled with its name and controlled by it.
+// A VidraResource that only carries the label is not its own. opts are the list's
+// (client.UnsafeDisableDeepCopy for one only read).
+func Owned(ctx context.Context, hub client.Reader, sync vidrav1alpha1.Sync, opts ...client.ListOption) ([]*vidrav1alpha1.VidraResource, error) {
+	name := sync.GetName()
 	var list vidrav1alpha1.VidraResourceList
-	if err := d.cfg.Hub.List(ctx, &list, client.MatchingLabels{d.sync.Object.SyncKind().Label: name}); err != nil {
+	if err := hub.List(ctx, &list, append(opts, client.MatchingLabels{sync.SyncKind().Label: name})...); err != nil {
 		return nil, fmt.Errorf("list VidraResources of %s: %w", name, err)
 	}
-	owned := map[string]*vidrav1alpha1.VidraResource{}
+	owned := make([]*vidrav1alpha1.VidraResource, 0, len(list.Items))
 	for i := range list.Items {
-		if vr := &list.Items[i]; metav1.IsControlledBy(vr, d.sync.Object) {
-			owned[vr.Name] = vr
+		if vr := &list.Items[i]; metav1.IsControlledBy(vr, sync) {
+			owned = append(owned, vr)
 		}
 	}
 	return owned, nil

@@ -124,6 +124,9 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	if cur == nil {
 		existing, err := d.create(ctx, vr)
 		if existing == nil || err != nil {
+			if err == nil {
+				d.noteWritten(vr)
+			}
 			return err
 		}
 		cur = existing
@@ -141,6 +144,8 @@ func (d *Delivery) write(ctx context.Context, vr *vidrav1alpha1.VidraResource) e
 	err := d.cfg.Hub.Patch(ctx, updated, client.MergeFrom(cur))
 	if err != nil {
 		err = fmt.Errorf("update VidraResource %s: %w", vr.Name, err)
+	} else {
+		d.noteWritten(updated)
 	}
 	end(err)
 	return err

@@ -8,9 +8,9 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
 
-// HealthChanged passes the changes of a VidraResource labeled by a sync (label) that a
-// progressive rollout waits for: its Ready or VMRollout condition, or the generation its
-// status describes.
+// HealthChanged passes the changes of a VidraResource labeled by a sync (label) that its
+// sync's Ready or progressive rollout waits for: its Ready or VMRollout condition (its
+// status or reason), or the generation its status describes.
 func HealthChanged(label string) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -27,7 +27,7 @@ func HealthChanged(label string) predicate.Funcs {
 			}
 			for _, t := range []string{vidrav1alpha1.ConditionReady, vidrav1alpha1.ConditionVMRollout} {
 				a, b := meta.FindStatusCondition(old.Status.Conditions, t), meta.FindStatusCondition(cur.Status.Conditions, t)
-				if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.ObservedGeneration != b.ObservedGeneration)) {
+				if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason || a.ObservedGeneration != b.ObservedGeneration)) {
 					return true
 				}
 			}
