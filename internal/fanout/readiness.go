@@ -85,7 +85,8 @@ func judge(vr *vidrav1alpha1.VidraResource, checksums map[string]string) (int, s
 		}
 		return stateProgressing, "waiting for its wave"
 	}
-	if ok, _ := healthy(vr); ok {
+	ok, why := healthy(vr)
+	if ok {
 		return stateReady, ""
 	}
 	if !reconciled(vr) {
@@ -94,7 +95,6 @@ func judge(vr *vidrav1alpha1.VidraResource, checksums map[string]string) (int, s
 	ready := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
 	if ready.Status == metav1.ConditionTrue {
 		// Ready, its VirtualMachines still restarting.
-		_, why := healthy(vr)
 		return stateProgressing, why
 	}
 	if ready.Reason == vidrav1alpha1.ReasonProgressing {
