@@ -120,6 +120,8 @@ func TestArtifactsThatAreNotReadyAreReportedAndKept(t *testing.T) {
 	putSites(s, "main", ns, "v1", "paris", "lyon", "nice")
 	newSync(t, "unready", "unready", s, withCluster(member.Name))
 	allReady(t, "unready", 3)
+	// Ready in effect first: else the pass below may find it still Progressing there.
+	syncReady(t, "unready")
 
 	s.Put("main", infrahubtest.Artifact{ID: "web-lyon", Name: "web", Status: "Processing", Content: artifact(ns, "lyon", "v2"), TargetLabel: "lyon"})
 	requestSync(t, "unready")
