@@ -104,6 +104,24 @@ func TestSharedHub(t *testing.T) {
 		if err := h.tenant.Patch(ctx, withOwn, client.MergeFrom(own)); err != nil {
 			t.Errorf("a Secret the tenant may read is refused: %v", err)
 		}
+		// Nor are a Secret or a ConfigMap it may not read its to substitute in a bundle.
+		grant(t, h.admin, "get", "configmaps", "tenant-git-vars")
+		for ref, want := range map[vidrav1alpha1.SubstituteReference][]string{
+			{Kind: "Secret", Name: "other-team-git"}:     {"use on that Secret", testoperator.Namespace + "/other-team-git"},
+			{Kind: "ConfigMap", Name: "other-team-vars"}: {"may not have the operator render a ConfigMap it may not read", testoperator.Namespace + "/other-team-vars"},
+			{Kind: "Secret", Name: "tenant-git"}:         nil,
+			{Kind: "ConfigMap", Name: "tenant-git-vars"}: nil,
+		} {
+			withVars := withOwn.DeepCopy()
+			withVars.Spec.PostBuild = &vidrav1alpha1.PostBuild{SubstituteFrom: []vidrav1alpha1.SubstituteReference{ref}}
+			err := h.tenant.Patch(ctx, withVars, client.MergeFrom(withOwn))
+			switch {
+			case want != nil:
+				refused(t, err, want...)
+			case err != nil:
+				t.Errorf("postBuild.substituteFrom %s %s, which the tenant may read, is refused: %v", ref.Kind, ref.Name, err)
+			}
+		}
 		// A merge patch, not an update: the operator writes the sync's status meanwhile.
 		moved := withOwn.DeepCopy()
 		moved.Spec.Destination = vidrav1alpha1.SyncDestination{Destination: vidrav1alpha1.Destination{Cluster: m1.Name}}

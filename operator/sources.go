@@ -57,7 +57,8 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 		r := &syncs.Reconciler{
 			Kind: &sourcesync.Kind{
 				Sync: vidrav1alpha1.LookupSyncKind(kind.kind), Source: kind.source, Renderer: kind.renderer,
-				Content: o.Content, Metrics: metrics,
+				PostBuild: &sourcesync.PostBuild{Secrets: secrets, Hub: local.GetClient()},
+				Content:   o.Content, Metrics: metrics,
 			},
 			Hub: local.GetClient(), HubReader: local.GetAPIReader(), Content: o.Content,
 			Recorder: local.GetEventRecorder(eventSource), Metrics: metrics.For(kind.kind), Guards: o.guards,

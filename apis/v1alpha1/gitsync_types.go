@@ -66,6 +66,11 @@ type GitSyncSpec struct {
 	// Source is the repository, revision and directory.
 	Source GitSource `json:"source"`
 
+	// PostBuild substitutes variables in the bundle built, for each cluster: the
+	// sync's own, and the cluster's name and labels.
+	// +optional
+	PostBuild *PostBuild `json:"postBuild,omitempty"`
+
 	SyncOptions `json:",inline"`
 }
 

@@ -59,6 +59,11 @@ type OCISyncSpec struct {
 	// Source is the artifact and directory.
 	Source OCISource `json:"source"`
 
+	// PostBuild substitutes variables in the bundle built, for each cluster: the
+	// sync's own, and the cluster's name and labels.
+	// +optional
+	PostBuild *PostBuild `json:"postBuild,omitempty"`
+
 	SyncOptions `json:",inline"`
 }
 

@@ -81,6 +81,16 @@ func TestSourceSyncsAreValidatedByTheAPIServer(t *testing.T) {
 			s.Spec.Interval = &metav1.Duration{Duration: 1}
 			return s
 		}, "spec.interval", "at least 1s"},
+		{"a variable whose name Flux would refuse", func() client.Object {
+			s := validGitSync()
+			s.Spec.PostBuild = &vidrav1alpha1.PostBuild{Substitute: map[string]string{"cluster-env": "prod"}}
+			return s
+		}, "spec.postBuild.substitute", "letters, digits and underscores"},
+		{"variables from a kind that holds none", func() client.Object {
+			s := validOCISync()
+			s.Spec.PostBuild = &vidrav1alpha1.PostBuild{SubstituteFrom: []vidrav1alpha1.SubstituteReference{{Kind: "Deployment", Name: "x"}}}
+			return s
+		}, "spec.postBuild.substituteFrom[0].kind", ""},
 		{"https OCI URL", func() client.Object {
 			s := validOCISync()
 			s.Spec.Source.URL = "https://ghcr.io/org/manifests"

@@ -183,6 +183,9 @@ func (in *GitSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 // SetClusters sets the GitSync's status.clusters.
 func (in *GitSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
+// PostBuildSpec is the GitSync's spec.postBuild.
+func (in *GitSync) PostBuildSpec() *PostBuild { return in.Spec.PostBuild }
+
 // Suspended says whether spec.suspend holds the GitSync.
 func (in *GitSync) Suspended() bool { return in.Spec.Suspend }
 
@@ -233,6 +236,9 @@ func (in *OCISync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 
 // SetClusters sets the OCISync's status.clusters.
 func (in *OCISync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
+
+// PostBuildSpec is the OCISync's spec.postBuild.
+func (in *OCISync) PostBuildSpec() *PostBuild { return in.Spec.PostBuild }
 
 // Suspended says whether spec.suspend holds the OCISync.
 func (in *OCISync) Suspended() bool { return in.Spec.Suspend }

@@ -104,7 +104,7 @@ func (h *Helm) Prepare(ctx context.Context, obj Object, rev Revision, target fan
 	if err != nil {
 		return Build{}, &syncs.Failure{Reason: vidrav1alpha1.ReasonClusterNotFound, Transient: true, Err: err}
 	}
-	labels, err := h.clusterLabels(ctx, info.Name)
+	labels, err := clusterLabels(ctx, h.Hub, info.Name)
 	if err != nil {
 		return Build{}, err
 	}
@@ -132,7 +132,7 @@ func (h *Helm) Prepare(ctx context.Context, obj Object, rev Revision, target fan
 	if err != nil {
 		return Build{}, err
 	}
-	return Build{Key: key, Content: content, Scope: rev.Credentials, Run: func(ctx context.Context, upgrade bool) ([]byte, error) {
+	return Build{Key: key, Content: content, Scope: rev.Credentials, Upgrades: true, Run: func(ctx context.Context, upgrade bool) ([]byte, error) {
 		fctx, cancel := bounded(ctx, h.Timeout)
 		defer cancel()
 		ch, err := h.Charts.Fetch(fctx, f.source, f.version)
@@ -190,9 +190,9 @@ func renderKey(revision string, opts helmsource.RenderOptions) (string, error) {
 
 // clusterLabels are the labels of the cluster's VidraCluster (none for a cluster without
 // one, such as the hub).
-func (h *Helm) clusterLabels(ctx context.Context, name string) (map[string]string, error) {
+func clusterLabels(ctx context.Context, hub client.Reader, name string) (map[string]string, error) {
 	vc := &vidrav1alpha1.VidraCluster{}
-	err := h.Hub.Get(ctx, client.ObjectKey{Name: name}, vc)
+	err := hub.Get(ctx, client.ObjectKey{Name: name}, vc)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

@@ -27,6 +27,9 @@ type Kind struct {
 	// destination; or Renderer, which builds one for each.
 	Source   Source
 	Renderer Renderer
+	// PostBuild, when set, substitutes variables in the Source's bundle for each
+	// destination of a sync that has a spec.postBuild.
+	PostBuild *PostBuild
 	// Content stores every bundle, which VidraResources and rollouts then name.
 	Content *content.Store
 	// Metrics, when set, count fetches.

@@ -12,6 +12,7 @@ import (
 // Metrics count what the source syncs of every kind do.
 type Metrics struct {
 	fetches  *prometheus.CounterVec
+	builds   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	waves    *prometheus.CounterVec
 }
@@ -22,6 +23,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vidra_source_fetches_total", Help: "Revisions fetched and built by GitSyncs and OCISyncs, and charts rendered by HelmSyncs, by kind and result (ok, error); an unchanged revision or rendering input is never fetched or rendered again.",
 		}, []string{"kind", "result"}),
+		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidra_source_builds_total", Help: "Bundles built for one or more clusters, by kind and result (ok, error): HelmSync renderings, and GitSync and OCISync bundles with variables substituted (spec.postBuild); clusters whose inputs are equal share one build.",
+		}, []string{"kind", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "vidra_source_sync_duration_seconds", Help: "Time to sync one GitSync, OCISync or HelmSync, by kind.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
@@ -30,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "vidra_source_rollout_waves_total", Help: "Waves of GitSync, OCISync and HelmSync progressive rollouts that ended, by result.",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.fetches, m.duration, m.waves} {
+	for _, c := range []prometheus.Collector{m.fetches, m.builds, m.duration, m.waves} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register source sync metrics: %w", err)
 		}
@@ -39,14 +43,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) observeFetch(kind string, err error) {
-	if m == nil {
-		return
+	if m != nil {
+		m.fetches.WithLabelValues(kind, result(err)).Inc()
 	}
-	result := "ok"
+}
+
+func (m *Metrics) observeBuild(kind string, err error) {
+	if m != nil {
+		m.builds.WithLabelValues(kind, result(err)).Inc()
+	}
+}
+
+func result(err error) string {
 	if err != nil {
-		result = "error"
+		return "error"
 	}
-	m.fetches.WithLabelValues(kind, result).Inc()
+	return "ok"
 }
 
 // For counts the syncs and waves of one kind.

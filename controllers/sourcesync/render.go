@@ -43,8 +43,10 @@ type Build struct {
 	// credentials it was fetched with, so that no sync gets through another's rendering
 	// a chart its own credentials do not open.
 	Scope string
-	// Run builds the bundle; upgrade says whether the cluster had an earlier one.
-	Run func(ctx context.Context, upgrade bool) ([]byte, error)
+	// Run builds the bundle; upgrade says whether the cluster had an earlier one, which
+	// matters only when Upgrades says so (a chart may tell an install from an upgrade).
+	Run      func(ctx context.Context, upgrade bool) ([]byte, error)
+	Upgrades bool
 }
 
 // renderings are what was built for each destination: the items to deliver, the
@@ -78,9 +80,9 @@ type targetFailure struct {
 // not built before. When the source cannot be asked, every destination keeps what it has
 // (and a rollout goes on with it); a destination whose bundle cannot be built keeps its
 // own, and is named in the sync's condition.
-func (k *Kind) readRendered(ctx context.Context, obj Object) (syncs.Read, error) {
-	read := &renderedRead{stored: stored{store: k.Content}, kind: k, obj: obj}
-	rev, err := k.Renderer.Resolve(ctx, obj)
+func (k *Kind) readRendered(ctx context.Context, obj Object, r Renderer) (syncs.Read, error) {
+	read := &renderedRead{stored: stored{store: k.Content}, kind: k, renderer: r, obj: obj}
+	rev, err := r.Resolve(ctx, obj)
 	if err != nil {
 		return read, err
 	}
@@ -92,8 +94,9 @@ func (k *Kind) readRendered(ctx context.Context, obj Object) (syncs.Read, error)
 // renderedRead delivers one bundle to each destination, built for it.
 type renderedRead struct {
 	stored
-	kind *Kind
-	obj  Object
+	kind     *Kind
+	renderer Renderer
+	obj      Object
 	// rev is the revision the source named, when resolved (else what each destination
 	// has is carried).
 	rev      Revision
@@ -105,7 +108,7 @@ type renderedRead struct {
 // be asked.
 func (rr *renderedRead) Items(ctx context.Context, d *fanout.Delivery, targets []fanout.Target, previous map[string]vidrav1alpha1.BundleStatus) []fanout.Item {
 	if rr.resolved {
-		rr.out = rr.kind.renderAll(ctx, rr.obj, rr.rev, targets, previous)
+		rr.out = rr.kind.renderAll(ctx, rr.renderer, rr.obj, rr.rev, targets, previous)
 	} else {
 		rr.out.items = rr.kind.carried(rr.obj, targets, previous)
 	}
@@ -136,12 +139,12 @@ func (k *Kind) recordRevision(obj Object, rev Revision) {
 }
 
 // renderAll builds each destination's bundle, unless it was built from the same inputs.
-func (k *Kind) renderAll(ctx context.Context, obj Object, rev Revision, targets []fanout.Target, previous map[string]vidrav1alpha1.BundleStatus) renderings {
+func (k *Kind) renderAll(ctx context.Context, r Renderer, obj Object, rev Revision, targets []fanout.Target, previous map[string]vidrav1alpha1.BundleStatus) renderings {
 	out := renderings{contents: map[string]bool{}}
 	for _, t := range targets {
 		it := k.targetItem(obj, rev.Name, t)
 		prev := previous[it.ID]
-		b, err := k.Renderer.Prepare(ctx, obj, rev, t)
+		b, err := r.Prepare(ctx, obj, rev, t)
 		if err == nil {
 			it.Checksum, it.Digest, err = k.rendered(ctx, b, prev)
 		}
@@ -167,7 +170,7 @@ func (k *Kind) rendered(ctx context.Context, b Build, prev vidrav1alpha1.BundleS
 		}
 	}
 	// A cluster that had a bundle is upgraded: charts may tell an install from an upgrade.
-	upgrade := prev.Checksum != "" || prev.StableChecksum != ""
+	upgrade := b.Upgrades && (prev.Checksum != "" || prev.StableChecksum != "")
 	memo := fmt.Sprintf("render\x00%s\x00%s\x00%t", b.Key, b.Scope, upgrade)
 	if known, ok := k.builds().Get(memo); ok {
 		if f, failed := known.(failedBuild); failed {
@@ -180,10 +183,13 @@ func (k *Kind) rendered(ctx context.Context, b Build, prev vidrav1alpha1.BundleS
 		}
 	}
 	data, err := b.Run(ctx, upgrade)
-	k.Metrics.observeFetch(k.Sync.Kind, err)
+	k.Metrics.observeBuild(k.Sync.Kind, err)
+	if k.Renderer != nil {
+		k.Metrics.observeFetch(k.Sync.Kind, err) // a chart's rendering, as it always was counted
+	}
 	if err == nil {
 		if _, decodeErr := manifest.Decode(data); decodeErr != nil {
-			err = &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("the rendered chart is not Kubernetes manifests: %w", decodeErr)}
+			err = &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("what was built is not Kubernetes manifests: %w", decodeErr)}
 		}
 	}
 	if err != nil {
@@ -206,6 +212,9 @@ func (k *Kind) carried(obj Object, targets []fanout.Target, previous map[string]
 	for _, t := range targets {
 		it := k.targetItem(obj, "", t)
 		prev, ok := previous[it.ID]
+		if !ok && it.ResourceID != "" {
+			prev, ok = previous[it.ResourceID] // the one bundle for all it had before a spec.postBuild
+		}
 		if !ok || prev.Checksum == "" {
 			continue
 		}
@@ -219,14 +228,20 @@ func (k *Kind) carried(obj Object, targets []fanout.Target, previous map[string]
 }
 
 // targetItem is the item that delivers a sync's bundle to one destination: its ID names
-// the kind and the destination, so VidraResources never collide across kinds.
+// the kind and the destination, so VidraResources never collide across kinds. A kind
+// whose source builds one bundle for all (substituted for each destination only with a
+// spec.postBuild) keeps naming its VidraResources as that one bundle's.
 func (k *Kind) targetItem(obj Object, revision string, t fanout.Target) fanout.Item {
-	return fanout.Item{
+	it := fanout.Item{
 		ID:          strings.ToLower(k.Sync.Kind) + "/" + t.Key(),
 		Name:        obj.GetName(),
 		Revision:    revision,
 		Destination: &t,
 	}
+	if k.Renderer == nil {
+		it.ResourceID = strings.ToLower(k.Sync.Kind)
+	}
+	return it
 }
 
 // targetsFailure is the failure of the destinations whose bundle could not be built,

@@ -21,8 +21,8 @@ import (
 // fails, the bundle fetched before is what the sync delivers still.
 func (k *Kind) Read(ctx context.Context, obj syncs.Object) (syncs.Read, error) {
 	o := obj.(Object)
-	if k.Renderer != nil {
-		return k.readRendered(ctx, o)
+	if r := k.renderer(o); r != nil {
+		return k.readRendered(ctx, o, r)
 	}
 	want, err := k.fetch(ctx, o)
 	if err != nil {

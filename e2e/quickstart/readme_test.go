@@ -75,6 +75,9 @@ func startSources(t *testing.T, fx fixture) *sources {
 	s.git.RequireBasicAuth("deployer", gitPassword)
 	s.git.Repo(t, "platform/apps").Commit(t, "main", map[string]string{
 		"deploy/prod/web.yaml": configMap("web-git"+fx.suffix, "", "git"),
+		// As docs/postbuild.md shows it.
+		"deploy/settings/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-settings\ndata:\n" +
+			"  cluster: ${cluster.name}\n  region: ${cluster.labels.region}\n  team: ${team}\n  logLevel: ${log_level:=info}\n",
 	}, "web")
 	s.registry.Push(t, "platform/manifests/web", fx.tag, map[string]string{fx.dir + "web.yaml": configMap("web-oci"+fx.suffix, fx.namespace, "oci")})
 	s.helm.Add(helmrepo.Chart(t, "ingress-nginx", "4.10.1"))

@@ -79,7 +79,7 @@ func (d *Delivery) prepareWrites(ctx context.Context, it Item, targets []Target,
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
 		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
 	}}
-	existing := d.resourcesOf(it.ID)
+	existing := d.resourcesOf(it)
 	stop := func(msg string, err error, problem bool) *itemWrite {
 		for _, vr := range existing {
 			d.keep[vr.Name] = true
@@ -153,7 +153,7 @@ func (d *Delivery) finish(w *itemWrite) vidrav1alpha1.BundleStatus {
 	}
 	st.VidraResources, st.VidraResourceCount = w.names, 0 // bounded counts them
 	if err := errors.Join(w.errs...); err != nil {
-		for _, vr := range d.resourcesOf(it.ID) {
+		for _, vr := range d.resourcesOf(it) {
 			d.keep[vr.Name] = true // those of targets it no longer has too
 		}
 		st.Message = err.Error()

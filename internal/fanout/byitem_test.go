@@ -25,7 +25,7 @@ func TestOwnedResourcesAreFoundByTheItemTheyDeliver(t *testing.T) {
 	d := &Delivery{owned: owned, byItem: byItem(owned)}
 	for _, id := range []string{"a", "b"} {
 		var names []string
-		for _, vr := range d.resourcesOf(id) {
+		for _, vr := range d.resourcesOf(Item{ID: id}) {
 			names = append(names, vr.Name)
 		}
 		want := []string{"sync-" + id + "-edge-1", "sync-" + id + "-edge-2", "sync-" + id + "-edge-3"}
@@ -33,7 +33,7 @@ func TestOwnedResourcesAreFoundByTheItemTheyDeliver(t *testing.T) {
 			t.Errorf("item %s: %v, want %v", id, names, want)
 		}
 	}
-	if got := d.resourcesOf("c"); len(got) != 0 {
+	if got := d.resourcesOf(Item{ID: "c"}); len(got) != 0 {
 		t.Errorf("an item with no VidraResources found %d", len(got))
 	}
 }

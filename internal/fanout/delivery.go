@@ -94,6 +94,10 @@ type Item struct {
 	// Destination, when set, is the only target the item goes to: a source that builds
 	// content for each cluster lists one item per target.
 	Destination *Target
+	// ResourceID, when set, names the item's VidraResources in ID's place: a sync that
+	// begins building its one bundle for each cluster (ID "<kind>/<target>") keeps the
+	// VidraResources it had (ID "<kind>"), updated where they are, never replaced.
+	ResourceID string
 	// Unready, when set, says why its content as listed is not delivered; Generating
 	// says the source is still making it, which is no error and is looked at soon, and
 	// State is what the source calls that state.
@@ -215,10 +219,29 @@ func (d *Delivery) notReady(it Item) (msg string, generating bool) {
 	return it.Unready, it.Generating
 }
 
-// resourcesOf are the owned VidraResources that deliver item id, in name order.
-func (d *Delivery) resourcesOf(id string) []*vidrav1alpha1.VidraResource {
-	return d.byItem[id]
+// resourcesOf are the owned VidraResources that deliver item it, in name order: those
+// that say they deliver it, and those of the same name that delivered the item under
+// the ID its sync gave it before (see Item.ResourceID): "<kind>" for one built for
+// each cluster, and "<kind>/<target>" for one no longer built so.
+func (d *Delivery) resourcesOf(it Item) []*vidrav1alpha1.VidraResource {
+	vrs := d.byItem[it.ID]
+	if it.ResourceID != "" && it.Destination != nil {
+		vr := d.owned[it.resourceName(d.sync.Object.GetName(), *it.Destination)]
+		if vr != nil && !slices.Contains(vrs, vr) {
+			vrs = append(slices.Clone(vrs), vr)
+		}
+		return vrs
+	}
+	if built := d.byItem[perTarget+it.ID]; len(built) > 0 {
+		vrs = append(slices.Clone(vrs), built...)
+		slices.SortFunc(vrs, func(a, b *vidrav1alpha1.VidraResource) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return vrs
 }
+
+// perTarget begins the key under which byItem also indexes the VidraResources of items
+// "<kind>/<target>" by "<kind>", which no item's ID begins with.
+const perTarget = "\x00"
 
 // byItem indexes owned by the item each VidraResource delivers, each item's in name order.
 func byItem(owned map[string]*vidrav1alpha1.VidraResource) map[string][]*vidrav1alpha1.VidraResource {
@@ -226,6 +249,9 @@ func byItem(owned map[string]*vidrav1alpha1.VidraResource) map[string][]*vidrav1
 	for _, vr := range owned {
 		id := vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleIDAnnotation)
 		index[id] = append(index[id], vr)
+		if family, _, found := strings.Cut(id, "/"); found {
+			index[perTarget+family] = append(index[perTarget+family], vr)
+		}
 	}
 	for _, vrs := range index {
 		slices.SortFunc(vrs, func(a, b *vidrav1alpha1.VidraResource) int { return strings.Compare(a.Name, b.Name) })
@@ -236,7 +262,7 @@ func byItem(owned map[string]*vidrav1alpha1.VidraResource) map[string][]*vidrav1
 // keepAll keeps the VidraResources of every item as they are.
 func (d *Delivery) keepAll(items []Item) {
 	for _, it := range items {
-		for _, vr := range d.resourcesOf(it.ID) {
+		for _, vr := range d.resourcesOf(it) {
 			d.keep[vr.Name] = true
 		}
 	}

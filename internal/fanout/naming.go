@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -22,6 +23,11 @@ func resourceName(sync, segment, key, itemID string) string {
 		return hash
 	}
 	return prefix + "-" + hash
+}
+
+// resourceName is the name of the item's VidraResource on target t.
+func (it Item) resourceName(sync string, t Target) string {
+	return resourceName(sync, t.segment, t.key, cmp.Or(it.ResourceID, it.ID))
 }
 
 const (

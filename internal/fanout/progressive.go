@@ -94,7 +94,7 @@ func (d *Delivery) prepareAll(ctx context.Context, items []Item, dests []Target,
 			continue
 		}
 		for _, t := range targets {
-			places = append(places, placement{bundle: ra, target: t, cluster: t.segment, name: resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID)})
+			places = append(places, placement{bundle: ra, target: t, cluster: t.segment, name: it.resourceName(d.sync.Object.GetName(), t)})
 		}
 	}
 	return bundles, places
@@ -277,7 +277,7 @@ func (d *Delivery) prepare(ctx context.Context, it Item, prev vidrav1alpha1.Bund
 		Checksum: prev.Checksum, Digest: prev.Digest, StableChecksum: prev.StableChecksum, StableDigest: prev.StableDigest,
 		BuiltFrom: prev.BuiltFrom, VidraResources: prev.VidraResources, VidraResourceCount: prev.VidraResourceCount,
 	}}
-	existing := d.resourcesOf(it.ID)
+	existing := d.resourcesOf(it)
 	for _, vr := range existing {
 		d.keep[vr.Name] = true
 	}

@@ -31,7 +31,7 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 	}
 	vr := &vidrav1alpha1.VidraResource{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID),
+			Name: it.resourceName(d.sync.Object.GetName(), t),
 			Labels: mergeInto(withoutSyncLabels(tpl.Labels), map[string]string{
 				d.sync.Object.SyncKind().Label: d.sync.Object.GetName(),
 			}),

@@ -111,7 +111,7 @@ func (d *Delivery) StatusTooLarge(items []Item, dests []Target) string {
 		targets, _ := d.targetsOf(it, dests)
 		names := make([]string, 0, min(len(targets), ListedResources))
 		for _, t := range targets[:min(len(targets), ListedResources)] {
-			names = append(names, resourceName(d.sync.Object.GetName(), t.segment, t.key, it.ID))
+			names = append(names, it.resourceName(d.sync.Object.GetName(), t))
 		}
 		resources += len(targets)
 		size += itemStatusSize(it, it.Digest != "" || progressive, names, len(targets))

@@ -46,6 +46,8 @@ func UseOf(sync vidrav1alpha1.Sync, field string, ref vidrav1alpha1.SecretRefere
 type Refusal struct {
 	Reason  string
 	Message string
+	// Missing says the Secret does not exist: what a reference marked optional allows.
+	Missing bool
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -99,7 +101,9 @@ func (g *Gate) get(ctx context.Context, use Use, toURL bool) (*corev1.Secret, er
 	err := g.secrets.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, refuse(vidrav1alpha1.ReasonSourceInvalid, "%s: Secret %s/%s not found", use.Field, ref.Namespace, ref.Name)
+		missing := refuse(vidrav1alpha1.ReasonSourceInvalid, "%s: Secret %s/%s not found", use.Field, ref.Namespace, ref.Name)
+		missing.Missing = true
+		return nil, missing
 	case err != nil:
 		return nil, fmt.Errorf("%s: get Secret %s/%s: %w", use.Field, ref.Namespace, ref.Name, err)
 	}

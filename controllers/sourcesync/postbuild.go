@@ -1,0 +1,240 @@
+package sourcesync
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/syncs"
+	"github.com/vidra-operator/vidra/internal/fanout"
+	"github.com/vidra-operator/vidra/internal/fleet/credentials"
+	"github.com/vidra-operator/vidra/internal/source/postbuild"
+)
+
+// PostBuild reads what a GitSync's or an OCISync's spec.postBuild puts in its bundle:
+// the sync's variables, from its spec and from the ConfigMaps and Secrets it names, and
+// each destination cluster's name and labels.
+type PostBuild struct {
+	Secrets Secrets
+	// Hub reads VidraClusters, for their labels.
+	Hub client.Reader
+}
+
+// postBuilder is a sync of a kind that has a spec.postBuild.
+type postBuilder interface {
+	PostBuildSpec() *vidrav1alpha1.PostBuild
+}
+
+// renderer is how obj's bundle is built for each destination: the kind's Renderer;
+// for a sync with a spec.postBuild, its source's one bundle substituted for each; else
+// nil, one bundle for all.
+func (k *Kind) renderer(obj Object) Renderer {
+	if k.Renderer != nil {
+		return k.Renderer
+	}
+	if pb, ok := obj.(postBuilder); ok && pb.PostBuildSpec() != nil && k.PostBuild != nil {
+		return &substitution{kind: k}
+	}
+	return nil
+}
+
+// substitution builds a sync's bundle for each destination: the source's one bundle,
+// fetched and built once per revision as without postBuild, with the sync's variables
+// and the cluster's put in. Destinations whose variables are equal share one build. It
+// serves one pass of one sync.
+type substitution struct {
+	kind *Kind
+	// base is the digest of the source's bundle; refs, the cluster variables it names.
+	base string
+	refs postbuild.Refs
+	// vars are the sync's variables; varsKey identifies them.
+	vars    map[string]string
+	varsKey string
+	// template is the base parsed, once a destination needs a build.
+	template *postbuild.Template
+}
+
+var _ Renderer = (*substitution)(nil)
+
+// Resolve asks the source which revision the sync names, gets its bundle (built once per
+// revision, as without postBuild) and reads the sync's variables: what every
+// destination's build is made of, beside the cluster's own variables.
+func (s *substitution) Resolve(ctx context.Context, obj Object) (Revision, error) {
+	rev, err := s.kind.Source.Resolve(ctx, obj)
+	if err != nil {
+		return Revision{}, err
+	}
+	if s.base, _, _, err = s.kind.bundle(ctx, obj, rev); err != nil {
+		return Revision{}, err
+	}
+	if s.vars, err = s.kind.PostBuild.variables(ctx, obj, obj.(postBuilder).PostBuildSpec()); err != nil {
+		return Revision{}, err
+	}
+	s.varsKey = variablesKey(s.vars)
+	if s.refs, err = s.references(ctx, rev.Name); err != nil {
+		return Revision{}, err
+	}
+	// status.source.digest is the source's bundle, as without postBuild.
+	rev.Digest = s.base
+	return rev, nil
+}
+
+// Namespace is where objects that name none go: the destination's.
+func (s *substitution) Namespace(obj Object) string {
+	return obj.Options().Destination.Namespace
+}
+
+// Prepare says what the destination's build is made of: the bundle, the sync's variables
+// and those of the cluster's that the bundle names.
+func (s *substitution) Prepare(ctx context.Context, _ Object, rev Revision, target fanout.Target) (Build, error) {
+	cluster := postbuild.Cluster{Name: cmp.Or(target.Destination().Cluster, target.Name())}
+	if len(s.refs.Labels) > 0 && target.Destination().Cluster != "" {
+		labels, err := clusterLabels(ctx, s.kind.PostBuild.Hub, cluster.Name)
+		if err != nil {
+			return Build{}, err
+		}
+		cluster.Labels = labels
+	}
+	return Build{
+		Key:     digestOf("postbuild", rev.Key, s.base, s.varsKey, s.refs.Key(cluster)),
+		Content: digestOf("postbuild", s.base, s.varsKey),
+		Scope:   rev.Credentials,
+		Run: func(ctx context.Context, _ bool) ([]byte, error) {
+			if err := s.parse(ctx, rev.Name); err != nil {
+				return nil, err
+			}
+			out, err := s.template.Substitute(s.vars, cluster)
+			if err != nil {
+				return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("postBuild: %w", err)}
+			}
+			return out, nil
+		},
+	}, nil
+}
+
+// references are the cluster variables the base names: remembered per bundle, so that
+// a pass that builds nothing new does not read the bundle.
+func (s *substitution) references(ctx context.Context, revision string) (postbuild.Refs, error) {
+	memo := "postbuild-refs\x00" + s.base
+	if known, ok := s.kind.builds().Get(memo); ok {
+		if f, failed := known.(failedBuild); failed {
+			return postbuild.Refs{}, f.err
+		}
+		return known.(postbuild.Refs), nil
+	}
+	if err := s.parse(ctx, revision); err != nil {
+		return postbuild.Refs{}, err
+	}
+	s.kind.builds().Add(memo, s.template.Refs())
+	return s.template.Refs(), nil
+}
+
+// parse reads the base from the content store, once per pass.
+func (s *substitution) parse(ctx context.Context, revision string) error {
+	if s.template != nil {
+		return nil
+	}
+	data, err := s.kind.Content.Get(ctx, s.base)
+	if err != nil {
+		return &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("read bundle %s: %w", s.base, err)}
+	}
+	tpl, err := postbuild.Parse(data)
+	if err != nil {
+		f := &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("postBuild: %s: %w", revision, err)}
+		s.kind.builds().Add("postbuild-refs\x00"+s.base, failedBuild{err: f})
+		return f
+	}
+	s.template = tpl
+	return nil
+}
+
+// variables are the sync's: those of substituteFrom in order, then substitute's, each
+// later one winning, as Flux.
+func (p *PostBuild) variables(ctx context.Context, obj Object, spec *vidrav1alpha1.PostBuild) (map[string]string, error) {
+	vars := map[string]string{}
+	for i, ref := range spec.SubstituteFrom {
+		field := fmt.Sprintf("spec.postBuild.substituteFrom[%d]", i)
+		data, err := p.referenced(ctx, obj, field, ref)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range slices.Sorted(maps.Keys(data)) {
+			if !postbuild.ValidName(name) {
+				return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+					Err: fmt.Errorf("%s: %s %s/%s: key %q is not a variable's name (letters, digits and underscores, not beginning with a digit)", field, ref.Kind, p.Secrets.Namespace, ref.Name, name)}
+			}
+			vars[name] = data[name]
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.Substitute)) {
+		if !postbuild.ValidName(name) {
+			return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+				Err: fmt.Errorf("spec.postBuild.substitute: %q is not a variable's name (letters, digits and underscores, not beginning with a digit)", name)}
+		}
+		vars[name] = spec.Substitute[name]
+	}
+	return vars, nil
+}
+
+// referenced is the data of the ConfigMap or Secret ref names, in the operator's
+// namespace, once whoever last changed the sync may read it (a Secret: use it); none
+// when it does not exist and ref is optional.
+func (p *PostBuild) referenced(ctx context.Context, obj Object, field string, ref vidrav1alpha1.SubstituteReference) (map[string]string, error) {
+	out := map[string]string{}
+	if ref.Kind == "Secret" {
+		data, err := p.Secrets.data(ctx, obj, field, &vidrav1alpha1.LocalSecretReference{Name: ref.Name}, "")
+		var refusal *credentials.Refusal
+		if errors.As(err, &refusal) && refusal.Missing && ref.Optional {
+			return out, nil
+		}
+		for k, v := range data {
+			out[k] = string(v)
+		}
+		return out, err
+	}
+	if err := p.Secrets.mayRead(ctx, obj, field, ref.Name); err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{}
+	err := p.Secrets.Reader.Get(ctx, client.ObjectKey{Namespace: p.Secrets.Namespace, Name: ref.Name}, cm)
+	switch {
+	case apierrors.IsNotFound(err) && ref.Optional:
+		return out, nil
+	case apierrors.IsNotFound(err):
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+			Err: fmt.Errorf("%s: ConfigMap %s/%s not found (mark it optional: true if it may be missing)", field, p.Secrets.Namespace, ref.Name)}
+	case err != nil:
+		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("%s: get ConfigMap %s/%s: %w", field, p.Secrets.Namespace, ref.Name, err)}
+	}
+	maps.Copy(out, cm.Data)
+	return out, nil
+}
+
+// variablesKey identifies a set of variables.
+func variablesKey(vars map[string]string) string {
+	parts := make([]string, 0, 2*len(vars))
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		parts = append(parts, name, vars[name])
+	}
+	return digestOf(parts...)
+}
+
+// digestOf is the sha256 of parts, each ended by a NUL.
+func digestOf(parts ...string) string {
+	h := sha256.New()
+	for _, part := range parts {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
