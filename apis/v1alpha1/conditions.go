@@ -117,6 +117,13 @@ const (
 	ReasonNoArtifacts = "NoArtifacts"
 	// ReasonVidraResourceFailed: a VidraResource could not be written.
 	ReasonVidraResourceFailed = "VidraResourceFailed"
+
+	// ReasonDependencyNotReady: a sync a VidraResource depends on (spec.dependsOn) is not
+	// Ready on its cluster yet (Flux's reason of the same name); it applies once it is.
+	ReasonDependencyNotReady = "DependencyNotReady"
+	// ReasonDependencyCycle: the syncs' spec.dependsOn make a cycle, which nothing in it
+	// can ever leave.
+	ReasonDependencyCycle = "DependencyCycle"
 	// ReasonRolloutFailed: the progressive rollout cannot go on as the sync is written;
 	// as an Event, a wave or the revision was not healthy within healthTimeout.
 	ReasonRolloutFailed = "RolloutFailed"

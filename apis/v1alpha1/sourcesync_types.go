@@ -54,6 +54,13 @@ type SyncOptions struct {
 	// +kubebuilder:default=true
 	Wait *bool `json:"wait,omitempty"`
 
+	// DependsOn names syncs this one waits for, cluster by cluster: its VidraResource on
+	// a cluster applies only once each dependency's VidraResources there are Ready at
+	// that sync's current revision; other clusters go on.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	DependsOn []SyncReference `json:"dependsOn,omitempty"`
+
 	// Rollout says how a new revision moves across the clusters: all at once (the
 	// default), or wave by wave with a health gate.
 	// +optional

@@ -70,6 +70,8 @@ type Sync interface {
 	Suspended() bool
 	// Waits says whether its Ready waits for its bundles to be in effect (spec.wait).
 	Waits() bool
+	// Dependencies are the syncs it waits for (spec.dependsOn), each with its kind.
+	Dependencies() []SyncReference
 	// SetClusters sets status.clusters.
 	SetClusters(counts *ClusterCounts)
 	// SelectsClusters says whether it fans out by clusterSelector, so that clusters
@@ -129,6 +131,11 @@ func (in *InfrahubSync) Bundles() []BundleStatus { return in.Status.Artifacts }
 // Waits says whether the InfrahubSync's Ready waits for its bundles to be in effect.
 func (in *InfrahubSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 
+// Dependencies are the InfrahubSync's spec.dependsOn, each with its kind.
+func (in *InfrahubSync) Dependencies() []SyncReference {
+	return withKinds(in.Spec.DependsOn, "InfrahubSync")
+}
+
 // SetClusters sets the InfrahubSync's status.clusters.
 func (in *InfrahubSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
@@ -179,6 +186,9 @@ func (in *GitSync) SourceStatus() *SourceSyncStatus { return &in.Status }
 
 // Waits says whether the GitSync's Ready waits for its bundles to be in effect.
 func (in *GitSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
+
+// Dependencies are the GitSync's spec.dependsOn, each with its kind.
+func (in *GitSync) Dependencies() []SyncReference { return withKinds(in.Spec.DependsOn, "GitSync") }
 
 // SetClusters sets the GitSync's status.clusters.
 func (in *GitSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
@@ -234,6 +244,9 @@ func (in *OCISync) SourceStatus() *SourceSyncStatus { return &in.Status }
 // Waits says whether the OCISync's Ready waits for its bundles to be in effect.
 func (in *OCISync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 
+// Dependencies are the OCISync's spec.dependsOn, each with its kind.
+func (in *OCISync) Dependencies() []SyncReference { return withKinds(in.Spec.DependsOn, "OCISync") }
+
 // SetClusters sets the OCISync's status.clusters.
 func (in *OCISync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
@@ -288,6 +301,9 @@ func (in *HelmSync) SourceStatus() *SourceSyncStatus { return &in.Status }
 // Waits says whether the HelmSync's Ready waits for its bundles to be in effect.
 func (in *HelmSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 
+// Dependencies are the HelmSync's spec.dependsOn, each with its kind.
+func (in *HelmSync) Dependencies() []SyncReference { return withKinds(in.Spec.DependsOn, "HelmSync") }
+
 // SetClusters sets the HelmSync's status.clusters.
 func (in *HelmSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
@@ -335,4 +351,19 @@ type ClusterCounts struct {
 	Progressing int32 `json:"progressing"`
 	// Failed: one failed there.
 	Failed int32 `json:"failed"`
+}
+
+// withKinds are refs, each naming kind where it names none.
+func withKinds(refs []SyncReference, kind string) []SyncReference {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]SyncReference, len(refs))
+	for i, ref := range refs {
+		if ref.Kind == "" {
+			ref.Kind = kind
+		}
+		out[i] = ref
+	}
+	return out
 }

@@ -190,6 +190,14 @@ type VidraResourceSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// DependsOn names syncs whose VidraResources on this one's cluster must be Ready, at
+	// their sync's current revision, before a new spec of this one is applied (a sync
+	// writes its spec.dependsOn here). What it applied before stays, and is repaired.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(d, has(d.kind))",message="each of dependsOn names the kind of its sync"
+	DependsOn []SyncReference `json:"dependsOn,omitempty"`
+
 	// ServiceAccountName is impersonated for every request on the destination cluster, so
 	// the bundle gets only that service account's rights there.
 	// +optional

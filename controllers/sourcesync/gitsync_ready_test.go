@@ -134,7 +134,7 @@ func waitReadiness(t *testing.T, gs *vidrav1alpha1.GitSync, status metav1.Condit
 
 // makeAvailable writes the status a Deployment controller would once its one replica
 // is available.
-func makeAvailable(t *testing.T, m *testfleet.Cluster, ns, name string) {
+func makeAvailable(t testing.TB, m *testfleet.Cluster, ns, name string) {
 	t.Helper()
 	d := &appsv1.Deployment{}
 	testfleet.Eventually(t, 30*time.Second, "Deployment "+ns+"/"+name+" on "+m.Name, func() (bool, error) {

@@ -7,6 +7,7 @@
 package syncs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -153,6 +154,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	if healthWake {
 		return r.refresh(ctx, obj)
+	}
+	if stalled, err := r.stallCycle(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	} else if stalled {
+		return ctrl.Result{RequeueAfter: cmp.Or(spec.Interval, defaultInterval)}, nil
 	}
 	start := r.now()
 	result, err = r.sync(ctx, obj, spec)

@@ -56,6 +56,10 @@ func (r *Reconciler) reconcilePull(ctx context.Context, vr *vidrav1alpha1.VidraR
 	if o := r.readBundle(ctx, d); o != nil {
 		return o.result, o.err
 	}
+	// A new spec waits for its dependencies there: the agent keeps the bundle it has.
+	if o := r.awaitDependencies(ctx, d); o != nil {
+		return o.result, o.err
+	}
 	// A dry run or a suspended bundle is not delivered, so it is no revision (as for a
 	// push cluster, where neither reaches the history). The history is for people here:
 	// the agent keeps what it owns on its member.
@@ -159,11 +163,13 @@ func (r *Reconciler) publishBundle(ctx context.Context, ns string, vr *vidrav1al
 }
 
 // bundleOf is the VidraBundle that publishes the VidraResource: its spec, for the
-// cluster itself (the agent delivers to its own cluster), and its labels and Vidra's
+// cluster itself (the agent delivers to its own cluster; the hub, which alone sees the
+// syncs, waited for its dependencies), and its labels and Vidra's
 // annotations, which say where it comes from. Who asked for it stays on the hub.
 func bundleOf(ns string, vr *vidrav1alpha1.VidraResource) *vidrav1alpha1.VidraBundle {
 	spec := vr.Spec.DeepCopy()
 	spec.Destination.Cluster, spec.Destination.Server = "", ""
+	spec.DependsOn = nil // judged on the hub, before the bundle is published
 	annotations := map[string]string{vidrav1alpha1.HubGenerationAnnotation: strconv.FormatInt(vr.Generation, 10)}
 	for k, v := range vr.Annotations {
 		if strings.HasPrefix(k, "vidra.infrahub.operators.com/") && !slices.Contains(vidrav1alpha1.RequesterAnnotations(), k) {

@@ -222,19 +222,20 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 	markReconciling(vr)
 	markPinned(vr)
 	for _, step := range []func(context.Context, *delivery) *outcome{
-		r.findDestination, // the cluster it goes to
-		r.checkRight,      // who may deliver there: nothing of the bundle is read before
-		r.readBundle,      // the bundle, decoded whole before anything is applied
-		r.checkPolicy,     // what the cluster takes
-		r.prepareApply,    // the destination namespace and the apply engine
-		r.checkPlacement,  // a destination namespace the apply creates is checked too
-		r.previewOnly,     // a dry run previews the bundle and applies nothing
-		r.sizeInventory,   // what it will own, which the hub must be able to record
-		r.recordOwnership, // recorded before it is applied: a crash never orphans an object
-		r.applyBundle,     // server-side apply, in stages
-		r.pruneStale,      // release what left the bundle
-		r.reportResults,   // Events, metrics, conflicts and the Ready condition
-		r.reportHealth,    // Ready only once every object is Current
+		r.findDestination,   // the cluster it goes to
+		r.checkRight,        // who may deliver there: nothing of the bundle is read before
+		r.awaitDependencies, // a new spec waits for its syncs' dependencies on its cluster
+		r.readBundle,        // the bundle, decoded whole before anything is applied
+		r.checkPolicy,       // what the cluster takes
+		r.prepareApply,      // the destination namespace and the apply engine
+		r.checkPlacement,    // a destination namespace the apply creates is checked too
+		r.previewOnly,       // a dry run previews the bundle and applies nothing
+		r.sizeInventory,     // what it will own, which the hub must be able to record
+		r.recordOwnership,   // recorded before it is applied: a crash never orphans an object
+		r.applyBundle,       // server-side apply, in stages
+		r.pruneStale,        // release what left the bundle
+		r.reportResults,     // Events, metrics, conflicts and the Ready condition
+		r.reportHealth,      // Ready only once every object is Current
 	} {
 		if o := step(ctx, d); o != nil {
 			return o.result, o.err

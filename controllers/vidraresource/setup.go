@@ -29,6 +29,9 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 	if err := indexByCluster(context.Background(), local.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if err := indexByDependency(context.Background(), local.GetFieldIndexer()); err != nil {
+		return err
+	}
 	specOrDeletion := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 			!e.ObjectNew.GetDeletionTimestamp().IsZero()
@@ -40,6 +43,13 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 		Named("vidraresource").
 		For(&vidrav1alpha1.VidraResource{}, builder.WithPredicates(specOrDeletion, selected)).
 		WatchesRawSource(source.Channel(r.Watches.events, &handler.TypedEnqueueRequestForObject[*vidrav1alpha1.VidraResource]{})).
+		// A dependency Ready on a cluster wakes what waits for it there at once.
+		Watches(&vidrav1alpha1.VidraResource{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				UpdateFunc:  func(e event.UpdateEvent) bool { return readinessChanged(e.ObjectOld, e.ObjectNew) },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			})).
 		Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfCluster),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				oldVC, _ := e.ObjectOld.(*vidrav1alpha1.VidraCluster)

@@ -75,6 +75,7 @@ func startSources(t *testing.T, fx fixture) *sources {
 	s.git.RequireBasicAuth("deployer", gitPassword)
 	s.git.Repo(t, "platform/apps").Commit(t, "main", map[string]string{
 		"deploy/prod/web.yaml": configMap("web-git"+fx.suffix, "", "git"),
+		"deploy/app/app.yaml":  configMap("web-app", "", "git"), // docs/dependencies.md's
 		// As docs/postbuild.md shows it.
 		"deploy/settings/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-settings\ndata:\n" +
 			"  cluster: ${cluster.name}\n  region: ${cluster.labels.region}\n  team: ${team}\n  logLevel: ${log_level:=info}\n",

@@ -19,12 +19,12 @@ import (
 
 // syncPages are the pages of the kinds of sync whose examples run here, each in the step
 // of its name.
-var syncPages = []string{"gitsync", "ocisync", "infrahubsync", "helmsync", "postbuild"}
+var syncPages = []string{"gitsync", "ocisync", "infrahubsync", "helmsync", "postbuild", "dependencies"}
 
 // TestTheSyncPagesWorkAsWritten: on a hub installed and a cluster enrolled as the README
 // says, the examples of docs/gitsync.md, docs/ocisync.md, docs/infrahubsync.md,
-// docs/helmsync.md and docs/postbuild.md run as written, hosts aside, and each delivers
-// to edge-1;
+// docs/helmsync.md, docs/postbuild.md and docs/dependencies.md run as written, hosts
+// aside, and each delivers to edge-1;
 // docs/uninstalling.md then takes Vidra away again.
 func TestTheSyncPagesWorkAsWritten(t *testing.T) {
 	readme := scriptsByStep(t, "../../README.md")
@@ -76,13 +76,15 @@ func TestTheSyncPagesWorkAsWritten(t *testing.T) {
 			for key, want := range map[string]string{"cluster": "edge-1", "region": "eu-west", "team": "platform", "logLevel": "debug"} {
 				waitData(ctx, t, edge1, "web", "web-settings", key, want)
 			}
+			waitData(ctx, t, edge1, "web", "web-app", "from", "git") // once HelmSync ingress is Ready there
 			return ctx
 		}).
 		Assess("uninstalled as docs/uninstalling.md says", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			box.step(ctx, t, "uninstall", uninstall, 0)
 			checkUninstalled(ctx, t, client.ObjectKey{Namespace: "web", Name: "web-git-docs"},
 				client.ObjectKey{Namespace: "web", Name: "web-oci-docs"}, client.ObjectKey{Namespace: "web", Name: "webserver-docs"},
-				client.ObjectKey{Namespace: "ingress", Name: "ingress-controller"}, client.ObjectKey{Namespace: "web", Name: "web-settings"})
+				client.ObjectKey{Namespace: "ingress", Name: "ingress-controller"}, client.ObjectKey{Namespace: "web", Name: "web-settings"},
+				client.ObjectKey{Namespace: "web", Name: "web-app"})
 			return ctx
 		}).
 		Feature()

@@ -97,8 +97,11 @@ func judge(vr *vidrav1alpha1.VidraResource, checksums map[string]string) (int, s
 		// Ready, its VirtualMachines still restarting.
 		return stateProgressing, why
 	}
-	if ready.Reason == vidrav1alpha1.ReasonProgressing {
+	switch ready.Reason {
+	case vidrav1alpha1.ReasonProgressing:
 		return stateProgressing, strings.TrimPrefix(ready.Message, "applied; waiting for: ")
+	case vidrav1alpha1.ReasonDependencyNotReady:
+		return stateProgressing, ready.Message
 	}
 	return stateFailed, ready.Reason + ": " + ready.Message
 }
@@ -131,6 +134,9 @@ func Checksums(bundles []vidrav1alpha1.BundleStatus) map[string]string {
 	return out
 }
 
+// ClusterOf is the cluster a VidraResource goes to, as people name it.
+func ClusterOf(vr *vidrav1alpha1.VidraResource) string { return clusterOf(vr) }
+
 // clusterOf is the cluster a VidraResource goes to, as people name it.
 func clusterOf(vr *vidrav1alpha1.VidraResource) string {
 	switch {
@@ -149,6 +155,18 @@ func (r Readiness) Ready() bool { return r.Counts.Ready == r.Counts.Total }
 
 // Failed says whether they failed on a cluster.
 func (r Readiness) Failed() bool { return r.Counts.Failed > 0 }
+
+// Why says why the first cluster that failed, else the first that waits, is not Ready
+// ("" when every cluster is).
+func (r Readiness) Why() string {
+	switch {
+	case len(r.failed) > 0:
+		return r.failed[0].why
+	case len(r.waiting) > 0:
+		return r.waiting[0].why
+	}
+	return ""
+}
 
 // Message says where the bundles are in effect, and where not and why: "Ready on 38 of
 // 40 clusters; waiting for edge-7, edge-9: Deployment web/cert-manager: 0/1 replicas",

@@ -80,3 +80,19 @@ func TestJudgeNamesTheFirstClustersOnly(t *testing.T) {
 		t.Errorf("one Ready cluster: Ready() = %v, %q", all.Ready(), all.Message())
 	}
 }
+
+// A VidraResource that waits for a dependency on its cluster is on its way, not failed:
+// the sync waits there, saying for what.
+func TestJudgeCountsAWaitForADependencyAsProgressing(t *testing.T) {
+	msg := "waiting for HelmSync ingress on edge-1: Deployment ingress/controller: 0/1 replicas"
+	r := Judge([]*vidrav1alpha1.VidraResource{
+		judged("a-1", "edge-1", "new", metav1.ConditionFalse, vidrav1alpha1.ReasonDependencyNotReady, msg),
+		judged("a-2", "edge-2", "new", metav1.ConditionTrue, vidrav1alpha1.ReasonSucceeded, ""),
+	}, map[string]string{"b": "new"}, nil)
+	if r.Failed() || r.Counts.Progressing != 1 || r.Why() != msg {
+		t.Errorf("counts %+v, why %q; want edge-1 progressing, waiting for its dependency", r.Counts, r.Why())
+	}
+	if got := Judge(nil, nil, nil).Why(); got != "" {
+		t.Errorf("Why() of nothing = %q", got)
+	}
+}

@@ -38,7 +38,7 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 			Annotations:     mergeInto(withoutRequester(tpl.Annotations), bundleAnnotations(it)),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d.sync.Object, vidrav1alpha1.GroupVersion.WithKind(d.sync.Object.SyncKind().Kind))},
 		},
-		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination},
+		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination, DependsOn: d.sync.Object.Dependencies()},
 	}
 	applyTemplate(&vr.Spec, tpl)
 	return vr
@@ -224,6 +224,7 @@ func (d *Delivery) updateOf(cur, vr *vidrav1alpha1.VidraResource) (*vidrav1alpha
 	updated.Spec.Manifest = vr.Spec.Manifest
 	updated.Spec.Content = vr.Spec.Content
 	updated.Spec.Preview = vr.Spec.Preview
+	updated.Spec.DependsOn = vr.Spec.DependsOn
 	if tpl := d.sync.Template; tpl != nil {
 		applyTemplate(&updated.Spec, tpl)
 	}

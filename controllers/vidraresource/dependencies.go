@@ -1,0 +1,153 @@
+package vidraresource
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fanout"
+	"github.com/vidra-operator/vidra/internal/runtime/conditions"
+)
+
+// dependencyPoll is how soon a VidraResource that waits for a dependency looks again
+// when no change of the dependency's VidraResources wakes it first (dependentsOf).
+const dependencyPoll = 30 * time.Second
+
+// awaitDependencies holds a new spec until each sync the VidraResource depends on is
+// Ready on its cluster: every VidraResource of that sync there Ready at the sync's
+// current revision. Only a spec not yet applied waits: what was applied stays, and its
+// drift is repaired, whatever becomes of a dependency later, as a running Deployment
+// does not stop when its CRD's operator restarts.
+func (r *Reconciler) awaitDependencies(ctx context.Context, d *delivery) *outcome {
+	vr := d.vr
+	if len(vr.Spec.DependsOn) == 0 || appliedCurrent(vr) {
+		return nil
+	}
+	cluster := fanout.ClusterOf(vr)
+	for _, dep := range vr.Spec.DependsOn {
+		why, err := r.dependencyWait(ctx, dep, cluster)
+		if err != nil {
+			return stop(ctrl.Result{}, err)
+		}
+		if why != "" {
+			msg := fmt.Sprintf("waiting for %s %s on %s: %s", dep.Kind, dep.Name, cluster, why)
+			conditions.MarkNotReady(vr, vidrav1alpha1.ReasonDependencyNotReady, msg)
+			conditions.MarkReconciling(vr, vidrav1alpha1.ReasonDependencyNotReady, msg)
+			vr.Status.DeployState = vidrav1alpha1.StatePending
+			return stop(ctrl.Result{RequeueAfter: dependencyPoll}, nil)
+		}
+	}
+	return nil
+}
+
+// appliedCurrent says whether the VidraResource's current spec was applied (or tried):
+// its Ready condition describes its generation, and not as waiting for a dependency.
+func appliedCurrent(vr *vidrav1alpha1.VidraResource) bool {
+	c := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady)
+	return c != nil && c.ObservedGeneration == vr.Generation && c.Reason != vidrav1alpha1.ReasonDependencyNotReady
+}
+
+// dependencyWait says why dep is not Ready on cluster ("" when it is).
+func (r *Reconciler) dependencyWait(ctx context.Context, dep vidrav1alpha1.SyncReference, cluster string) (string, error) {
+	kind := vidrav1alpha1.LookupSyncKind(dep.Kind)
+	if kind.New == nil {
+		return fmt.Sprintf("%q is not a kind of sync", dep.Kind), nil
+	}
+	sync := kind.New()
+	if err := r.Hub.Get(ctx, client.ObjectKey{Name: dep.Name}, sync); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "it does not exist", nil
+		}
+		return "", fmt.Errorf("get %s %s: %w", dep.Kind, dep.Name, err)
+	}
+	var list vidrav1alpha1.VidraResourceList
+	if err := r.Hub.List(ctx, &list, client.MatchingLabels{kind.Label: dep.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return "", fmt.Errorf("list the VidraResources of %s %s: %w", dep.Kind, dep.Name, err)
+	}
+	var there []*vidrav1alpha1.VidraResource
+	for i := range list.Items {
+		if vr := &list.Items[i]; metav1.IsControlledBy(vr, sync) && fanout.ClusterOf(vr) == cluster {
+			there = append(there, vr)
+		}
+	}
+	if len(there) == 0 {
+		return "it delivers nothing to this cluster (yet)", nil
+	}
+	ready := fanout.Judge(there, fanout.Checksums(sync.Bundles()), nil)
+	if ready.Ready() {
+		return "", nil
+	}
+	return ready.Why(), nil
+}
+
+// byDependencyField indexes the hub's cached VidraResources by the syncs they depend
+// on ("<kind>/<name>"), so that a dependency's change of health wakes its dependents.
+const byDependencyField = "vidra.dependsOn"
+
+func dependenciesOf(obj client.Object) []string {
+	vr, ok := obj.(*vidrav1alpha1.VidraResource)
+	if !ok {
+		return nil
+	}
+	keys := make([]string, 0, len(vr.Spec.DependsOn))
+	for _, dep := range vr.Spec.DependsOn {
+		keys = append(keys, dep.Kind+"/"+dep.Name)
+	}
+	return keys
+}
+
+// indexByDependency registers byDependencyField with the hub's cache.
+func indexByDependency(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &vidrav1alpha1.VidraResource{}, byDependencyField, dependenciesOf); err != nil {
+		return fmt.Errorf("index VidraResources by dependency: %w", err)
+	}
+	return nil
+}
+
+// dependentsOf requeues the VidraResources on obj's cluster that wait for obj's sync.
+func (r *Reconciler) dependentsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	vr, ok := obj.(*vidrav1alpha1.VidraResource)
+	owner := metav1.GetControllerOf(obj)
+	if !ok || owner == nil {
+		return nil
+	}
+	var list vidrav1alpha1.VidraResourceList
+	if err := r.Hub.List(ctx, &list, client.MatchingFields{byDependencyField: owner.Kind + "/" + owner.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	cluster := fanout.ClusterOf(vr)
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if dependent := &list.Items[i]; fanout.ClusterOf(dependent) == cluster && !appliedCurrent(dependent) {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(dependent)})
+		}
+	}
+	return requests
+}
+
+// readinessChanged says whether an update changed what a dependent judges of a
+// VidraResource: its Ready condition or the content it delivers.
+func readinessChanged(before, after client.Object) bool {
+	a, okA := before.(*vidrav1alpha1.VidraResource)
+	b, okB := after.(*vidrav1alpha1.VidraResource)
+	if !okA || !okB {
+		return true
+	}
+	ca := meta.FindStatusCondition(a.Status.Conditions, vidrav1alpha1.ConditionReady)
+	cb := meta.FindStatusCondition(b.Status.Conditions, vidrav1alpha1.ConditionReady)
+	checksum := func(vr *vidrav1alpha1.VidraResource) string {
+		return vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleChecksumAnnotation)
+	}
+	if (ca == nil) != (cb == nil) || checksum(a) != checksum(b) {
+		return true
+	}
+	return ca != nil && (ca.Status != cb.Status || ca.Reason != cb.Reason || ca.ObservedGeneration != cb.ObservedGeneration)
+}
