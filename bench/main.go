@@ -57,6 +57,11 @@ type settings struct {
 	FleetReplicas int           `json:"fleetReplicas,omitempty"`
 	FleetRounds   int           `json:"fleetRounds"`
 	FleetPlot     string        `json:"-"`
+	// The variables phase: the clusters of one GitSync with spec.postBuild, the distinct
+	// variable sets among them, and the revisions committed and timed.
+	VariablesClusters  int `json:"variablesClusters"`
+	VariablesSets      int `json:"variablesSets"`
+	VariablesRevisions int `json:"variablesRevisions"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -89,9 +94,12 @@ func main() {
 	flag.IntVar(&s.FleetReplicas, "fleet-replicas", 0, "After the largest fleet, this many replicas with --sharding take it over from the one operator; then one is killed. 0 or 1: none.")
 	flag.DurationVar(&s.FleetResync, "fleet-resync", 10*time.Minute, "The operator's --resync-interval in the fleet phase: its default, as the chart runs it (-resync's 30s would ask 333 reconciles a second of 1,000 clusters' 10,000 VidraResources).")
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
+	flag.IntVar(&s.VariablesClusters, "variables-clusters", 100, "Clusters of the variables phase (fronts of the members, as the fleet phase's), all delivered one GitSync with spec.postBuild.")
+	flag.IntVar(&s.VariablesSets, "variables-sets", 3, "Distinct variable sets among the variables phase's clusters: each is labeled ring=r<i mod this>, which its bundle names (at most -variables-clusters).")
+	flag.IntVar(&s.VariablesRevisions, "variables-revisions", 5, "Revisions the variables phase commits, each synced and timed to Ready; the builds they took are counted.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), from half way through the delivery of each fleet size and from the start of its idle window, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,fleet); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -108,6 +116,10 @@ func main() {
 	var err error
 	if s.FleetClusters, err = sizes(*fleetClusters); err != nil || s.FleetBundles < 1 || s.FleetRounds < 1 || s.FleetIdle <= 0 || s.FleetResync <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -fleet-clusters must be positive sizes, -fleet-bundles and -fleet-rounds at least 1, -fleet-idle and -fleet-resync positive", err)
+		os.Exit(2)
+	}
+	if s.VariablesClusters < 1 || s.VariablesSets < 1 || s.VariablesSets > s.VariablesClusters || s.VariablesRevisions < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -variables-clusters, -variables-sets and -variables-revisions must be at least 1, -variables-sets at most -variables-clusters")
 		os.Exit(2)
 	}
 	if *phases != "" {
@@ -167,6 +179,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"hostile", "one team's sync beside another team's hostile sources", b.measureHostile},
 		{"leaks", "leak check", b.measureLeaks},
 		{"pull", "pull mode: idle agents' hub requests, change to Ready", b.measurePull},
+		{"variables", "one GitSync with spec.postBuild to -variables-clusters clusters of -variables-sets variable sets: builds per revision", b.measureVariables},
 		// Last: it restarts the operator for each fleet size.
 		{"fleet", "fleets of -fleet-clusters clusters: enrollment, delivery, idle cost", b.measureFleet},
 	} {
@@ -213,7 +226,9 @@ func (s settings) runs(phase string) bool {
 	}
 	switch phase {
 	case "enroll":
-		return slices.ContainsFunc(s.Phases, func(p string) bool { return !slices.Contains([]string{"idle", "leaks", "pull", "fleet"}, p) })
+		return slices.ContainsFunc(s.Phases, func(p string) bool {
+			return !slices.Contains([]string{"idle", "leaks", "pull", "variables", "fleet"}, p)
+		})
 	case "converge":
 		return slices.ContainsFunc(s.Phases, func(p string) bool { return p == "resync" || p == "drift" })
 	}
@@ -270,10 +285,12 @@ type results struct {
 	// Noisy is the noisy phase's, when it ran.
 	Noisy *noisyResult `json:"noisy,omitempty"`
 	// Hostile is the hostile phase's, when it ran.
-	Hostile                 *hostileResult `json:"hostile,omitempty"`
-	Targets                 []check        `json:"targets"`
-	MeasuredAt              string         `json:"measuredAt"`
-	IsolationObjectsPerSide int            `json:"isolationObjectsPerRound"`
+	Hostile *hostileResult `json:"hostile,omitempty"`
+	// Variables is the variables phase's, when it ran.
+	Variables               *variablesResult `json:"variables,omitempty"`
+	Targets                 []check          `json:"targets"`
+	MeasuredAt              string           `json:"measuredAt"`
+	IsolationObjectsPerSide int              `json:"isolationObjectsPerRound"`
 }
 
 // check is one target and whether this run met it.
@@ -321,6 +338,7 @@ func (r *results) judge() {
 			check{"hostile: an InfrahubSync beside hostile sources / quiet", h.HostileMs / h.QuietMs, "<= 2", h.HostileMs <= 2*h.QuietMs},
 			check{"hostile: operator peak RSS meanwhile (MiB)", h.PeakRSSMiB, "< chart limit / 2", h.PeakRSSMiB < h.ChartLimitMiB/2})
 	}
+	r.Targets = append(r.Targets, r.Variables.targets()...)
 	r.Targets = append(r.Targets, fleetTargets(r.Fleet, r.FleetSharded)...)
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
@@ -379,6 +397,9 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprintf(tw, "  token renewals\tone per agent every %.0f min (%.0f min tokens, renewed at %.0f%% of their life): %.3f per member per minute, rarer than the window\n", p.TokenRenewalMinutes, p.TokenTTLMinutes, 100*p.TokenRenewalMinutes/p.TokenTTLMinutes, 1/p.TokenRenewalMinutes)
 		fmt.Fprintf(tw, "  change to Ready\tp50 %.0f ms, p90 %.0f ms, max %.0f ms (%d changes, hub VidraResource changed -> hub Ready for its generation); %.2f agent requests to the hub per change (%s)\n",
 			p.ChangeToReadyP50Ms, p.ChangeToReadyP90Ms, p.ChangeToReadyMaxMs, p.Changes, p.RequestsPerChange, orNone(p.RequestsPerChangeByKind))
+	}
+	if v := r.Variables; v != nil {
+		fmt.Fprintf(tw, "variables (%d clusters, %d variable sets, %d objects)\t%s\n", v.Clusters, v.VariableSets, v.ObjectsPerBundle, v.print())
 	}
 	printFleet(tw, r.Fleet, r.FleetSharded)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+)
+
+// openClusters opens a front for each of the phase's clusters, spread over the members
+// round robin as the fleet phase's are, each in a ring of -variables-sets, and creates
+// the namespace the bundle goes to on every member they front.
+func (v *variablesRun) openClusters(ctx context.Context) error {
+	for i := range v.VariablesClusters {
+		member := v.members[i%len(v.members)]
+		server, err := url.Parse(member.Config.Host)
+		if err != nil {
+			return fmt.Errorf("the address of %s: %w", member.Name, err)
+		}
+		addr, err := v.fronts.open(ctx, i, server.Host)
+		if err != nil {
+			return err
+		}
+		kubeconfig, err := frontKubeconfig(member.Kubeconfig, addr)
+		if err != nil {
+			return fmt.Errorf("the kubeconfig of front %d: %w", i, err)
+		}
+		v.clusters = append(v.clusters, variablesCluster{
+			fleetCluster: fleetCluster{name: fmt.Sprintf("%s%04d", variablesClusterPrefix, i), member: member, addr: addr, kubeconfig: kubeconfig},
+			ring:         fmt.Sprintf("r%d", i%v.VariablesSets),
+		})
+	}
+	return forEach(ctx, v.fronted(), func(m *testfleet.Cluster) error {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: variablesNamespace}}
+		if err := client.IgnoreAlreadyExists(m.Client.Create(ctx, ns)); err != nil {
+			return fmt.Errorf("create namespace %s on %s: %w", variablesNamespace, m.Name, err)
+		}
+		return nil
+	})
+}
+
+// fronted are the members the phase's clusters front.
+func (v *variablesRun) fronted() []*testfleet.Cluster {
+	return v.members[:min(v.VariablesClusters, len(v.members))]
+}
+
+// enroll creates each cluster's enrollment Secret, labeled with its ring, confined to
+// the bundle's namespace, and waits until every cluster is Engaged.
+func (v *variablesRun) enroll(ctx context.Context) error {
+	err := forEach(ctx, v.clusters, func(c variablesCluster) error {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: c.name, Namespace: namespace,
+				Labels:      map[string]string{vidrav1alpha1.ClusterLabel: c.name, variablesLabel: "true", "ring": c.ring},
+				Annotations: map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: variablesNamespace},
+			},
+			Data: map[string][]byte{vidrav1alpha1.KubeconfigKey: c.kubeconfig},
+		}
+		if err := v.fleet.Hub.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("create enrollment Secret %s: %w", c.name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("the variables phase's %d clusters Engaged", len(v.clusters))
+	return testfleet.WaitFor(ctx, 500*time.Millisecond, 10*time.Minute, what, func() (bool, error) {
+		clusters, err := v.vidraClusters(ctx)
+		engaged := 0
+		for _, vc := range clusters {
+			if vc.Status.Phase == vidrav1alpha1.ClusterEngaged {
+				engaged++
+			}
+		}
+		return engaged == len(v.clusters), err
+	})
+}
+
+// vidraClusters are the VidraClusters of the phase's enrollment Secrets, which carry
+// their labels.
+func (v *variablesRun) vidraClusters(ctx context.Context) ([]vidrav1alpha1.VidraCluster, error) {
+	var list vidrav1alpha1.VidraClusterList
+	if err := v.fleet.Hub.Client.List(ctx, &list, client.MatchingLabels{variablesLabel: "true"}); err != nil {
+		return nil, fmt.Errorf("list VidraClusters: %w", err)
+	}
+	return list.Items, nil
+}
+
+// clean removes what the phase set up, each step whether the one before failed or not:
+// the GitSync and its VidraResources, then the enrollment Secrets and their clusters
+// (disengaged through the fronts, still open), the namespace on the members, the fronts
+// and the Git server.
+func (v *variablesRun) clean(ctx context.Context) error {
+	started := time.Now()
+	errs := []error{v.removeSync(ctx)}
+	errs = append(errs, v.unenroll(ctx))
+	errs = append(errs, v.removeNamespace(ctx))
+	errs = append(errs, v.fronts.close())
+	if v.git != nil {
+		errs = append(errs, v.git.close())
+	}
+	fmt.Fprintf(v.log, "  cleared in %s\n", since(started))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clear the variables phase: %w", err)
+	}
+	return nil
+}
+
+// removeSync deletes the GitSync, then its VidraResources, as the garbage collector would
+// through their owner references (the bench's hub runs none), and waits until the
+// operator has let every one go.
+func (v *variablesRun) removeSync(ctx context.Context) error {
+	hub := v.fleet.Hub.Client
+	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: variablesSyncName}}
+	if err := client.IgnoreNotFound(hub.Delete(ctx, gs)); err != nil {
+		return fmt.Errorf("delete GitSync %s: %w", variablesSyncName, err)
+	}
+	// Gone first, so that it makes none of them again.
+	err := testfleet.WaitFor(ctx, 100*time.Millisecond, time.Minute, "GitSync "+variablesSyncName+" gone", func() (bool, error) {
+		err := hub.Get(ctx, client.ObjectKeyFromObject(gs), gs)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return err
+	}
+	ofSync := client.MatchingLabels{vidrav1alpha1.GitSyncLabel: variablesSyncName}
+	if err := hub.DeleteAllOf(ctx, &vidrav1alpha1.VidraResource{}, ofSync); err != nil {
+		return fmt.Errorf("delete the VidraResources of GitSync %s: %w", variablesSyncName, err)
+	}
+	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the VidraResources of GitSync "+variablesSyncName+" gone", func() (bool, error) {
+		var list vidrav1alpha1.VidraResourceList
+		err := hub.List(ctx, &list, ofSync, client.Limit(1))
+		return err == nil && len(list.Items) == 0, err
+	})
+}
+
+// unenroll deletes the enrollment Secrets and waits until their VidraClusters are gone.
+func (v *variablesRun) unenroll(ctx context.Context) error {
+	err := v.fleet.Hub.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.MatchingLabels{variablesLabel: "true"})
+	if err != nil {
+		return fmt.Errorf("delete the enrollment Secrets: %w", err)
+	}
+	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the variables phase's VidraClusters gone", func() (bool, error) {
+		clusters, err := v.vidraClusters(ctx)
+		return err == nil && len(clusters) == 0, err
+	})
+}
+
+// removeNamespace deletes the bundle's namespace on the members. They run no namespace
+// controller (the bench starts none), so each is then finalized as that controller would
+// once it is empty, as it is: a dry run writes nothing in it.
+func (v *variablesRun) removeNamespace(ctx context.Context) error {
+	return forEach(ctx, v.fronted(), func(m *testfleet.Cluster) error {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: variablesNamespace}}
+		err := m.Client.Delete(ctx, ns)
+		if err == nil {
+			err = m.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)
+		}
+		if err == nil {
+			ns.Spec.Finalizers = nil
+			err = m.Client.SubResource("finalize").Update(ctx, ns)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("remove namespace %s on %s: %w", variablesNamespace, m.Name, err)
+		}
+		return nil
+	})
+}
