@@ -63,8 +63,11 @@ const (
 	// ReasonDeleting: the VidraResource is deleted and waits for its objects to be
 	// released.
 	ReasonDeleting = "Deleting"
-	// ReasonHealthCheckFailed: applied objects failed by kstatus.
+	// ReasonHealthCheckFailed: applied objects failed by kstatus or by their
+	// healthCheckExprs, or stayed in progress past spec.timeout.
 	ReasonHealthCheckFailed = "HealthCheckFailed"
+	// ReasonHealthCheckInvalid: an expression of spec.healthCheckExprs does not compile.
+	ReasonHealthCheckInvalid = "HealthCheckInvalid"
 	// ReasonContentUnavailable: spec.content names content that is missing from the
 	// content store, or that fails its checks; nothing is applied.
 	ReasonContentUnavailable = "ContentUnavailable"

@@ -61,6 +61,21 @@ type SyncOptions struct {
 	// +kubebuilder:validation:MaxItems=16
 	DependsOn []SyncReference `json:"dependsOn,omitempty"`
 
+	// HealthCheckExprs tell the health of objects of the kinds they name with CEL, as
+	// Flux's: for kinds whose status kstatus cannot read. An expression that does not
+	// compile stalls the sync, naming it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	HealthCheckExprs []HealthCheck `json:"healthCheckExprs,omitempty"`
+
+	// Timeout bounds how long an object may stay in progress once its VidraResource
+	// applied a new spec: past it, the object has failed (HealthCheckFailed). None: it
+	// may take as long as it takes.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="timeout must be a duration of at least 1s, such as 5m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
 	// Rollout says how a new revision moves across the clusters: all at once (the
 	// default), or wave by wave with a health gate.
 	// +optional

@@ -91,6 +91,16 @@ func TestSourceSyncsAreValidatedByTheAPIServer(t *testing.T) {
 			s.Spec.PostBuild = &vidrav1alpha1.PostBuild{SubstituteFrom: []vidrav1alpha1.SubstituteReference{{Kind: "Deployment", Name: "x"}}}
 			return s
 		}, "spec.postBuild.substituteFrom[0].kind", ""},
+		{"a timeout under a second", func() client.Object {
+			s := validGitSync()
+			s.Spec.Timeout = &metav1.Duration{Duration: 1}
+			return s
+		}, "spec.timeout", "at least 1s"},
+		{"a health check without current", func() client.Object {
+			s := validGitSync()
+			s.Spec.HealthCheckExprs = []vidrav1alpha1.HealthCheck{{APIVersion: "example.com/v1", Kind: "Widget"}}
+			return s
+		}, "spec.healthCheckExprs[0].current", ""},
 		{"https OCI URL", func() client.Object {
 			s := validOCISync()
 			s.Spec.Source.URL = "https://ghcr.io/org/manifests"

@@ -72,6 +72,8 @@ type Sync interface {
 	Waits() bool
 	// Dependencies are the syncs it waits for (spec.dependsOn), each with its kind.
 	Dependencies() []SyncReference
+	// HealthChecks are its spec.healthCheckExprs and spec.timeout.
+	HealthChecks() ([]HealthCheck, *metav1.Duration)
 	// SetClusters sets status.clusters.
 	SetClusters(counts *ClusterCounts)
 	// SelectsClusters says whether it fans out by clusterSelector, so that clusters
@@ -136,6 +138,11 @@ func (in *InfrahubSync) Dependencies() []SyncReference {
 	return withKinds(in.Spec.DependsOn, "InfrahubSync")
 }
 
+// HealthChecks are the InfrahubSync's spec.healthCheckExprs and spec.timeout.
+func (in *InfrahubSync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
+	return in.Spec.HealthCheckExprs, in.Spec.Timeout
+}
+
 // SetClusters sets the InfrahubSync's status.clusters.
 func (in *InfrahubSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
@@ -189,6 +196,11 @@ func (in *GitSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 
 // Dependencies are the GitSync's spec.dependsOn, each with its kind.
 func (in *GitSync) Dependencies() []SyncReference { return withKinds(in.Spec.DependsOn, "GitSync") }
+
+// HealthChecks are the GitSync's spec.healthCheckExprs and spec.timeout.
+func (in *GitSync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
+	return in.Spec.HealthCheckExprs, in.Spec.Timeout
+}
 
 // SetClusters sets the GitSync's status.clusters.
 func (in *GitSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
@@ -247,6 +259,11 @@ func (in *OCISync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 // Dependencies are the OCISync's spec.dependsOn, each with its kind.
 func (in *OCISync) Dependencies() []SyncReference { return withKinds(in.Spec.DependsOn, "OCISync") }
 
+// HealthChecks are the OCISync's spec.healthCheckExprs and spec.timeout.
+func (in *OCISync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
+	return in.Spec.HealthCheckExprs, in.Spec.Timeout
+}
+
 // SetClusters sets the OCISync's status.clusters.
 func (in *OCISync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
@@ -303,6 +320,11 @@ func (in *HelmSync) Waits() bool { return in.Spec.Wait == nil || *in.Spec.Wait }
 
 // Dependencies are the HelmSync's spec.dependsOn, each with its kind.
 func (in *HelmSync) Dependencies() []SyncReference { return withKinds(in.Spec.DependsOn, "HelmSync") }
+
+// HealthChecks are the HelmSync's spec.healthCheckExprs and spec.timeout.
+func (in *HelmSync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
+	return in.Spec.HealthCheckExprs, in.Spec.Timeout
+}
 
 // SetClusters sets the HelmSync's status.clusters.
 func (in *HelmSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }

@@ -190,6 +190,19 @@ type VidraResourceSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// HealthCheckExprs tell the health of objects of the kinds they name with CEL, as
+	// Flux's Kustomization's (a sync writes its own here); other kinds by kstatus.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	HealthCheckExprs []HealthCheck `json:"healthCheckExprs,omitempty"`
+
+	// Timeout bounds how long an object may stay in progress once a new spec is applied:
+	// past it, it has failed. None: no bound.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="timeout must be a duration of at least 1s, such as 5m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
 	// DependsOn names syncs whose VidraResources on this one's cluster must be Ready, at
 	// their sync's current revision, before a new spec of this one is applied (a sync
 	// writes its spec.dependsOn here). What it applied before stays, and is repaired.
@@ -333,6 +346,10 @@ type VidraResourceStatus struct {
 	// VMRollout reports the restart progress of the bundle's VirtualMachines.
 	// +optional
 	VMRollout *VMRolloutStatus `json:"vmRollout,omitempty"`
+
+	// AppliedAt is when the current spec was first applied: spec.timeout counts from it.
+	// +optional
+	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 
 	// Revision is the number of the revision (ControllerRevision) applied now.
 	// +optional

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/engine/celhealth"
 	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
@@ -79,6 +80,8 @@ type Reconciler struct {
 	// (settledPass): a change of a VidraResource's health then recomputes the sync's
 	// readiness without reading its source.
 	settled sync.Map
+	// healthExprs compiles the syncs' spec.healthCheckExprs, each expression once.
+	healthExprs celhealth.Compiler
 }
 
 // DefaultInlineLimit is the largest bundle a VidraResource holds inline when InlineLimit
@@ -157,7 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	if stalled, err := r.stallCycle(ctx, obj); err != nil {
 		return ctrl.Result{}, err
-	} else if stalled {
+	} else if stalled || r.stallHealthChecks(obj) {
 		return ctrl.Result{RequeueAfter: cmp.Or(spec.Interval, defaultInterval)}, nil
 	}
 	start := r.now()

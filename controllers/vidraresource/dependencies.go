@@ -48,6 +48,16 @@ func (r *Reconciler) awaitDependencies(ctx context.Context, d *delivery) *outcom
 	return nil
 }
 
+// noteApplied records when a new spec is first applied (status.appliedAt): an object
+// still in progress spec.timeout after it has failed.
+func (r *Reconciler) noteApplied(_ context.Context, d *delivery) *outcome {
+	if !appliedCurrent(d.vr) || d.vr.Status.AppliedAt == nil {
+		now := metav1.Now()
+		d.vr.Status.AppliedAt = &now
+	}
+	return nil
+}
+
 // appliedCurrent says whether the VidraResource's current spec was applied (or tried):
 // its Ready condition describes its generation, and not as waiting for a dependency.
 func appliedCurrent(vr *vidrav1alpha1.VidraResource) bool {

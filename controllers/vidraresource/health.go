@@ -14,6 +14,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/celhealth"
 	"github.com/vidra-operator/vidra/internal/engine/inventory"
 	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 )
@@ -23,7 +24,7 @@ import (
 // returns the objects still in progress and those that failed, each with the reason.
 // The objects the apply just returned (applied, by key) are judged as returned, not read
 // again and not copied: kstatus only reads them.
-func health(ctx context.Context, c client.Reader, applied map[string]*unstructured.Unstructured, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref, current map[string]string) (inProgress, failed []string, err error) {
+func health(ctx context.Context, c client.Reader, applied map[string]*unstructured.Unstructured, vr *vidrav1alpha1.VidraResource, refs []inventory.Ref, current map[string]string, checks *celhealth.Checks) (inProgress, failed []string, err error) {
 	entries := make(map[string]*vidrav1alpha1.ManagedResource, len(vr.Status.ManagedResources))
 	for i := range vr.Status.ManagedResources {
 		if ref, ok := inventory.FromEntry(vr.Status.ManagedResources[i]); ok {
@@ -56,7 +57,7 @@ func health(ctx context.Context, c client.Reader, applied map[string]*unstructur
 		if err != nil {
 			return nil, nil, err
 		}
-		result, err := status.Compute(u)
+		result, err := statusOfObject(u, checks)
 		if err != nil {
 			return nil, nil, fmt.Errorf("compute status of %s: %w", ref, err)
 		}
@@ -77,6 +78,14 @@ func health(ctx context.Context, c client.Reader, applied map[string]*unstructur
 		}
 	}
 	return inProgress, failed, nil
+}
+
+// statusOfObject is u's state by the healthCheckExprs of its kind, else by kstatus.
+func statusOfObject(u *unstructured.Unstructured, checks *celhealth.Checks) (*status.Result, error) {
+	if result, ok := checks.Compute(u); ok {
+		return result, nil
+	}
+	return status.Compute(u)
 }
 
 // statusOf is the kstatus last recorded of each object of the inventory, by key.
@@ -108,7 +117,15 @@ func currentUnchanged(applied []apply.Result, judged map[string]vidrav1alpha1.Ma
 // just returned are judged as returned, not read again.
 func (r *Reconciler) reportHealth(ctx context.Context, d *delivery) *outcome {
 	vr := d.vr
-	inProgress, failed, err := health(ctx, d.dest.client, appliedObjects(d.results), vr, d.kept, currentUnchanged(d.results, d.judged))
+	checks, err := r.healthExprs.Compile(vr.Spec.HealthCheckExprs)
+	if err != nil {
+		markStalled(vr, vidrav1alpha1.ReasonHealthCheckInvalid, err.Error())
+		return stop(ctrl.Result{}, nil)
+	}
+	inProgress, failed, err := health(ctx, d.dest.client, appliedObjects(d.results), vr, d.kept, currentUnchanged(d.results, d.judged), checks)
+	if late := timedOut(vr, inProgress); late != "" {
+		failed, inProgress = append(failed, late), nil
+	}
 	switch {
 	case err != nil:
 		markNotReady(vr, vidrav1alpha1.ReasonProgressing, err.Error())
@@ -123,6 +140,16 @@ func (r *Reconciler) reportHealth(ctx context.Context, d *delivery) *outcome {
 		return stop(ctrl.Result{RequeueAfter: healthPoll}, nil)
 	}
 	return nil
+}
+
+// timedOut says which objects are still in progress past spec.timeout, counted from
+// when the current spec was applied ("" when none, or no timeout).
+func timedOut(vr *vidrav1alpha1.VidraResource, inProgress []string) string {
+	t, at := vr.Spec.Timeout, vr.Status.AppliedAt
+	if len(inProgress) == 0 || t == nil || at == nil || time.Since(at.Time) < t.Duration {
+		return ""
+	}
+	return fmt.Sprintf("still in progress %s after the spec was applied (spec.timeout): %s", t.Duration, firstFew(inProgress))
 }
 
 // healthPoll is how often objects still in progress are looked at again.

@@ -26,6 +26,7 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/engine/apply"
+	"github.com/vidra-operator/vidra/internal/engine/celhealth"
 	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/engine/history"
 	"github.com/vidra-operator/vidra/internal/engine/inventory"
@@ -105,6 +106,8 @@ type Reconciler struct {
 	// (0: no bound).
 	PerClusterReconciles int
 	slots                fairshare.Slots[multicluster.ClusterName]
+	// healthExprs compiles spec.healthCheckExprs, each expression once.
+	healthExprs celhealth.Compiler
 	// handovers counts, per destination label, the times this replica lost the cluster
 	// to another (an *atomic.Int64): a memo taken before a loss is never trusted after it.
 	handovers sync.Map
@@ -225,6 +228,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vr *vidrav1alpha1.Vidr
 		r.findDestination,   // the cluster it goes to
 		r.checkRight,        // who may deliver there: nothing of the bundle is read before
 		r.awaitDependencies, // a new spec waits for its syncs' dependencies on its cluster
+		r.noteApplied,       // when a new spec is first applied: spec.timeout counts from it
 		r.readBundle,        // the bundle, decoded whole before anything is applied
 		r.checkPolicy,       // what the cluster takes
 		r.prepareApply,      // the destination namespace and the apply engine

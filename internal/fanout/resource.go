@@ -40,6 +40,7 @@ func (d *Delivery) resource(it Item, t Target) *vidrav1alpha1.VidraResource {
 		},
 		Spec: vidrav1alpha1.VidraResourceSpec{Destination: t.destination, DependsOn: d.sync.Object.Dependencies()},
 	}
+	vr.Spec.HealthCheckExprs, vr.Spec.Timeout = d.sync.Object.HealthChecks()
 	applyTemplate(&vr.Spec, tpl)
 	return vr
 }
@@ -225,6 +226,7 @@ func (d *Delivery) updateOf(cur, vr *vidrav1alpha1.VidraResource) (*vidrav1alpha
 	updated.Spec.Content = vr.Spec.Content
 	updated.Spec.Preview = vr.Spec.Preview
 	updated.Spec.DependsOn = vr.Spec.DependsOn
+	updated.Spec.HealthCheckExprs, updated.Spec.Timeout = vr.Spec.HealthCheckExprs, vr.Spec.Timeout
 	if tpl := d.sync.Template; tpl != nil {
 		applyTemplate(&updated.Spec, tpl)
 	}
