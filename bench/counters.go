@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
@@ -76,27 +75,7 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 		return c, err
 	}
 	c.cpuSeconds = cpu
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.metrics, nil)
-	if err != nil {
-		return c, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return c, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for scanner.Scan() {
-		line := scanner.Text()
-		series, value, ok := cutLast(line, " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
+	err = b.readMetrics(ctx, func(series string, v float64) {
 		switch {
 		case strings.HasPrefix(series, "rest_client_requests_total{"):
 			labels := parseLabels(series)
@@ -113,8 +92,8 @@ func (b *bench) counters(ctx context.Context) (counters, error) {
 		default:
 			c.gc.read(series, v)
 		}
-	}
-	return c, scanner.Err()
+	})
+	return c, err
 }
 
 // since is what the operator did between before and c.

@@ -277,27 +277,40 @@ func (b *bench) saveProfile(ctx context.Context, path, file string) error {
 
 // scrape reads the operator's unlabeled metrics.
 func (b *bench) scrape(ctx context.Context) (map[string]float64, error) {
+	values := map[string]float64{}
+	err := b.readMetrics(ctx, func(series string, v float64) {
+		if !strings.Contains(series, "{") {
+			values[series] = v
+		}
+	})
+	return values, err
+}
+
+// readMetrics reads the operator's metrics, giving each series (its name and labels as
+// written) and its value to each; comments and what does not parse are skipped.
+func (b *bench) readMetrics(ctx context.Context, each func(series string, v float64)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.metrics, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	values := map[string]float64{}
 	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for scanner.Scan() {
-		name, value, ok := strings.Cut(scanner.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+		line := scanner.Text()
+		series, value, ok := cutLast(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
 			continue
 		}
 		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			values[name] = v
+			each(series, v)
 		}
 	}
-	return values, scanner.Err()
+	return scanner.Err()
 }
 
 // enroll creates the labeled kubeconfig Secret of a member and returns when its

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -224,36 +221,17 @@ func readyAtRevision(gs *vidrav1alpha1.GitSync, revision string, clusters int) b
 }
 
 // gitSyncBuilds is the operator's vidra_source_builds_total{kind="GitSync",result="ok"}:
-// 0 before its first build, when the series does not exist yet. (scrape keeps the
-// unlabeled series alone.)
+// 0 before its first build, when the series does not exist yet.
 func (b *bench) gitSyncBuilds(ctx context.Context) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.metrics, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("read the operator's metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
 	var builds float64
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for scanner.Scan() {
-		series, value, ok := cutLast(scanner.Text(), " ")
-		if !ok || !strings.HasPrefix(series, "vidra_source_builds_total{") {
-			continue
+	err := b.readMetrics(ctx, func(series string, v float64) {
+		if strings.HasPrefix(series, "vidra_source_builds_total{") {
+			if labels := parseLabels(series); labels["kind"] == "GitSync" && labels["result"] == "ok" {
+				builds += v
+			}
 		}
-		if labels := parseLabels(series); labels["kind"] != "GitSync" || labels["result"] != "ok" {
-			continue
-		}
-		n, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return 0, fmt.Errorf("the operator's vidra_source_builds_total: %w", err)
-		}
-		builds += n
-	}
-	if err := scanner.Err(); err != nil {
+	})
+	if err != nil {
 		return 0, fmt.Errorf("read the operator's metrics: %w", err)
 	}
 	return builds, nil

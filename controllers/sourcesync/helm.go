@@ -12,7 +12,6 @@ import (
 	"time"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -245,19 +244,15 @@ func (h *Helm) valuesDocument(ctx context.Context, hs *vidrav1alpha1.HelmSync, i
 			return nil, err
 		}
 	} else {
-		if err := h.Secrets.mayRead(ctx, hs, fmt.Sprintf("spec.valuesFrom[%d]", i), ref.Name); err != nil {
-			return nil, err
-		}
-		cm := &corev1.ConfigMap{}
-		err = h.Secrets.Reader.Get(ctx, client.ObjectKey{Namespace: h.Secrets.Namespace, Name: ref.Name}, cm)
+		cm, found, err := h.Secrets.configMap(ctx, hs, fmt.Sprintf("spec.valuesFrom[%d]", i), ref.Name)
 		switch {
-		case apierrors.IsNotFound(err):
-			return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%s not found", where)}
 		case err != nil:
-			return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("%s: %w", where, err)}
+			return nil, err
+		case !found:
+			return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true, Err: fmt.Errorf("%s not found", where)}
 		}
 		data = map[string][]byte{}
-		for k, v := range cm.Data {
+		for k, v := range cm {
 			data[k] = []byte(v)
 		}
 	}

@@ -10,8 +10,6 @@ import (
 	"maps"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -125,7 +123,7 @@ func (s *substitution) Prepare(ctx context.Context, _ Object, rev Revision, targ
 // references are the cluster variables the base names: remembered per bundle, so that
 // a pass that builds nothing new does not read the bundle.
 func (s *substitution) references(ctx context.Context, revision string) (postbuild.Refs, error) {
-	memo := "postbuild-refs\x00" + s.base
+	memo := s.refsMemo()
 	if known, ok := s.kind.builds().Get(memo); ok {
 		if f, failed := known.(failedBuild); failed {
 			return postbuild.Refs{}, f.err
@@ -139,6 +137,10 @@ func (s *substitution) references(ctx context.Context, revision string) (postbui
 	return s.template.Refs(), nil
 }
 
+// refsMemo is the key under which the kind remembers the base's references, or why it
+// does not parse.
+func (s *substitution) refsMemo() string { return "postbuild-refs\x00" + s.base }
+
 // parse reads the base from the content store, once per pass.
 func (s *substitution) parse(ctx context.Context, revision string) error {
 	if s.template != nil {
@@ -151,7 +153,7 @@ func (s *substitution) parse(ctx context.Context, revision string) error {
 	tpl, err := postbuild.Parse(data)
 	if err != nil {
 		f := &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("postBuild: %s: %w", revision, err)}
-		s.kind.builds().Add("postbuild-refs\x00"+s.base, failedBuild{err: f})
+		s.kind.builds().Add(s.refsMemo(), failedBuild{err: f})
 		return f
 	}
 	s.template = tpl
@@ -202,21 +204,17 @@ func (p *PostBuild) referenced(ctx context.Context, obj Object, field string, re
 		}
 		return out, err
 	}
-	if err := p.Secrets.mayRead(ctx, obj, field, ref.Name); err != nil {
-		return nil, err
-	}
-	cm := &corev1.ConfigMap{}
-	err := p.Secrets.Reader.Get(ctx, client.ObjectKey{Namespace: p.Secrets.Namespace, Name: ref.Name}, cm)
+	cm, found, err := p.Secrets.configMap(ctx, obj, field, ref.Name)
 	switch {
-	case apierrors.IsNotFound(err) && ref.Optional:
+	case err != nil:
+		return nil, err
+	case !found && ref.Optional:
 		return out, nil
-	case apierrors.IsNotFound(err):
+	case !found:
 		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
 			Err: fmt.Errorf("%s: ConfigMap %s/%s not found (mark it optional: true if it may be missing)", field, p.Secrets.Namespace, ref.Name)}
-	case err != nil:
-		return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("%s: get ConfigMap %s/%s: %w", field, p.Secrets.Namespace, ref.Name, err)}
 	}
-	maps.Copy(out, cm.Data)
+	maps.Copy(out, cm)
 	return out, nil
 }
 

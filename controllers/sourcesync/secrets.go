@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -70,6 +71,25 @@ func (s Secrets) mayRead(ctx context.Context, obj Object, field, name string) er
 		return gateFailure(err)
 	}
 	return nil
+}
+
+// configMap returns the data of the ConfigMap name of the operator's namespace, which
+// field names, once whoever last changed the sync may still get it (mayRead); found is
+// false when it does not exist, which each field says in its own words.
+func (s Secrets) configMap(ctx context.Context, obj Object, field, name string) (data map[string]string, found bool, err error) {
+	if err := s.mayRead(ctx, obj, field, name); err != nil {
+		return nil, false, err
+	}
+	cm := &corev1.ConfigMap{}
+	err = s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true,
+			Err: fmt.Errorf("%s: get ConfigMap %s/%s: %w", field, s.Namespace, name, err)}
+	}
+	return cm.Data, true, nil
 }
 
 // ca returns the PEM bundle of a CA Secret (nil when ref is nil) that verifies url.

@@ -2,13 +2,12 @@ package syncs
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fanout"
 )
 
 // maxDependencyWalk bounds the syncs a search for a cycle reads: far more than any
@@ -72,16 +71,9 @@ func (r *Reconciler) dependencyCycle(ctx context.Context, obj Object) (string, e
 
 // dependenciesOf are the dependencies of the sync ref names (none when it does not exist).
 func (r *Reconciler) dependenciesOf(ctx context.Context, ref vidrav1alpha1.SyncReference) ([]vidrav1alpha1.SyncReference, error) {
-	kind := vidrav1alpha1.LookupSyncKind(ref.Kind)
-	if kind.New == nil {
-		return nil, nil
-	}
-	sync := kind.New()
-	if err := r.Hub.Get(ctx, client.ObjectKey{Name: ref.Name}, sync); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
+	sync, err := fanout.SyncOf(ctx, r.Hub, ref, client.UnsafeDisableDeepCopy)
+	if err != nil || sync == nil {
+		return nil, err
 	}
 	return sync.Dependencies(), nil
 }

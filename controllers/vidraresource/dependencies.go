@@ -3,9 +3,9 @@ package vidraresource
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,27 +67,15 @@ func appliedCurrent(vr *vidrav1alpha1.VidraResource) bool {
 
 // dependencyWait says why dep is not Ready on cluster ("" when it is).
 func (r *Reconciler) dependencyWait(ctx context.Context, dep vidrav1alpha1.SyncReference, cluster string) (string, error) {
-	kind := vidrav1alpha1.LookupSyncKind(dep.Kind)
-	if kind.New == nil {
-		return fmt.Sprintf("%q is not a kind of sync", dep.Kind), nil
+	sync, err := fanout.SyncOf(ctx, r.Hub, dep)
+	if err != nil || sync == nil {
+		return "it does not exist", err
 	}
-	sync := kind.New()
-	if err := r.Hub.Get(ctx, client.ObjectKey{Name: dep.Name}, sync); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "it does not exist", nil
-		}
-		return "", fmt.Errorf("get %s %s: %w", dep.Kind, dep.Name, err)
+	owned, err := fanout.Owned(ctx, r.Hub, sync, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return "", err
 	}
-	var list vidrav1alpha1.VidraResourceList
-	if err := r.Hub.List(ctx, &list, client.MatchingLabels{kind.Label: dep.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return "", fmt.Errorf("list the VidraResources of %s %s: %w", dep.Kind, dep.Name, err)
-	}
-	var there []*vidrav1alpha1.VidraResource
-	for i := range list.Items {
-		if vr := &list.Items[i]; metav1.IsControlledBy(vr, sync) && fanout.ClusterOf(vr) == cluster {
-			there = append(there, vr)
-		}
-	}
+	there := slices.DeleteFunc(owned, func(vr *vidrav1alpha1.VidraResource) bool { return fanout.ClusterOf(vr) != cluster })
 	if len(there) == 0 {
 		return "it delivers nothing to this cluster (yet)", nil
 	}
@@ -141,23 +129,4 @@ func (r *Reconciler) dependentsOf(ctx context.Context, obj client.Object) []reco
 		}
 	}
 	return requests
-}
-
-// readinessChanged says whether an update changed what a dependent judges of a
-// VidraResource: its Ready condition or the content it delivers.
-func readinessChanged(before, after client.Object) bool {
-	a, okA := before.(*vidrav1alpha1.VidraResource)
-	b, okB := after.(*vidrav1alpha1.VidraResource)
-	if !okA || !okB {
-		return true
-	}
-	ca := meta.FindStatusCondition(a.Status.Conditions, vidrav1alpha1.ConditionReady)
-	cb := meta.FindStatusCondition(b.Status.Conditions, vidrav1alpha1.ConditionReady)
-	checksum := func(vr *vidrav1alpha1.VidraResource) string {
-		return vidrav1alpha1.BundleAnnotation(vr.Annotations, vidrav1alpha1.BundleChecksumAnnotation)
-	}
-	if (ca == nil) != (cb == nil) || checksum(a) != checksum(b) {
-		return true
-	}
-	return ca != nil && (ca.Status != cb.Status || ca.Reason != cb.Reason || ca.ObservedGeneration != cb.ObservedGeneration)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fanout"
 	"github.com/vidra-operator/vidra/internal/runtime/ctrlqueue"
 )
 
@@ -46,8 +47,12 @@ func (r *Reconciler) SetupWithManager(maxConcurrentReconciles int) error {
 		// A dependency Ready on a cluster wakes what waits for it there at once.
 		Watches(&vidrav1alpha1.VidraResource{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf),
 			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(event.CreateEvent) bool { return false },
-				UpdateFunc:  func(e event.UpdateEvent) bool { return readinessChanged(e.ObjectOld, e.ObjectNew) },
+				CreateFunc: func(event.CreateEvent) bool { return false },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					old, okOld := e.ObjectOld.(*vidrav1alpha1.VidraResource)
+					cur, okCur := e.ObjectNew.(*vidrav1alpha1.VidraResource)
+					return !okOld || !okCur || fanout.HealthDiffers(old, cur)
+				},
 				GenericFunc: func(event.GenericEvent) bool { return false },
 			})).
 		Watches(&vidrav1alpha1.VidraCluster{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfCluster),

@@ -74,3 +74,20 @@ func (d *Delivery) observeWave(result string) {
 		d.cfg.ObserveWave(result)
 	}
 }
+
+// SyncOf is the sync ref names, read from hub (opts are the Get's); nil when there is
+// none (the API server refuses a kind that is no kind of sync).
+func SyncOf(ctx context.Context, hub client.Reader, ref vidrav1alpha1.SyncReference, opts ...client.GetOption) (vidrav1alpha1.Sync, error) {
+	kind := vidrav1alpha1.LookupSyncKind(ref.Kind)
+	if kind.New == nil {
+		return nil, nil
+	}
+	sync := kind.New()
+	if err := hub.Get(ctx, client.ObjectKey{Name: ref.Name}, sync, opts...); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	return sync, nil
+}

@@ -54,7 +54,7 @@ func Judge(vrs []*vidrav1alpha1.VidraResource, checksums map[string]string, writ
 			continue
 		}
 		state, why := judge(vr, checksums)
-		see(clusterOf(vr), state, why)
+		see(ClusterOf(vr), state, why)
 	}
 	var r Readiness
 	for cluster, state := range worst {
@@ -110,7 +110,7 @@ func judge(vr *vidrav1alpha1.VidraResource, checksums map[string]string) (int, s
 func (d *Delivery) noteWritten(vr *vidrav1alpha1.VidraResource) {
 	d.writtenMu.Lock()
 	defer d.writtenMu.Unlock()
-	d.written[vr.Name] = clusterOf(vr)
+	d.written[vr.Name] = ClusterOf(vr)
 }
 
 // Readiness tells how far the sync's bundles (as its status lists them now) are in
@@ -135,10 +135,7 @@ func Checksums(bundles []vidrav1alpha1.BundleStatus) map[string]string {
 }
 
 // ClusterOf is the cluster a VidraResource goes to, as people name it.
-func ClusterOf(vr *vidrav1alpha1.VidraResource) string { return clusterOf(vr) }
-
-// clusterOf is the cluster a VidraResource goes to, as people name it.
-func clusterOf(vr *vidrav1alpha1.VidraResource) string {
+func ClusterOf(vr *vidrav1alpha1.VidraResource) string {
 	switch {
 	case vr.Status.Cluster != "":
 		return vr.Status.Cluster

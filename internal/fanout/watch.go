@@ -19,19 +19,23 @@ func HealthChanged(label string) predicate.Funcs {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, okOld := e.ObjectOld.(*vidrav1alpha1.VidraResource)
 			cur, okCur := e.ObjectNew.(*vidrav1alpha1.VidraResource)
-			if !okOld || !okCur || cur.Labels[label] == "" {
-				return false
-			}
-			if old.Status.ObservedGeneration != cur.Status.ObservedGeneration {
-				return true
-			}
-			for _, t := range []string{vidrav1alpha1.ConditionReady, vidrav1alpha1.ConditionVMRollout} {
-				a, b := meta.FindStatusCondition(old.Status.Conditions, t), meta.FindStatusCondition(cur.Status.Conditions, t)
-				if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason || a.ObservedGeneration != b.ObservedGeneration)) {
-					return true
-				}
-			}
-			return false
+			return okOld && okCur && cur.Labels[label] != "" && HealthDiffers(old, cur)
 		},
 	}
+}
+
+// HealthDiffers says whether cur's health differs from old's as a sync judges it
+// (Judge): its Ready or VMRollout condition (status, reason or the generation it
+// describes), or the generation its status describes.
+func HealthDiffers(old, cur *vidrav1alpha1.VidraResource) bool {
+	if old.Status.ObservedGeneration != cur.Status.ObservedGeneration {
+		return true
+	}
+	for _, t := range []string{vidrav1alpha1.ConditionReady, vidrav1alpha1.ConditionVMRollout} {
+		a, b := meta.FindStatusCondition(old.Status.Conditions, t), meta.FindStatusCondition(cur.Status.Conditions, t)
+		if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason || a.ObservedGeneration != b.ObservedGeneration)) {
+			return true
+		}
+	}
+	return false
 }
