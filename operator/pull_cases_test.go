@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/fleet/pull"
 	"github.com/vidra-operator/vidra/internal/test/helmrepo"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -186,5 +187,27 @@ func TestPullMemberMovedToPushKeepsItsObjects(t *testing.T) {
 	}
 	if after.UID != before.UID {
 		t.Fatalf("the handed-over object was deleted and made again (uid %s, was %s)", after.UID, before.UID)
+	}
+}
+
+// testPullSealed: content a sync decrypted, stored sealed (under an address that is no
+// hash of its bytes), is copied to the pull cluster's namespace under the same address,
+// and its agent reads and applies it.
+func testPullSealed(t *testing.T, h *pullHub) {
+	ctx := context.Background()
+	hubStore := &content.Store{Client: h.admin, Reader: h.admin, Namespace: testoperator.Namespace}
+	address := content.Digest([]byte("the encrypted input of testPullSealed"))
+	if _, err := hubStore.PutSealed(ctx, address, []byte(appConfigMap("sealed", "decrypted"))); err != nil {
+		t.Fatal(err)
+	}
+	h.vidraResource(t, "pull-sealed", h.pullMember.Name, "", &vidrav1alpha1.ContentReference{Digest: address})
+	h.resource(t, "pull-sealed", "Ready through the agent", ready)
+	cm := &corev1.ConfigMap{}
+	if err := h.pullMember.Client.Get(ctx, client.ObjectKey{Namespace: appNamespace, Name: "sealed"}, cm); err != nil || cm.Data["value"] != "decrypted" {
+		t.Fatalf("the pull member's ConfigMap: %v, %v", cm.Data, err)
+	}
+	mirrored := &content.Store{Client: h.admin, Reader: h.admin, Namespace: pull.Namespace(h.pullMember.Name)}
+	if info, err := mirrored.Stat(ctx, address); err != nil || info.MD5 != content.MD5([]byte(address)) {
+		t.Errorf("the copy in the cluster's namespace: %+v, %v; want it sealed under the same address", info, err)
 	}
 }

@@ -58,6 +58,7 @@ func TestPullMode(t *testing.T) {
 	t.Run("new API group and a large bundle", func(t *testing.T) { testPullBundles(t, h) })
 	t.Run("shared objects", func(t *testing.T) { testPullShared(t, h) })
 	t.Run("a Helm chart rendered for the pull member", func(t *testing.T) { testPullHelm(t, h) })
+	t.Run("sealed content reaches the agent sealed", func(t *testing.T) { testPullSealed(t, h) })
 	t.Run("a bundle gone unannounced keeps its copy", func(t *testing.T) { testBundleGoneUnannounced(t, h) })
 	t.Run("VM rollout on the member", func(t *testing.T) { testPullVMRollout(t, h) })
 	t.Run("autonomy with the hub paused", func(t *testing.T) { testAutonomy(t, h) })

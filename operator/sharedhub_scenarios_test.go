@@ -122,6 +122,15 @@ func TestSharedHub(t *testing.T) {
 				t.Errorf("postBuild.substituteFrom %s %s, which the tenant may read, is refused: %v", ref.Kind, ref.Name, err)
 			}
 		}
+		// Nor a Secret of age identities to decrypt with.
+		withKeys := withOwn.DeepCopy()
+		withKeys.Spec.Decryption = &vidrav1alpha1.Decryption{Provider: vidrav1alpha1.DecryptionProviderSOPS,
+			SecretRef: vidrav1alpha1.LocalSecretReference{Name: "other-team-sops"}}
+		refused(t, h.tenant.Patch(ctx, withKeys, client.MergeFrom(withOwn)), "use on that Secret", testoperator.Namespace+"/other-team-sops")
+		withKeys.Spec.Decryption.SecretRef.Name = "tenant-git"
+		if err := h.tenant.Patch(ctx, withKeys, client.MergeFrom(withOwn)); err != nil {
+			t.Errorf("spec.decryption with a Secret the tenant may use is refused: %v", err)
+		}
 		// A merge patch, not an update: the operator writes the sync's status meanwhile.
 		moved := withOwn.DeepCopy()
 		moved.Spec.Destination = vidrav1alpha1.SyncDestination{Destination: vidrav1alpha1.Destination{Cluster: m1.Name}}

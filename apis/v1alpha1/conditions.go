@@ -143,6 +143,10 @@ const (
 	// ReasonBuildFailed: the revision's path holds no bundle: missing, empty, a Kustomize
 	// error, a remote base, an artifact that is not tar+gzip, or not manifests.
 	ReasonBuildFailed = "BuildFailed"
+	// ReasonDecryptionFailed: spec.decryption could not decrypt a document of the
+	// revision (no identity of its Secret opens it, or it was changed after it was
+	// encrypted), or the Secret holds no age identity; what was delivered stays.
+	ReasonDecryptionFailed = "DecryptionFailed"
 )
 
 // Event reasons of a sync beside its condition reasons.

@@ -71,6 +71,10 @@ type GitSyncSpec struct {
 	// +optional
 	PostBuild *PostBuild `json:"postBuild,omitempty"`
 
+	// Decryption decrypts the bundle's SOPS-encrypted documents, before postBuild.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
+
 	SyncOptions `json:",inline"`
 }
 

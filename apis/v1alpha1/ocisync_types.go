@@ -64,6 +64,10 @@ type OCISyncSpec struct {
 	// +optional
 	PostBuild *PostBuild `json:"postBuild,omitempty"`
 
+	// Decryption decrypts the bundle's SOPS-encrypted documents, before postBuild.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
+
 	SyncOptions `json:",inline"`
 }
 

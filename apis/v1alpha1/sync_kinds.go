@@ -208,6 +208,9 @@ func (in *GitSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = cou
 // PostBuildSpec is the GitSync's spec.postBuild.
 func (in *GitSync) PostBuildSpec() *PostBuild { return in.Spec.PostBuild }
 
+// DecryptionSpec is the GitSync's spec.decryption.
+func (in *GitSync) DecryptionSpec() *Decryption { return in.Spec.Decryption }
+
 // Suspended says whether spec.suspend holds the GitSync.
 func (in *GitSync) Suspended() bool { return in.Spec.Suspend }
 
@@ -269,6 +272,9 @@ func (in *OCISync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = cou
 
 // PostBuildSpec is the OCISync's spec.postBuild.
 func (in *OCISync) PostBuildSpec() *PostBuild { return in.Spec.PostBuild }
+
+// DecryptionSpec is the OCISync's spec.decryption.
+func (in *OCISync) DecryptionSpec() *Decryption { return in.Spec.Decryption }
 
 // Suspended says whether spec.suspend holds the OCISync.
 func (in *OCISync) Suspended() bool { return in.Spec.Suspend }

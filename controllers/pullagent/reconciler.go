@@ -155,7 +155,7 @@ func (r *Reconciler) fetchContent(ctx context.Context, bundle *vidrav1alpha1.Vid
 		if err != nil {
 			return fmt.Errorf("fetch content %s: %w", ref.Digest, err)
 		}
-		if _, err := r.Content.Put(ctx, data); err != nil {
+		if err := r.Content.PutAs(ctx, ref.Digest, data); err != nil {
 			return fmt.Errorf("keep content %s on the member: %w", ref.Digest, err)
 		}
 	}

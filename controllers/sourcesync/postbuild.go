@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 
+	"filippo.io/age"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -19,54 +20,65 @@ import (
 	"github.com/vidra-operator/vidra/internal/source/postbuild"
 )
 
-// PostBuild reads what a GitSync's or an OCISync's spec.postBuild puts in its bundle:
-// the sync's variables, from its spec and from the ConfigMaps and Secrets it names, and
-// each destination cluster's name and labels.
+// PostBuild does what a GitSync's or an OCISync's spec.decryption and spec.postBuild
+// do to its bundle once built: it reads the age identities the sync decrypts with, the
+// sync's variables, from its spec and from the ConfigMaps and Secrets it names, and each
+// destination cluster's name and labels.
 type PostBuild struct {
 	Secrets Secrets
 	// Hub reads VidraClusters, for their labels.
 	Hub client.Reader
 }
 
-// postBuilder is a sync of a kind that has a spec.postBuild.
+// postBuilder is a sync of a kind that has a spec.postBuild and a spec.decryption.
 type postBuilder interface {
 	PostBuildSpec() *vidrav1alpha1.PostBuild
+	DecryptionSpec() *vidrav1alpha1.Decryption
 }
 
 // renderer is how obj's bundle is built for each destination: the kind's Renderer;
-// for a sync with a spec.postBuild, its source's one bundle substituted for each; else
-// nil, one bundle for all.
+// for a sync with a spec.postBuild or a spec.decryption, its source's one bundle
+// decrypted and substituted for each; else nil, one bundle for all.
 func (k *Kind) renderer(obj Object) Renderer {
 	if k.Renderer != nil {
 		return k.Renderer
 	}
-	if pb, ok := obj.(postBuilder); ok && pb.PostBuildSpec() != nil && k.PostBuild != nil {
-		return &substitution{kind: k}
+	pb, ok := obj.(postBuilder)
+	if !ok || k.PostBuild == nil || (pb.PostBuildSpec() == nil && pb.DecryptionSpec() == nil) {
+		return nil
 	}
-	return nil
+	return &substitution{kind: k, spec: pb.PostBuildSpec(), decryption: pb.DecryptionSpec()}
 }
 
 // substitution builds a sync's bundle for each destination: the source's one bundle,
-// fetched and built once per revision as without postBuild, with the sync's variables
-// and the cluster's put in. Destinations whose variables are equal share one build. It
-// serves one pass of one sync.
+// fetched and built once per revision as without postBuild, decrypted, with the sync's
+// variables and the cluster's put in. Destinations whose variables are equal share one
+// build. It serves one pass of one sync.
 type substitution struct {
-	kind *Kind
+	kind       *Kind
+	spec       *vidrav1alpha1.PostBuild
+	decryption *vidrav1alpha1.Decryption
 	// base is the digest of the source's bundle; refs, the cluster variables it names.
 	base string
 	refs postbuild.Refs
 	// vars are the sync's variables; varsKey identifies them.
 	vars    map[string]string
 	varsKey string
-	// template is the base parsed, once a destination needs a build.
+	// keys are the identities spec.decryption names; keysKey identifies them.
+	keys    []age.Identity
+	keysKey string
+	// template is the base decrypted and parsed, once a destination needs a build (plain,
+	// the base decrypted, without a spec.postBuild).
 	template *postbuild.Template
+	plain    []byte
 }
 
 var _ Renderer = (*substitution)(nil)
 
 // Resolve asks the source which revision the sync names, gets its bundle (built once per
-// revision, as without postBuild) and reads the sync's variables: what every
-// destination's build is made of, beside the cluster's own variables.
+// revision, as without postBuild), reads the sync's identities and variables, and
+// decrypts the bundle once per revision to know what it names: what every destination's
+// build is made of, beside the cluster's own variables.
 func (s *substitution) Resolve(ctx context.Context, obj Object) (Revision, error) {
 	rev, err := s.kind.Source.Resolve(ctx, obj)
 	if err != nil {
@@ -75,14 +87,21 @@ func (s *substitution) Resolve(ctx context.Context, obj Object) (Revision, error
 	if s.base, _, _, err = s.kind.bundle(ctx, obj, rev); err != nil {
 		return Revision{}, err
 	}
-	if s.vars, err = s.kind.PostBuild.variables(ctx, obj, obj.(postBuilder).PostBuildSpec()); err != nil {
-		return Revision{}, err
+	if s.decryption != nil {
+		if s.keys, s.keysKey, err = s.kind.PostBuild.ageKeys(ctx, obj, s.decryption); err != nil {
+			return Revision{}, err
+		}
+	}
+	if s.spec != nil {
+		if s.vars, err = s.kind.PostBuild.variables(ctx, obj, s.spec); err != nil {
+			return Revision{}, err
+		}
 	}
 	s.varsKey = variablesKey(s.vars)
 	if s.refs, err = s.references(ctx, rev.Name); err != nil {
 		return Revision{}, err
 	}
-	// status.source.digest is the source's bundle, as without postBuild.
+	// status.source.digest is the source's bundle, as without postBuild: encrypted.
 	rev.Digest = s.base
 	return rev, nil
 }
@@ -92,8 +111,15 @@ func (s *substitution) Namespace(obj Object) string {
 	return obj.Options().Destination.Namespace
 }
 
+// mode says what is done to the base: builds of different modes never share.
+func (s *substitution) mode() string {
+	return fmt.Sprintf("postbuild=%t decrypt=%t", s.spec != nil, s.decryption != nil)
+}
+
 // Prepare says what the destination's build is made of: the bundle, the sync's variables
-// and those of the cluster's that the bundle names.
+// and those of the cluster's that the bundle names. A decrypted build is sealed under an
+// address of these, never a hash of what it holds; the identities scope it, so that no
+// sync is handed what another's decrypted.
 func (s *substitution) Prepare(ctx context.Context, _ Object, rev Revision, target fanout.Target) (Build, error) {
 	cluster := postbuild.Cluster{Name: cmp.Or(target.Destination().Cluster, target.Name())}
 	if len(s.refs.Labels) > 0 && target.Destination().Cluster != "" {
@@ -103,13 +129,16 @@ func (s *substitution) Prepare(ctx context.Context, _ Object, rev Revision, targ
 		}
 		cluster.Labels = labels
 	}
-	return Build{
-		Key:     digestOf("postbuild", rev.Key, s.base, s.varsKey, s.refs.Key(cluster)),
-		Content: digestOf("postbuild", s.base, s.varsKey),
-		Scope:   rev.Credentials,
+	b := Build{
+		Key:     digestOf("postbuild", s.mode(), rev.Key, s.base, s.varsKey, s.refs.Key(cluster)),
+		Content: digestOf("postbuild", s.mode(), s.base, s.varsKey),
+		Scope:   rev.Credentials + "\x00" + s.keysKey,
 		Run: func(ctx context.Context, _ bool) ([]byte, error) {
 			if err := s.parse(ctx, rev.Name); err != nil {
 				return nil, err
+			}
+			if s.template == nil {
+				return s.plain, nil
 			}
 			out, err := s.template.Substitute(s.vars, cluster)
 			if err != nil {
@@ -117,11 +146,15 @@ func (s *substitution) Prepare(ctx context.Context, _ Object, rev Revision, targ
 			}
 			return out, nil
 		},
-	}, nil
+	}
+	if s.decryption != nil {
+		b.Sealed = digestOf("decrypted", s.mode(), s.base, s.varsKey, s.refs.Key(cluster))
+	}
+	return b, nil
 }
 
-// references are the cluster variables the base names: remembered per bundle, so that
-// a pass that builds nothing new does not read the bundle.
+// references are the cluster variables the base names: remembered per bundle (and
+// identities), so that a pass that builds nothing new neither decrypts nor reads it.
 func (s *substitution) references(ctx context.Context, revision string) (postbuild.Refs, error) {
 	memo := s.refsMemo()
 	if known, ok := s.kind.builds().Get(memo); ok {
@@ -133,22 +166,38 @@ func (s *substitution) references(ctx context.Context, revision string) (postbui
 	if err := s.parse(ctx, revision); err != nil {
 		return postbuild.Refs{}, err
 	}
-	s.kind.builds().Add(memo, s.template.Refs())
-	return s.template.Refs(), nil
+	var refs postbuild.Refs
+	if s.template != nil {
+		refs = s.template.Refs()
+	}
+	s.kind.builds().Add(memo, refs)
+	return refs, nil
 }
 
 // refsMemo is the key under which the kind remembers the base's references, or why it
-// does not parse.
-func (s *substitution) refsMemo() string { return "postbuild-refs\x00" + s.base }
+// does not decrypt or parse.
+func (s *substitution) refsMemo() string {
+	return "postbuild-refs\x00" + s.mode() + "\x00" + s.base + "\x00" + s.keysKey
+}
 
-// parse reads the base from the content store, once per pass.
+// parse reads the base from the content store, decrypts and parses it, once per pass.
 func (s *substitution) parse(ctx context.Context, revision string) error {
-	if s.template != nil {
+	if s.template != nil || s.plain != nil {
 		return nil
 	}
 	data, err := s.kind.Content.Get(ctx, s.base)
 	if err != nil {
 		return &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("read bundle %s: %w", s.base, err)}
+	}
+	if s.decryption != nil {
+		if data, err = s.decrypt(data, revision); err != nil {
+			s.kind.builds().Add(s.refsMemo(), failedBuild{err: err})
+			return err
+		}
+	}
+	if s.spec == nil {
+		s.plain = data
+		return nil
 	}
 	tpl, err := postbuild.Parse(data)
 	if err != nil {

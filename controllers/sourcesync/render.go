@@ -47,6 +47,9 @@ type Build struct {
 	// matters only when Upgrades says so (a chart may tell an install from an upgrade).
 	Run      func(ctx context.Context, upgrade bool) ([]byte, error)
 	Upgrades bool
+	// Sealed, when set, is the address the bundle is stored under (content.PutSealed):
+	// it holds what was decrypted, and no digest of it may be shown.
+	Sealed string
 }
 
 // renderings are what was built for each destination: the items to deliver, the
@@ -198,11 +201,17 @@ func (k *Kind) rendered(ctx context.Context, b Build, prev vidrav1alpha1.BundleS
 		}
 		return "", "", err
 	}
-	if digest, err = k.Content.Put(ctx, data); err != nil {
+	checksum, digest = content.MD5(data), b.Sealed
+	if b.Sealed != "" {
+		checksum, err = k.Content.PutSealed(ctx, b.Sealed, data)
+	} else {
+		digest, err = k.Content.Put(ctx, data)
+	}
+	if err != nil {
 		return "", "", &syncs.Failure{Reason: vidrav1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("store bundle: %w", err)}
 	}
 	k.builds().Add(memo, digest)
-	return content.MD5(data), digest, nil
+	return checksum, digest, nil
 }
 
 // carried are the bundles the destinations had, delivered as they are while the source

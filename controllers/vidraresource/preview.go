@@ -24,12 +24,20 @@ func (r *Reconciler) previewOnly(ctx context.Context, d *delivery) *outcome {
 	if !d.vr.Spec.DryRun {
 		return nil
 	}
-	return stop(r.reconcileDryRun(ctx, d.vr, d.engine, d.objects, d.data), nil)
+	return stop(r.reconcileDryRun(ctx, d.vr, d.engine, d.objects, nameOf(d.data, d.vr.Spec.Content)), nil)
+}
+
+// nameOf is the digest that names data: that of the stored content ref names (sealed
+// content's is no hash of its bytes, which a status must not show), else data's own.
+func nameOf(data []byte, ref *vidrav1alpha1.ContentReference) string {
+	if ref != nil {
+		return ref.Digest
+	}
+	return content.Digest(data)
 }
 
 // reconcileDryRun computes the preview of the bundle and applies nothing.
-func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, engine *apply.Engine, objects []*unstructured.Unstructured, data []byte) ctrl.Result {
-	digest := content.Digest(data)
+func (r *Reconciler) reconcileDryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, engine *apply.Engine, objects []*unstructured.Unstructured, digest string) ctrl.Result {
 	if !r.previewFresh(vr, digest) {
 		previous := inventory.FromEntries(vr.Status.ManagedResources)
 		desired, _ := refsOf(engine, objects)
@@ -78,7 +86,7 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 		fail(err.Error())
 		return
 	}
-	digest := content.Digest(data)
+	digest := nameOf(data, pending.Content)
 	if r.previewFresh(vr, digest) {
 		return
 	}

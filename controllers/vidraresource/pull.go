@@ -115,7 +115,7 @@ func (r *Reconciler) mirrorContent(ctx context.Context, ns string, vr *vidrav1al
 		if err != nil {
 			return err
 		}
-		if _, err := target.Put(ctx, data); err != nil {
+		if err := target.PutAs(ctx, ref.Digest, data); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
-	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/engine/history"
 	"github.com/vidra-operator/vidra/internal/engine/inventory"
 )
@@ -63,10 +62,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, vr *vidrav1alpha1.Vidra
 	if r.History == nil {
 		return false, nil, nil
 	}
-	digest := content.Digest(data)
-	if vr.Spec.Content != nil {
-		digest = vr.Spec.Content.Digest
-	}
+	digest := nameOf(data, vr.Spec.Content)
 	limit := defaultHistoryLimit
 	if vr.Spec.HistoryLimit != nil {
 		limit = int(*vr.Spec.HistoryLimit)

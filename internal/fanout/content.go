@@ -38,6 +38,9 @@ func (d *Delivery) content(ctx context.Context, it Item, existing []*vidrav1alph
 	if _, err := manifest.Decode(data); err != nil {
 		return nil, fmt.Errorf("content is not a Kubernetes manifest: %w", err)
 	}
+	if content.Sealed(it.Digest, data) {
+		return &body{ref: &vidrav1alpha1.ContentReference{Digest: it.Digest}}, nil
+	}
 	if len(data) <= d.cfg.InlineLimit {
 		return &body{manifest: string(data)}, nil
 	}
@@ -103,7 +106,7 @@ func (d *Delivery) waiting(ctx context.Context, st vidrav1alpha1.BundleStatus, r
 	if err != nil {
 		return nil
 	}
-	if len(data) <= d.cfg.InlineLimit {
+	if len(data) <= d.cfg.InlineLimit && !content.Sealed(st.Digest, data) {
 		return &vidrav1alpha1.PendingContent{Manifest: string(data), Revision: revision}
 	}
 	return &vidrav1alpha1.PendingContent{Content: &vidrav1alpha1.ContentReference{Digest: st.Digest}, Revision: revision}

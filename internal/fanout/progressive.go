@@ -345,7 +345,7 @@ func (d *Delivery) place(ctx context.Context, p placement, checksum, digest, rev
 	if revision != "" {
 		vr.Annotations[vidrav1alpha1.SyncRevisionAnnotation] = revision
 	}
-	if len(data) <= d.cfg.InlineLimit {
+	if len(data) <= d.cfg.InlineLimit && !content.Sealed(digest, data) {
 		vr.Spec.Manifest = string(data)
 	} else {
 		vr.Spec.Content = &vidrav1alpha1.ContentReference{Digest: digest}

@@ -54,6 +54,10 @@ const (
 	// keeps unnamed content for its grace period after it.
 	StoredAtAnnotation = "vidra.infrahub.operators.com/content-stored-at"
 
+	// SealedSHA256Annotation is, on chunk 0 of sealed content (PutSealed), the digest of
+	// its bytes, which its address is not.
+	SealedSHA256Annotation = "vidra.infrahub.operators.com/content-sealed-sha256"
+
 	// ChunkType is the type of the chunk Secrets.
 	ChunkType corev1.SecretType = "vidra.infrahub.operators.com/content-chunk"
 
@@ -74,6 +78,13 @@ var digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
 func Digest(data []byte) string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Sealed says whether data, read from the store under digest, is sealed content
+// (PutSealed): such content is only ever named, never held inline where its readers
+// are not the store's.
+func Sealed(digest string, data []byte) bool {
+	return digest != "" && Digest(data) != digest
 }
 
 // MD5 is content's MD5 in lowercase hex, which the store records of each content: the
@@ -124,10 +135,38 @@ func ChunkName(digest string, i int) string {
 // only its stored-at time is refreshed when old. Chunk 0 is written last: content exists
 // only once it is whole.
 func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
-	if len(data) > MaxSize {
-		return "", fmt.Errorf("content of %d bytes is over the %d bytes the store takes", len(data), MaxSize)
-	}
 	digest := Digest(data)
+	return digest, s.put(ctx, digest, MD5(data), data, false)
+}
+
+// PutSealed stores data under address, a digest of what it was made from rather than of
+// data itself, and returns the checksum recorded for it (a function of address): content
+// a sync decrypted is named so, and neither name nor checksum, which VidraResources and
+// statuses show to whoever reads them, is a hash of the plain text. Reads check it
+// against the digest of its bytes that its chunk 0, a Secret, records.
+func (s *Store) PutSealed(ctx context.Context, address string, data []byte) (string, error) {
+	if !digestPattern.MatchString(address) {
+		return "", fmt.Errorf("%q is not a content address (sha256:<64 hex digits>)", address)
+	}
+	checksum := MD5([]byte(address))
+	return checksum, s.put(ctx, address, checksum, data, true)
+}
+
+// PutAs stores data read from another store under digest, its name there: sealed
+// content stays sealed.
+func (s *Store) PutAs(ctx context.Context, digest string, data []byte) error {
+	if Digest(data) == digest {
+		_, err := s.Put(ctx, data)
+		return err
+	}
+	_, err := s.PutSealed(ctx, digest, data)
+	return err
+}
+
+func (s *Store) put(ctx context.Context, digest, sum string, data []byte, sealed bool) error {
+	if len(data) > MaxSize {
+		return fmt.Errorf("content of %d bytes is over the %d bytes the store takes", len(data), MaxSize)
+	}
 	head := &corev1.Secret{}
 	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ChunkName(digest, 0)}, head)
 	switch {
@@ -135,25 +174,21 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 		// Stored and whole, as read now (not as remembered): only refreshed. Damaged or
 		// incomplete: written again below. (Content kept in ConfigMaps is written anew.)
 		if _, err := s.read(ctx, digest, secretChunks, head); err == nil {
-			return digest, s.touch(ctx, head)
+			return s.touch(ctx, head)
 		}
 	case !apierrors.IsNotFound(err):
-		return "", fmt.Errorf("look up content %s: %w", digest, err)
+		return fmt.Errorf("look up content %s: %w", digest, err)
 	}
 
 	compressed, err := compress(data)
 	if err != nil {
-		return "", err
+		return err
 	}
 	size := s.ChunkSize
 	if size <= 0 {
 		size = DefaultChunkSize
 	}
-	n := (len(compressed) + size - 1) / size
-	if n == 0 {
-		n = 1
-	}
-	sum := MD5(data)
+	n := max((len(compressed)+size-1)/size, 1)
 	for i := n - 1; i >= 0; i-- {
 		chunk := compressed[min(i*size, len(compressed)):min((i+1)*size, len(compressed))]
 		secret := s.chunk(digest, i, n, chunk)
@@ -161,13 +196,16 @@ func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
 			secret.Annotations[SizeAnnotation] = strconv.Itoa(len(data))
 			secret.Annotations[MD5Annotation] = sum
 			secret.Annotations[StoredAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+			if sealed {
+				secret.Annotations[SealedSHA256Annotation] = Digest(data)
+			}
 		}
 		if err := s.write(ctx, secret); err != nil {
-			return "", fmt.Errorf("store chunk %d of %d of content %s: %w", i, n, digest, err)
+			return fmt.Errorf("store chunk %d of %d of content %s: %w", i, n, digest, err)
 		}
 	}
 	s.remember(digest, data)
-	return digest, nil
+	return nil
 }
 
 func (s *Store) chunk(digest string, i, n int, data []byte) *corev1.Secret {
