@@ -40,6 +40,11 @@ const (
 	BundleNameAnnotation     = "vidra.infrahub.operators.com/bundle-name"
 	BundleTargetAnnotation   = "vidra.infrahub.operators.com/bundle-target"
 	BundleRevisionAnnotation = "vidra.infrahub.operators.com/bundle-revision"
+	// BundleVariablesAnnotation is, for people, the variables a sync's spec.postBuild
+	// built the bundle with: a JSON object of each variable's name and value, the
+	// cluster's as cluster.name and cluster.labels.KEY; a Secret's value is never shown,
+	// only "<Secret NAME>".
+	BundleVariablesAnnotation = "vidra.infrahub.operators.com/bundle-variables"
 
 	// RequestedAtAnnotation on an InfrahubSync asks for a sync now whenever its value
 	// changes (any value; a time is customary). Infrahub's webhooks set it, and so can

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -36,8 +39,9 @@ func newDescribeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Show one bundle (VidraResource): where it goes, its conditions, its objects and its recent events",
 		Long: `Show one VidraResource the way kubectl describe would: its destination and the cluster it
 resolved to, its state and last error in full, its conditions (Ready, Reconciling,
-Stalled, Conflict, VMRollout) with their reasons and messages, the progress of its
-VirtualMachine rollout, every object it owns on its cluster (kind, namespace/name), and
+Stalled, Conflict, VMRollout) with their reasons and messages, the syncs it waits for
+on its cluster (spec.dependsOn) and the variables its sync's postBuild built it with
+(a Secret's value never shown), the progress of its VirtualMachine rollout, every object it owns on its cluster (kind, namespace/name), and
 the Events the operator recorded about it, oldest first.`,
 		Example: `  # Why is the bundle "hello" not ready?
   kubectl vidra describe hello
@@ -126,6 +130,7 @@ func describeResource(out io.Writer, vr *vidrav1alpha1.VidraResource, events []e
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	describeSpecAndState(w, vr, now)
 	describeConditions(w, vr.Status.Conditions, now)
+	describeBuild(w, vr)
 	fmt.Fprintf(w, "VM rollout:\t%s\n", rolloutSummary(vr.Status.VMRollout))
 	describeObjects(w, vr.Status.ManagedResources)
 	describeEvents(w, events, now)
@@ -264,4 +269,33 @@ func syncOfResource(vr *vidrav1alpha1.VidraResource) string {
 		return fmt.Sprintf("%s %s (source %s)", kind.Kind, name, revision)
 	}
 	return kind.Kind + " " + name
+}
+
+// describeBuild writes what the bundle waits for on its cluster (its sync's dependsOn)
+// and what it was built with (its sync's postBuild variables).
+func describeBuild(w io.Writer, vr *vidrav1alpha1.VidraResource) {
+	fmt.Fprintf(w, "Depends on:\t%s\n", dependencyList(vr.Spec.DependsOn))
+	if c := meta.FindStatusCondition(vr.Status.Conditions, vidrav1alpha1.ConditionReady); c != nil && c.Reason == vidrav1alpha1.ReasonDependencyNotReady {
+		fmt.Fprintf(w, "  Waiting:\t%s\n", singleLine(c.Message))
+	}
+	vars := map[string]string{}
+	if err := json.Unmarshal([]byte(vr.Annotations[vidrav1alpha1.BundleVariablesAnnotation]), &vars); err != nil || len(vars) == 0 {
+		fmt.Fprintf(w, "Variables:\t%s\n", none)
+		return
+	}
+	fmt.Fprintf(w, "Variables:\n")
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		fmt.Fprintf(w, "  %s\t%s\n", name, vars[name])
+	}
+}
+
+func dependencyList(deps []vidrav1alpha1.SyncReference) string {
+	if len(deps) == 0 {
+		return none
+	}
+	names := make([]string, 0, len(deps))
+	for _, d := range deps {
+		names = append(names, d.Kind+" "+d.Name)
+	}
+	return strings.Join(names, ", ")
 }

@@ -41,9 +41,11 @@ func recordEvent(t *testing.T, name string, regarding corev1.ObjectReference, ev
 
 func TestDescribeShowsWhereABundleGoesItsConditionsObjectsAndEvents(t *testing.T) {
 	vr := createResource(t, &vidrav1alpha1.VidraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Labels: map[string]string{vidrav1alpha1.InfrahubSyncLabel: "webserver"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Labels: map[string]string{vidrav1alpha1.InfrahubSyncLabel: "webserver"},
+			Annotations: map[string]string{vidrav1alpha1.BundleVariablesAnnotation: `{"cluster.labels.ring":"blue","password":"<Secret pb>","region":"eu-west"}`}},
 		Spec: vidrav1alpha1.VidraResourceSpec{
 			Destination: vidrav1alpha1.Destination{Cluster: "edge-paris", Namespace: "hello", ReconcileOnEvents: true},
+			DependsOn:   []vidrav1alpha1.SyncReference{{Kind: "HelmSync", Name: "ingress"}},
 		},
 		Status: vidrav1alpha1.VidraResourceStatus{
 			ObservedGeneration: 1,
@@ -93,6 +95,8 @@ func TestDescribeShowsWhereABundleGoesItsConditionsObjectsAndEvents(t *testing.T
 		"Conditions:",
 		"Ready", "False", "Conflict", "field .data.text of ConfigMap hello/greeting is hub/other's",
 		"Stalled",
+		"Depends on:", "HelmSync ingress",
+		"Variables:", "cluster.labels.ring", "<Secret pb>", "eu-west",
 		"VM rollout:", "Paused, 2/4 updated, 1 pending, 0 unavailable, 1 failed",
 		"Objects (2):", "Namespace", "ConfigMap", "hello/greeting", "InProgress", "waiting for the member", "Unknown",
 		"Events:",
@@ -138,3 +142,27 @@ func containsLine(out string, fields ...string) bool {
 // anyField matches any one field in containsLine: for columns such as an age, which
 // depend on when the test runs.
 const anyField = "*"
+
+// A bundle held back by its sync's dependsOn says what it waits for on its cluster.
+func TestDescribeSaysWhatABundleWaitsFor(t *testing.T) {
+	createResource(t, &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-edge-paris", Labels: map[string]string{vidrav1alpha1.GitSyncLabel: "app"}},
+		Spec: vidrav1alpha1.VidraResourceSpec{
+			Destination: vidrav1alpha1.Destination{Cluster: "edge-paris", Namespace: "app"},
+			DependsOn:   []vidrav1alpha1.SyncReference{{Kind: "HelmSync", Name: "ingress"}, {Kind: "GitSync", Name: "crds"}},
+		},
+		Status: vidrav1alpha1.VidraResourceStatus{
+			Conditions: conditions(metav1.Condition{Type: vidrav1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: vidrav1alpha1.ReasonDependencyNotReady,
+				Message: "waiting for HelmSync ingress on edge-paris: Deployment ingress/controller 0/1"}),
+		},
+	})
+	out, stderr, err := runPlugin(t, "describe", "app-edge-paris", "--kubeconfig", hubKubeconfig(t))
+	if err != nil {
+		t.Fatalf("describe: %v\n%s", err, stderr)
+	}
+	if !containsLine(out, "Depends", "on:", "HelmSync", "ingress,", "GitSync", "crds") ||
+		!containsLine(out, "Waiting:", "waiting", "for", "HelmSync", "ingress", "on", "edge-paris:", "Deployment", "ingress/controller", "0/1") ||
+		!containsLine(out, "Variables:", "<none>") {
+		t.Errorf("describe printed:\n%s", out)
+	}
+}

@@ -87,6 +87,13 @@ func TestPostBuildSubstitutesEachClustersVariables(t *testing.T) {
 	if n := buildsOf(t, "GitSync") - built; n != 1 {
 		t.Errorf("two clusters of equal variables took %v builds, want 1", n)
 	}
+	// Each VidraResource says what it was built with, a Secret's value not shown.
+	for _, vr := range resourcesOf(t, gs) {
+		want := `{"cluster.labels.ring":"blue","password":"<Secret pb-secret>","region":"eu-central","replicas":"2"}`
+		if got := vr.Annotations[vidrav1alpha1.BundleVariablesAnnotation]; got != want {
+			t.Errorf("VidraResource %s built with %s, want %s", vr.Name, got, want)
+		}
+	}
 
 	// A label changed on one cluster: that cluster's bundle alone is built again.
 	built = buildsOf(t, "GitSync")

@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"filippo.io/age"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,8 +64,8 @@ type substitution struct {
 	base string
 	refs postbuild.Refs
 	// vars are the sync's variables; varsKey identifies them.
-	vars    map[string]string
-	varsKey string
+	vars, shown map[string]string
+	varsKey     string
 	// keys are the identities spec.decryption names; keysKey identifies them.
 	keys    []age.Identity
 	keysKey string
@@ -93,7 +95,7 @@ func (s *substitution) Resolve(ctx context.Context, obj Object) (Revision, error
 		}
 	}
 	if s.spec != nil {
-		if s.vars, err = s.kind.PostBuild.variables(ctx, obj, s.spec); err != nil {
+		if s.vars, s.shown, err = s.kind.PostBuild.variables(ctx, obj, s.spec); err != nil {
 			return Revision{}, err
 		}
 	}
@@ -149,6 +151,9 @@ func (s *substitution) Prepare(ctx context.Context, _ Object, rev Revision, targ
 	}
 	if s.decryption != nil {
 		b.Sealed = digestOf("decrypted", s.mode(), s.base, s.varsKey, s.refs.Key(cluster))
+	}
+	if s.spec != nil {
+		b.Variables = shownWith(s.shown, s.refs, cluster)
 	}
 	return b, nil
 }
@@ -211,30 +216,56 @@ func (s *substitution) parse(ctx context.Context, revision string) error {
 
 // variables are the sync's: those of substituteFrom in order, then substitute's, each
 // later one winning, as Flux.
-func (p *PostBuild) variables(ctx context.Context, obj Object, spec *vidrav1alpha1.PostBuild) (map[string]string, error) {
-	vars := map[string]string{}
+// shown is what people are shown of them: a Secret's value is not.
+func (p *PostBuild) variables(ctx context.Context, obj Object, spec *vidrav1alpha1.PostBuild) (vars, shown map[string]string, err error) {
+	vars, shown = map[string]string{}, map[string]string{}
 	for i, ref := range spec.SubstituteFrom {
 		field := fmt.Sprintf("spec.postBuild.substituteFrom[%d]", i)
 		data, err := p.referenced(ctx, obj, field, ref)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, name := range slices.Sorted(maps.Keys(data)) {
 			if !postbuild.ValidName(name) {
-				return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+				return nil, nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
 					Err: fmt.Errorf("%s: %s %s/%s: key %q is not a variable's name (letters, digits and underscores, not beginning with a digit)", field, ref.Kind, p.Secrets.Namespace, ref.Name, name)}
 			}
-			vars[name] = data[name]
+			vars[name], shown[name] = data[name], data[name]
+			if ref.Kind == "Secret" {
+				shown[name] = "<Secret " + ref.Name + ">"
+			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(spec.Substitute)) {
 		if !postbuild.ValidName(name) {
-			return nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
+			return nil, nil, &syncs.Failure{Reason: vidrav1alpha1.ReasonSourceInvalid, Stalled: true,
 				Err: fmt.Errorf("spec.postBuild.substitute: %q is not a variable's name (letters, digits and underscores, not beginning with a digit)", name)}
 		}
-		vars[name] = spec.Substitute[name]
+		vars[name], shown[name] = spec.Substitute[name], spec.Substitute[name]
 	}
-	return vars, nil
+	return vars, shown, nil
+}
+
+// shownWith is what a destination's bundle is built with, for people
+// (BundleVariablesAnnotation): the sync's variables as shown, and the cluster's that the
+// bundle names.
+func shownWith(shown map[string]string, refs postbuild.Refs, cluster postbuild.Cluster) string {
+	out := maps.Clone(shown)
+	if refs.Name {
+		out["cluster.name"] = cluster.Name
+	}
+	for _, key := range refs.Labels {
+		if v, ok := cluster.Labels[key]; ok {
+			out["cluster.labels."+key] = v
+		}
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)                // "<Secret NAME>" as written
+	if err := enc.Encode(out); err != nil { // keys sorted
+		return ""
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // referenced is the data of the ConfigMap or Secret ref names, in the operator's

@@ -50,6 +50,8 @@ type Build struct {
 	// Sealed, when set, is the address the bundle is stored under (content.PutSealed):
 	// it holds what was decrypted, and no digest of it may be shown.
 	Sealed string
+	// Variables says for people what it was built with (fanout.Item.Variables).
+	Variables string
 }
 
 // renderings are what was built for each destination: the items to deliver, the
@@ -156,7 +158,7 @@ func (k *Kind) renderAll(ctx context.Context, r Renderer, obj Object, rev Revisi
 			out.failures = append(out.failures, targetFailure{target: t.Name(), err: err})
 			it.Unready = err.Error()
 		} else {
-			it.BuiltFrom = b.Key
+			it.BuiltFrom, it.Variables = b.Key, b.Variables
 			out.contents[b.Content] = true
 		}
 		out.items = append(out.items, it)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,12 +67,14 @@ func (g *gitHost) close() {
 // gitSettings is the repository's one directory: a namespace and the settings of the
 // fleet, as a team keeps them in Git.
 func gitSettings(logLevel string) map[string]string {
-	return map[string]string{
+	files := map[string]string{
 		"fleet/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + gitNamespace + "\n",
 		"fleet/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fleet-settings\n  namespace: " + gitNamespace +
 			"\ndata:\n  logLevel: " + logLevel + "\n",
 		"README.md": "Fleet settings, delivered by the demo's GitSync from fleet/.\n",
 	}
+	maps.Copy(files, orderFiles())
+	return files
 }
 
 // startGitRepo serves a repository over Git's smart HTTP on loopback (git http-backend,

@@ -120,6 +120,20 @@ func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) er
 		}
 	}
 	s.showRollout(ctx, out)
+	order := []struct {
+		what string
+		do   func(context.Context, logr.Logger) error
+	}{
+		{"apply a database GitSync, Ready where its cluster says so (postBuild, a CEL health check), and an app that dependsOn it", s.applyOrderedSyncs},
+		{"watch the app go to member-1 and wait on " + heldBack + ", whose database is still provisioning", s.waitHeldBack},
+		{"label " + heldBack + "'s database ready: the app follows there", s.releaseHeldBack},
+	}
+	for i, step := range order {
+		fmt.Fprintf(out, "\n==> [%d/%d] %s\n", i+1, len(order), step.what)
+		if err := step.do(ctx, log); err != nil {
+			return fmt.Errorf("%s: %w", step.what, err)
+		}
+	}
 	s.explore(out)
 	if exitAfter {
 		return nil
@@ -455,6 +469,7 @@ func (s *sandbox) explore(out io.Writer) {
   kubectl --context member-1 get configmap,deployment -n %s   # the chart as rendered for member-1
   kubectl get gitsyncs                                # the repository, the commit delivered, Ready
   %s history gitsync/%s    # the commits delivered
+  kubectl get vidraresources -l vidra.infrahub.operators.com/gitsync=demo-app   # dependsOn: member-2 waited for its database
   Helm repository: %s (chart %s, packaged from hack/demo/chart)
   Git repository:  %s (the GitSync delivers its fleet/ directory)
   operator logs: %s

@@ -91,6 +91,9 @@ type Item struct {
 	// BuiltFrom identifies what a source that builds content per cluster built it from;
 	// the status keeps it beside the checksum.
 	BuiltFrom string
+	// Variables, when set, says for people what it was built with: its VidraResource's
+	// BundleVariablesAnnotation.
+	Variables string
 	// Destination, when set, is the only target the item goes to: a source that builds
 	// content for each cluster lists one item per target.
 	Destination *Target

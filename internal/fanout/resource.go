@@ -59,6 +59,9 @@ func bundleAnnotations(it Item) map[string]string {
 	if it.Revision != "" {
 		out[vidrav1alpha1.BundleRevisionAnnotation] = it.Revision
 	}
+	if it.Variables != "" {
+		out[vidrav1alpha1.BundleVariablesAnnotation] = it.Variables
+	}
 	return out
 }
 
@@ -221,6 +224,12 @@ func (d *Delivery) updateOf(cur, vr *vidrav1alpha1.VidraResource) (*vidrav1alpha
 	updated := was.DeepCopy()
 	updated.Labels = mergeInto(updated.Labels, vr.Labels)
 	updated.Annotations = mergeInto(updated.Annotations, vr.Annotations)
+	if _, ok := vr.Annotations[vidrav1alpha1.BundleVariablesAnnotation]; !ok &&
+		vr.Annotations[vidrav1alpha1.BundleChecksumAnnotation] != was.Annotations[vidrav1alpha1.BundleChecksumAnnotation] {
+		// New content built without variables: those of the old are no longer what it
+		// was built with. (Content carried as it is keeps them.)
+		delete(updated.Annotations, vidrav1alpha1.BundleVariablesAnnotation)
+	}
 	updated.Spec.Destination = vr.Spec.Destination
 	updated.Spec.Manifest = vr.Spec.Manifest
 	updated.Spec.Content = vr.Spec.Content

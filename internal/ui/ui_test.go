@@ -221,7 +221,8 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 
 	// A bundle and its objects.
 	vr := &vidrav1alpha1.VidraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{
+			vidrav1alpha1.BundleVariablesAnnotation: `{"cluster.name":"` + member.Name + `","token":"<Secret web-token>"}`}},
 		Spec: vidrav1alpha1.VidraResourceSpec{
 			Destination: vidrav1alpha1.Destination{Cluster: member.Name, Namespace: "web"},
 			Manifest:    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: live}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n",
@@ -237,6 +238,8 @@ func TestTheFleetIsLiveInABrowser(t *testing.T) {
 	text(ctx, t, "the bundle Ready", "[data-ready]", "True", 30*time.Second)
 	text(ctx, t, "its ConfigMap", `tr[data-object="ConfigMap/settings"]`, "Current", 10*time.Second)
 	text(ctx, t, "its Service", `tr[data-object="Service/web"]`, "Current", 10*time.Second)
+	text(ctx, t, "what it was built with", `tr[data-variable="cluster.name"]`, member.Name, 10*time.Second)
+	text(ctx, t, "a Secret's variable, its value not shown", `tr[data-variable="token"]`, "<Secret web-token>", 10*time.Second)
 	screenshot(ctx, t, "bundle.png")
 
 	// The member's API server stops answering: the page says so by itself.

@@ -2,8 +2,10 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -161,7 +163,13 @@ type bundleData struct {
 	RevisionDenied *denied
 	Denied         *denied
 	Missing        bool
+	// DependsOn names the syncs it waits for on its cluster; Variables, what its sync's
+	// postBuild built it with (a Secret's value is not among them).
+	DependsOn []string
+	Variables []variableRow
 }
+
+type variableRow struct{ Name, Value string }
 
 type objectRow struct {
 	Kind, Namespace, Name, Status, Health, Message string
@@ -187,7 +195,10 @@ func (s *Server) bundleView(req *http.Request) (any, error) {
 		}
 		return nil, fmt.Errorf("get VidraResource %s: %w", name, err)
 	}
-	out := bundleData{Row: rowOf(vr), Resource: vr}
+	out := bundleData{Row: rowOf(vr), Resource: vr, Variables: variablesOf(vr)}
+	for _, d := range vr.Spec.DependsOn {
+		out.DependsOn = append(out.DependsOn, d.Kind+" "+d.Name)
+	}
 	for _, m := range vr.Status.ManagedResources {
 		out.Objects = append(out.Objects, objectRow{Kind: m.Kind, Namespace: m.Namespace, Name: m.Name, Status: m.Status, Health: objectHealth(m.Status), Message: m.Message})
 	}
@@ -292,4 +303,17 @@ func objectHealth(status string) string {
 		return failing
 	}
 	return unknown
+}
+
+// variablesOf reads what a VidraResource's sync built it with, by name.
+func variablesOf(vr *vidrav1alpha1.VidraResource) []variableRow {
+	vars := map[string]string{}
+	if err := json.Unmarshal([]byte(vr.Annotations[vidrav1alpha1.BundleVariablesAnnotation]), &vars); err != nil {
+		return nil
+	}
+	rows := make([]variableRow, 0, len(vars))
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		rows = append(rows, variableRow{Name: name, Value: vars[name]})
+	}
+	return rows
 }
