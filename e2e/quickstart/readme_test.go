@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/test/helmrepo"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/ociregistry"
+	"github.com/vidra-operator/vidra/internal/test/sopstest"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
@@ -40,6 +42,8 @@ type sources struct {
 	git      *gitserver.Server
 	helm     *helmrepo.Repo
 	infrahub *infrahubtest.Server
+	// ageKey opens deploy/db/db.enc.yaml (docs/decryption.md's).
+	ageKey *age.X25519Identity
 }
 
 const (
@@ -73,9 +77,12 @@ func startSources(t *testing.T, fx fixture) *sources {
 	}})
 	t.Cleanup(s.infrahub.Close)
 	s.git.RequireBasicAuth("deployer", gitPassword)
+	s.ageKey = sopstest.NewIdentity(t)
+	dbSecret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: from-sops\n"
 	s.git.Repo(t, "platform/apps").Commit(t, "main", map[string]string{
-		"deploy/prod/web.yaml": configMap("web-git"+fx.suffix, "", "git"),
-		"deploy/app/app.yaml":  configMap("web-app", "", "git"), // docs/dependencies.md's
+		"deploy/prod/web.yaml":  configMap("web-git"+fx.suffix, "", "git"),
+		"deploy/app/app.yaml":   configMap("web-app", "", "git"), // docs/dependencies.md's
+		"deploy/db/db.enc.yaml": string(sopstest.Encrypt(t, []byte(dbSecret), sopstest.SecretValues, s.ageKey.Recipient().String())),
 		// As docs/postbuild.md shows it.
 		"deploy/settings/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-settings\ndata:\n" +
 			"  cluster: ${cluster.name}\n  region: ${cluster.labels.region}\n  team: ${team}\n  logLevel: ${log_level:=info}\n",

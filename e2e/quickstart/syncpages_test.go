@@ -2,6 +2,7 @@ package quickstart
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,12 +20,13 @@ import (
 
 // syncPages are the pages of the kinds of sync whose examples run here, each in the step
 // of its name.
-var syncPages = []string{"gitsync", "ocisync", "infrahubsync", "helmsync", "postbuild", "dependencies"}
+var syncPages = []string{"gitsync", "ocisync", "infrahubsync", "helmsync", "postbuild", "dependencies", "decryption"}
 
 // TestTheSyncPagesWorkAsWritten: on a hub installed and a cluster enrolled as the README
 // says, the examples of docs/gitsync.md, docs/ocisync.md, docs/infrahubsync.md,
-// docs/helmsync.md, docs/postbuild.md and docs/dependencies.md run as written, hosts
-// aside, and each delivers to edge-1;
+// docs/helmsync.md, docs/postbuild.md, docs/dependencies.md and docs/decryption.md run
+// as written, hosts (and the age key, which the fixture's makes) aside, and each delivers
+// to edge-1;
 // docs/uninstalling.md then takes Vidra away again.
 func TestTheSyncPagesWorkAsWritten(t *testing.T) {
 	readme := scriptsByStep(t, "../../README.md")
@@ -65,6 +67,10 @@ func TestTheSyncPagesWorkAsWritten(t *testing.T) {
 			return ctx
 		}).
 		Assess("each page's sync delivers to edge-1", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			// As age-keygen -o fleet.agekey writes it.
+			if err := os.WriteFile(filepath.Join(box.dir, "fleet.agekey"), []byte(src.ageKey.String()+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			for _, page := range syncPages {
 				box.step(ctx, t, page, pages[page], 0)
 			}
@@ -77,6 +83,11 @@ func TestTheSyncPagesWorkAsWritten(t *testing.T) {
 				waitData(ctx, t, edge1, "web", "web-settings", key, want)
 			}
 			waitData(ctx, t, edge1, "web", "web-app", "from", "git") // once HelmSync ingress is Ready there
+			testfleet.Poll(t, 200*time.Millisecond, 60*time.Second, "Secret db/db decrypted on edge-1", func() (bool, error) {
+				secret := &corev1.Secret{}
+				err := edge1.Client.Get(ctx, client.ObjectKey{Namespace: "db", Name: "db"}, secret)
+				return err == nil && string(secret.Data["password"]) == "from-sops", client.IgnoreNotFound(err)
+			})
 			return ctx
 		}).
 		Assess("uninstalled as docs/uninstalling.md says", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
