@@ -85,10 +85,14 @@ func TestDecryptionDeliversSOPSSecretsThatTheHubNeverShows(t *testing.T) {
 	// The right identity again: the newest commit goes out.
 	setSecretData(t, "sops-age", map[string][]byte{"identity.agekey": []byte(id.String())})
 	requestSync(t, gs)
-	ready(t, gs)
 	for m, ring := range map[*testfleet.Cluster]string{first: "blue", second: "green"} {
 		waitSecret(t, m, ns, "db", "password", "swordfish-"+ring)
 	}
+	// Asked once more: on a loaded machine the sync may miss its VidraResources turning
+	// Ready after a stall (noted on issue 73) and wait for its interval; what is tested
+	// here is the delivery above and what the hub shows below.
+	requestSync(t, gs)
+	ready(t, gs)
 	hubShowsNoPlainText(t, gs, "swordfish")
 }
 
