@@ -9,6 +9,7 @@ require (
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/chromedp/chromedp v0.14.2
 	github.com/fluxcd/cli-utils v1.2.2
+	github.com/fluxcd/pkg/apis/event v0.26.0
 	github.com/fluxcd/pkg/envsubst v1.8.0
 	github.com/fluxcd/pkg/git v0.52.0
 	github.com/fluxcd/pkg/ssa v0.77.0

@@ -724,6 +724,8 @@ func chartRendersTenancy(ctx context.Context, t *testing.T, _ *envconf.Config) c
 	named("ValidatingAdmissionPolicyBinding", chartRelease+"-clusters")
 	named("ValidatingAdmissionPolicy", chartRelease+"-status")
 	named("ValidatingAdmissionPolicyBinding", chartRelease+"-status")
+	named("ValidatingAdmissionPolicy", chartRelease+"-alerts")
+	named("ValidatingAdmissionPolicyBinding", chartRelease+"-alerts")
 	named("ServiceAccount", chartLocalServiceAccount)
 	wantArgs(t, "hub", checkRestricted(t, objs), "--local-service-account="+chartNamespace+"/"+chartLocalServiceAccount)
 	aggregated := map[string][]string{chartRelease + "-view": {"view", "edit", "admin"}, chartRelease + "-edit": {"edit", "admin"}, chartRelease + "-deliver-everywhere": nil}

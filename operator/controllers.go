@@ -41,6 +41,9 @@ func (o *Operator) setupControllers(opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := o.setupAlerts(opts); err != nil {
+		return err
+	}
 	if o.Content, err = setupContentStore(local, opts); err != nil {
 		return err
 	}
@@ -138,7 +141,7 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 		ResyncInterval:      opts.ResyncInterval,
 		ReconcileOnEvents:   opts.ReconcileOnEvents,
 		RequestTimeout:      opts.RequestTimeout,
-		Recorder:            local.GetEventRecorder(eventSource),
+		Recorder:            o.events,
 		Watches:             o.Watches,
 		History:             revisions,
 		HubGuard:            policy.HubGuard{Namespaces: opts.protectedNamespaces()},
@@ -219,7 +222,7 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 			Namespace:   opts.InfrahubSecretNamespace,
 			HTTPTimeout: opts.InfrahubTimeout,
 			Limits:      infrahubLimits(opts),
-			Recorder:    local.GetEventRecorder(eventSource),
+			Recorder:    o.events,
 			Metrics:     metrics,
 		},
 		Hub:       local.GetClient(),
@@ -229,7 +232,7 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 		PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
 		Guards:            o.guards,
 		Content:           o.Content,
-		Recorder:          local.GetEventRecorder(eventSource),
+		Recorder:          o.events,
 		Metrics:           metrics.Syncs(),
 	}
 	return r.SetupWithManager(local, opts.MaxConcurrentSyncs)
@@ -265,7 +268,7 @@ func (o *Operator) setupVMRollout(metrics *vmrollout.Metrics, opts Options) erro
 		Manager:             o.Manager,
 		HubID:               o.HubID,
 		DisableLocalCluster: opts.DisableLocalCluster,
-		Recorder:            local.GetEventRecorder(eventSource),
+		Recorder:            o.events,
 		Metrics:             metrics,
 	}
 	if o.Shard != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	k8sevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -42,6 +43,8 @@ type Operator struct {
 
 	// guards check the hub's admission policies for every controller; nil: none required.
 	guards *admissionguard.Checker
+	// events records the controllers' Events, and passes them on to the Alerts.
+	events k8sevents.EventRecorder
 	// temporarySourceCache is the source cache New made for want of --source-cache-dir,
 	// removed when the operator stops: every run would leave one behind otherwise.
 	temporarySourceCache string

@@ -122,6 +122,12 @@ type Options struct {
 	MaxConcurrentSyncsPerRequester int
 	WebhookBindAddress             string
 	WebhookSecret                  string
+
+	// Alerts: the events waiting to be matched, and those waiting for each provider, at
+	// most AlertQueueSize; an event equal to one sent to a provider within
+	// AlertDedupeWindow is not sent again.
+	AlertQueueSize    int
+	AlertDedupeWindow time.Duration
 	// Bounds of reading Infrahub, set by the operator's administrator and not by the
 	// syncs, so that no Infrahub can exhaust the memory every sync of the hub shares:
 	// the artifacts one sync lists, the bytes it downloads, the time its listing and
@@ -213,6 +219,8 @@ func DefaultOptions() Options {
 		// the others, and one author's syncs (a hub with one pipeline) lose little.
 		MaxConcurrentSyncsPerRequester: 3,
 		WebhookBindAddress:             ":8090",
+		AlertQueueSize:                 1000,
+		AlertDedupeWindow:              5 * time.Minute,
 		// Far above any sync the tests and the docs describe (a few artifacts, the largest
 		// 5 MiB; the client pages through 450), far below what would take the operator
 		// down: a listing of 10,000 artifacts decodes in a few MiB, and 512 MiB is eight

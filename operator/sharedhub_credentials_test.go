@@ -127,3 +127,34 @@ func (h *sharedHub) syncStalled(t *testing.T, name, reason string, want ...strin
 		t.Errorf("a credential shows in status: %q", msg)
 	}
 }
+
+// alertProvidersUseOnlyTheirSecrets: an AlertProvider sends its Secret's token to its
+// address, so a tenant may name only a Secret it may use, and the operator (with the
+// chart's rights) sends it only to a URL the Secret lists.
+func (h *sharedHub) alertProvidersUseOnlyTheirSecrets(t *testing.T) {
+	ctx := context.Background()
+	teamB := h.credentialsSecret(t, "team-b-alerts", "team-b-hmac-key", "https://alerts.team-b.example/")
+	provider := &vidrav1alpha1.AlertProvider{ObjectMeta: metav1.ObjectMeta{Name: "tenant-alerts"}, Spec: vidrav1alpha1.AlertProviderSpec{
+		Type: vidrav1alpha1.AlertProviderGenericHMAC, Address: "https://alerts.tenant-a.example/hook",
+		SecretRef: &vidrav1alpha1.LocalSecretReference{Name: teamB},
+	}}
+	refused(t, h.tenant.Create(ctx, provider.DeepCopy()),
+		tenantUser+" may not have the operator send Secret "+testoperator.Namespace+"/"+teamB, "the verb use on that Secret")
+
+	grant(t, h.admin, vidrav1alpha1.UseVerb, "secrets", teamB)
+	if err := h.tenant.Create(ctx, provider); err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, h.admin, provider)
+	if who := provider.Annotations[vidrav1alpha1.RequestedByAnnotation]; who != tenantUser {
+		t.Errorf("requested-by %q, want %q recorded by admission", who, tenantUser)
+	}
+	testfleet.Eventually(t, objectsTimeout, "the provider refused: the Secret lists another URL", func() (bool, error) {
+		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(provider), provider); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(provider.Status.Conditions, vidrav1alpha1.ConditionReady)
+		return c != nil && c.Reason == vidrav1alpha1.ReasonCredentialsRefused &&
+			strings.Contains(c.Message, "may be sent only to https://alerts.team-b.example/"), nil
+	})
+}

@@ -304,6 +304,10 @@ func TestSharedHub(t *testing.T) {
 		h.credentialsAreTheirOwners(t)
 	})
 
+	t.Run("an AlertProvider uses only a Secret its author may use, and sends it only where it may go", func(t *testing.T) {
+		h.alertProvidersUseOnlyTheirSecrets(t)
+	})
+
 	t.Run("moving a bundle to another cluster is refused at apply", func(t *testing.T) {
 		vr := bundle("stays", vidrav1alpha1.Destination{Cluster: m0.Name, Namespace: "team-d"}, configMap("stays", "v"))
 		if err := h.admin.Create(ctx, vr); err != nil {

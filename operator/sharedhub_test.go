@@ -202,7 +202,7 @@ func serviceAccountToken(ctx context.Context, t *testing.T, admin *rest.Config, 
 	return cfg
 }
 
-// user provisions a person who may write VidraResources and syncs of every kind, and deliver to
+// user provisions a person who may write VidraResources, syncs of every kind and alerts, and deliver to
 // the clusters named.
 func (h *sharedHub) user(t *testing.T, name string, deliverTo ...string) client.Client {
 	t.Helper()
@@ -216,7 +216,7 @@ func (h *sharedHub) person(t *testing.T, name string, subject rbacv1.Subject, de
 	ctx := context.Background()
 	rules := []rbacv1.PolicyRule{{
 		APIGroups: []string{vidrav1alpha1.GroupVersion.Group},
-		Resources: []string{"vidraresources", "infrahubsyncs", "gitsyncs", "ocisyncs", "helmsyncs", "vidraclusters"},
+		Resources: []string{"vidraresources", "infrahubsyncs", "gitsyncs", "ocisyncs", "helmsyncs", "vidraclusters", "alerts", "alertproviders"},
 		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 	}}
 	if len(deliverTo) > 0 {

@@ -61,7 +61,7 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 				Content:   o.Content, Metrics: metrics,
 			},
 			Hub: local.GetClient(), HubReader: local.GetAPIReader(), Content: o.Content,
-			Recorder: local.GetEventRecorder(eventSource), Metrics: metrics.For(kind.kind), Guards: o.guards,
+			Recorder: o.events, Metrics: metrics.For(kind.kind), Guards: o.guards,
 			PerSourceSyncs: opts.MaxConcurrentSyncsPerSource, PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
 		}
 		if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {

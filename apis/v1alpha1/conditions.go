@@ -171,7 +171,30 @@ const (
 	// EventNameTaken, on a VidraResource the sync did not make: it holds the name the
 	// sync gives one of its bundles, which is not delivered there while it does.
 	EventNameTaken = "NameTaken"
+	// EventRevisionReady: the sync's revision is Ready on every cluster it reaches.
+	EventRevisionReady = "RevisionReady"
+	// EventClusterFailed: the sync's bundle failed on a cluster (the Event names it and
+	// why); recorded when it starts failing there, or fails for another reason.
+	EventClusterFailed = "ClusterFailed"
 )
+
+// Condition reasons of an Alert and an AlertProvider (Ready).
+const (
+	// ReasonProviderNotFound: the Alert's providerRef names no AlertProvider.
+	ReasonProviderNotFound = "ProviderNotFound"
+	// ReasonProviderNotReady: the Alert's AlertProvider is not Ready.
+	ReasonProviderNotReady = "ProviderNotReady"
+	// ReasonInvalidAlert: an expression of inclusionList or exclusionList does not
+	// compile.
+	ReasonInvalidAlert = "InvalidAlert"
+	// ReasonInvalidProvider: the AlertProvider cannot be used as written: an address
+	// that is not a URL, a type that needs a token and a Secret without one.
+	ReasonInvalidProvider = "InvalidProvider"
+)
+
+// EventSendFailed is recorded on an AlertProvider when an event could not be sent to its
+// receiver within the retries, and was dropped.
+const EventSendFailed = "SendFailed"
 
 // The VM rollout's reasons on a VidraResource (condition VMRollout).
 const (

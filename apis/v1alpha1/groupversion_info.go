@@ -32,6 +32,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VidraResource{}, &VidraResourceList{},
 		&VidraCluster{}, &VidraClusterList{},
 		&VidraBundle{}, &VidraBundleList{},
+		&AlertProvider{}, &AlertProviderList{},
+		&Alert{}, &AlertList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

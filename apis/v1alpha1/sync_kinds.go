@@ -74,8 +74,9 @@ type Sync interface {
 	Dependencies() []SyncReference
 	// HealthChecks are its spec.healthCheckExprs and spec.timeout.
 	HealthChecks() ([]HealthCheck, *metav1.Duration)
-	// SetClusters sets status.clusters.
+	// SetClusters sets status.clusters; Clusters reads it.
 	SetClusters(counts *ClusterCounts)
+	Clusters() *ClusterCounts
 	// SelectsClusters says whether it fans out by clusterSelector, so that clusters
 	// joining or leaving the selection concern it.
 	SelectsClusters() bool
@@ -146,6 +147,9 @@ func (in *InfrahubSync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
 // SetClusters sets the InfrahubSync's status.clusters.
 func (in *InfrahubSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
+// Clusters is the InfrahubSync's status.clusters.
+func (in *InfrahubSync) Clusters() *ClusterCounts { return in.Status.Clusters }
+
 // Suspended says whether spec.suspend holds the InfrahubSync.
 func (in *InfrahubSync) Suspended() bool { return in.Spec.Suspend }
 
@@ -204,6 +208,9 @@ func (in *GitSync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
 
 // SetClusters sets the GitSync's status.clusters.
 func (in *GitSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
+
+// Clusters is the GitSync's status.clusters.
+func (in *GitSync) Clusters() *ClusterCounts { return in.Status.Clusters }
 
 // PostBuildSpec is the GitSync's spec.postBuild.
 func (in *GitSync) PostBuildSpec() *PostBuild { return in.Spec.PostBuild }
@@ -270,6 +277,9 @@ func (in *OCISync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
 // SetClusters sets the OCISync's status.clusters.
 func (in *OCISync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
 
+// Clusters is the OCISync's status.clusters.
+func (in *OCISync) Clusters() *ClusterCounts { return in.Status.Clusters }
+
 // PostBuildSpec is the OCISync's spec.postBuild.
 func (in *OCISync) PostBuildSpec() *PostBuild { return in.Spec.PostBuild }
 
@@ -334,6 +344,9 @@ func (in *HelmSync) HealthChecks() ([]HealthCheck, *metav1.Duration) {
 
 // SetClusters sets the HelmSync's status.clusters.
 func (in *HelmSync) SetClusters(counts *ClusterCounts) { in.Status.Clusters = counts }
+
+// Clusters is the HelmSync's status.clusters.
+func (in *HelmSync) Clusters() *ClusterCounts { return in.Status.Clusters }
 
 // Suspended says whether spec.suspend holds the HelmSync.
 func (in *HelmSync) Suspended() bool { return in.Spec.Suspend }

@@ -271,6 +271,10 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 }
 
 func bindSourceFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.IntVar(&o.AlertQueueSize, "alert-queue-size", o.AlertQueueSize,
+		"Most events waiting to be matched against the Alerts, and waiting for each AlertProvider; past it, an event is dropped and counted (vidra_alerts_dropped_total), and delivery never waits.")
+	fs.DurationVar(&o.AlertDedupeWindow, "alert-dedupe-window", o.AlertDedupeWindow,
+		"An event equal to one sent to an AlertProvider within this window (same object, reason, message and metadata) is not sent again.")
 	fs.StringVar(&o.SourceCacheDir, "source-cache-dir", o.SourceCacheDir,
 		"Directory where GitSyncs' checkouts, OCISyncs' artifacts and HelmSyncs' charts from OCI registries are kept, one per URL and revision however many syncs read them; empty: a new temporary directory, removed when the operator stops.")
 	fs.Var(bytesValue{&o.SourceCacheBytes}, "source-cache-bytes",

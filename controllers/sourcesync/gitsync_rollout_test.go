@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/alertreceiver"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
@@ -86,6 +87,7 @@ func TestProgressiveRolloutOfANewCommitStopsAtTheFirstWave(t *testing.T) {
 	setRing(t, prod.Name, "prod")
 	t.Cleanup(func() { setRing(t, prod.Name, "") })
 
+	rcv := alertTo(t, "waves")
 	srv := gitserver.New(t)
 	repo := srv.Repo(t, "waves")
 	repo.Commit(t, "main", map[string]string{"web.yaml": configMap("web", "v1")}, "v1")
@@ -119,4 +121,10 @@ func TestProgressiveRolloutOfANewCommitStopsAtTheFirstWave(t *testing.T) {
 		t.Errorf("the prod wave has %q, want v2: it must never see the failed commit", v)
 	}
 	waitEvent(t, gs, vidrav1alpha1.ReasonRolledBack, "revision 3")
+
+	// Its alerts told each wave advancing, the rollout completing, and the rollback.
+	for _, reason := range []string{vidrav1alpha1.EventWaveStarted, vidrav1alpha1.EventWaveCompleted,
+		vidrav1alpha1.EventRolloutCompleted, vidrav1alpha1.ReasonRolledBack} {
+		rcv.WaitFor(t, reason, alertreceiver.Reason(reason, "waves"))
+	}
 }

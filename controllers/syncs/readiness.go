@@ -33,7 +33,7 @@ func (r *Reconciler) refresh(ctx context.Context, obj Object) (ctrl.Result, erro
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	markDelivered(obj, pass.delivered, fanout.Judge(vrs, fanout.Checksums(obj.Bundles()), nil))
+	r.markDelivered(obj, pass.delivered, fanout.Judge(vrs, fanout.Checksums(obj.Bundles()), nil))
 	return ctrl.Result{}, nil
 }
 
@@ -41,7 +41,7 @@ func (r *Reconciler) refresh(ctx context.Context, obj Object) (ctrl.Result, erro
 // words) and, for a sync that waits, where that is in effect (ready): Ready on every
 // cluster, Progressing while some are not yet, or VidraResourceFailed naming the
 // clusters where it failed. A sync that does not wait is Ready once delivered.
-func markDelivered(obj Object, delivered string, ready fanout.Readiness) {
+func (r *Reconciler) markDelivered(obj Object, delivered string, ready fanout.Readiness) {
 	if !obj.Waits() {
 		obj.SetClusters(nil)
 		markSucceeded(obj, delivered)
@@ -49,6 +49,7 @@ func markDelivered(obj Object, delivered string, ready fanout.Readiness) {
 	}
 	counts := ready.Counts
 	obj.SetClusters(&counts)
+	r.recordFailures(obj, ready.Failures())
 	switch {
 	case ready.Failed():
 		markFailed(obj, vidrav1alpha1.ReasonVidraResourceFailed, ready.Message())

@@ -82,6 +82,9 @@ type Reconciler struct {
 	settled sync.Map
 	// healthExprs compiles the syncs' spec.healthCheckExprs, each expression once.
 	healthExprs celhealth.Compiler
+	// failing holds, per sync, the clusters where it failed at its last look, each with
+	// the reason (recordFailures).
+	failing sync.Map
 }
 
 // DefaultInlineLimit is the largest bundle a VidraResource holds inline when InlineLimit
@@ -177,6 +180,7 @@ func (r *Reconciler) forget(name string) {
 	r.written.Forget(name)
 	r.traced.Delete(name)
 	r.settled.Delete(name)
+	r.failing.Delete(name)
 }
 
 // slotFor takes one of the workers' slots of the server the sync's source names (an
@@ -230,6 +234,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, obj Object) error 
 		return fmt.Errorf("patch status of %s %s: %w", obj.SyncKind().Kind, obj.GetName(), err)
 	}
 	r.written.Wrote(obj)
+	r.recordReady(before, obj)
 	return nil
 }
 

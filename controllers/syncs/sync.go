@@ -160,7 +160,7 @@ func (r *Reconciler) summarize(obj Object, d *fanout.Delivery, source, delivered
 	}
 	pass := settledPass{generation: obj.GetGeneration(), delivered: "delivered " + delivered + " as " + Counted(d.Kept(), "VidraResource")}
 	r.settled.Store(obj.GetName(), pass)
-	markDelivered(obj, pass.delivered, d.Readiness(obj.Bundles()))
+	r.markDelivered(obj, pass.delivered, d.Readiness(obj.Bundles()))
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 

@@ -153,6 +153,15 @@ func (r Readiness) Ready() bool { return r.Counts.Ready == r.Counts.Total }
 // Failed says whether they failed on a cluster.
 func (r Readiness) Failed() bool { return r.Counts.Failed > 0 }
 
+// Failures are the clusters where they failed, each with why ("ApplyFailed: ...").
+func (r Readiness) Failures() map[string]string {
+	out := make(map[string]string, len(r.failed))
+	for _, s := range r.failed {
+		out[s.cluster] = s.why
+	}
+	return out
+}
+
 // Why says why the first cluster that failed, else the first that waits, is not Ready
 // ("" when every cluster is).
 func (r Readiness) Why() string {

@@ -17,22 +17,34 @@ const MaxNote = 1024
 // Recorder records the Events of one controller's action ("Reconcile", "Sync"...).
 type Recorder struct {
 	recorder k8sevents.EventRecorder
+	notifier Notifier
 	action   string
 }
 
-// NewRecorder records through r (nil: records nothing) as action.
+// NewRecorder records through r (nil: records nothing) as action, and tells the
+// Notifier r was given (WithNotifier).
 func NewRecorder(r k8sevents.EventRecorder, action string) Recorder {
-	return Recorder{recorder: r, action: action}
+	return Recorder{recorder: r, notifier: notifierOf(r), action: action}
 }
 
 // Record records an Event about regarding; related, when not nil, is the object the
 // Event is about within it (and keeps Events about different ones from being folded into
 // one series).
 func (r Recorder) Record(regarding, related runtime.Object, eventType, reason, note string) {
+	r.RecordWith(regarding, related, eventType, reason, note, nil)
+}
+
+// RecordWith records as Record does, and gives the alerts that send it metadata (a
+// revision, a cluster), which an Event cannot carry.
+func (r Recorder) RecordWith(regarding, related runtime.Object, eventType, reason, note string, metadata map[string]string) {
 	if r.recorder == nil {
 		return
 	}
-	r.recorder.Eventf(regarding, related, eventType, reason, r.action, "%s", Cut(note))
+	note = Cut(note)
+	r.recorder.Eventf(regarding, related, eventType, reason, r.action, "%s", note)
+	if r.notifier != nil {
+		r.notifier.Notify(regarding, related, eventType, reason, note, metadata)
+	}
 }
 
 // Cut is note cut to MaxNote bytes, at a character boundary.
