@@ -21,13 +21,22 @@ import (
 // loopback, through an AlertProvider whose Secret holds the key, as a user sets it up.
 func alertTo(t *testing.T, name string) *alertreceiver.Receiver {
 	t.Helper()
-	ctx := context.Background()
 	rcv := alertreceiver.New(t, "key-"+name, nil)
-	createSecret(t, "alerts-"+name, map[string][]byte{"token": []byte("key-" + name)}, rcv.URL+"/")
+	alertThrough(t, name, vidrav1alpha1.AlertProviderGenericHMAC, rcv.URL+"/vidra", "key-"+name, rcv.URL+"/")
+	return rcv
+}
+
+// alertThrough makes an AlertProvider of typ at address, whose Secret holds token and
+// may go to allowed, and an Alert sending it the events of the GitSync named name; it
+// waits for the Alert to be Ready.
+func alertThrough(t *testing.T, name, typ, address, token, allowed string) {
+	t.Helper()
+	ctx := context.Background()
+	createSecret(t, "alerts-"+name, map[string][]byte{"token": []byte(token)}, allowed)
 	p := &vidrav1alpha1.AlertProvider{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
 			vidrav1alpha1.RequestedByAnnotation: "default", vidrav1alpha1.RequestedByGroupsAnnotation: "system:masters"}},
-		Spec: vidrav1alpha1.AlertProviderSpec{Type: vidrav1alpha1.AlertProviderGenericHMAC, Address: rcv.URL + "/vidra",
+		Spec: vidrav1alpha1.AlertProviderSpec{Type: typ, Address: address,
 			SecretRef: &vidrav1alpha1.LocalSecretReference{Name: "alerts-" + name}},
 	}
 	a := &vidrav1alpha1.Alert{
@@ -35,19 +44,16 @@ func alertTo(t *testing.T, name string) *alertreceiver.Receiver {
 		Spec: vidrav1alpha1.AlertSpec{ProviderRef: vidrav1alpha1.ProviderReference{Name: name},
 			EventSources: []vidrav1alpha1.EventSource{{Kind: "GitSync", Name: name}}},
 	}
-	if err := fleet.Hub.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
+	for _, obj := range []client.Object{p, a} {
+		if err := fleet.Hub.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fleet.Hub.Client.Delete(ctx, obj) })
 	}
-	t.Cleanup(func() { _ = fleet.Hub.Client.Delete(ctx, p) })
-	if err := fleet.Hub.Client.Create(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fleet.Hub.Client.Delete(ctx, a) })
 	testfleet.Eventually(t, 30*time.Second, "Alert "+name+" Ready", func() (bool, error) {
 		err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, a)
 		return err == nil && meta.IsStatusConditionTrue(a.Status.Conditions, vidrav1alpha1.ConditionReady), err
 	})
-	return rcv
 }
 
 // A GitSync's alerts: its revision Ready on every cluster, once; a cluster where it
@@ -73,10 +79,7 @@ func TestAlertsTellARevisionReadyAFailureOnAClusterAndAStall(t *testing.T) {
 	// An object on the second member that Vidra does not manage: the new commit fails
 	// there alone.
 	broken := fleet.Members[1]
-	taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns}, Data: map[string]string{"value": "mine"}}
-	if err := broken.Client.Create(context.Background(), taken); err != nil {
-		t.Fatal(err)
-	}
+	unmanagedOn(t, broken, ns, "taken")
 	repo.Commit(t, "main", map[string]string{"web.yaml": configMap("web", "v2"), "taken.yaml": configMap("taken", "v2")}, "v2")
 	requestSync(t, gs)
 	failed := rcv.WaitFor(t, "ClusterFailed", alertreceiver.Reason(vidrav1alpha1.EventClusterFailed, "alerts"))
@@ -157,4 +160,14 @@ func TestAlertsAndProvidersSayWhyTheyCannotBeUsed(t *testing.T) {
 	}
 	notReady(t, noProvider, vidrav1alpha1.ReasonProviderNotFound)
 	notReady(t, withUnreadyProvider, vidrav1alpha1.ReasonProviderNotReady)
+}
+
+// unmanagedOn creates a ConfigMap on a member that Vidra does not manage: a bundle that
+// declares it fails there.
+func unmanagedOn(t *testing.T, member *testfleet.Cluster, ns, name string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"value": "mine"}}
+	if err := member.Client.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -24,6 +24,10 @@ import (
 // to why ("ApplyFailed: ..."). What this process saw last is kept per sync: after a
 // restart, a cluster failing still is recorded once more.
 func (r *Reconciler) recordFailures(obj Object, failures map[string]string) {
+	counts := ""
+	if c := obj.Clusters(); c != nil {
+		counts = fmt.Sprintf("%d of %d", c.Ready, c.Total)
+	}
 	v, _ := r.failing.Load(obj.GetName())
 	was, _ := v.(map[string]string)
 	now := make(map[string]string, len(failures))
@@ -34,9 +38,12 @@ func (r *Reconciler) recordFailures(obj Object, failures map[string]string) {
 		if was[cluster] == reason {
 			continue
 		}
+		metadata := map[string]string{"cluster": cluster}
+		if counts != "" {
+			metadata["clusters"] = counts
+		}
 		events.NewRecorder(r.Recorder, "Sync").RecordWith(obj, nil, corev1.EventTypeWarning, vidrav1alpha1.EventClusterFailed,
-			fmt.Sprintf("%s failed on cluster %s: %s", obj.SyncKind().Kind+" "+obj.GetName(), cluster, why),
-			map[string]string{"cluster": cluster})
+			fmt.Sprintf("%s failed on cluster %s: %s", obj.SyncKind().Kind+" "+obj.GetName(), cluster, why), metadata)
 	}
 	if len(now) == 0 {
 		r.failing.Delete(obj.GetName())
@@ -58,7 +65,7 @@ func (r *Reconciler) recordReady(before, obj Object) {
 	}
 	events.NewRecorder(r.Recorder, "Sync").RecordWith(obj, nil, corev1.EventTypeNormal, vidrav1alpha1.EventRevisionReady,
 		fmt.Sprintf("revision %s Ready on %d of %d clusters", revision, clusters.Ready, clusters.Total),
-		map[string]string{"revision": revision})
+		map[string]string{"revision": revision, "clusters": fmt.Sprintf("%d of %d", clusters.Ready, clusters.Total)})
 }
 
 func readyNow(obj Object) bool {

@@ -174,7 +174,7 @@ func (d *Dispatcher) route(ctx context.Context, p pending) {
 			if ev.Metadata == nil {
 				ev.Metadata = map[string]string{}
 			}
-			ev.Metadata["summary"] = summary
+			ev.Metadata[MetaSummary] = summary
 		}
 		if d.seen(provider, &ev, now) {
 			d.opts.Metrics.observeDeduplicated(provider)

@@ -17,10 +17,12 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
 
-// Metadata keys Vidra's events carry, as Flux's do (revision, summary).
+// Metadata keys Vidra's events carry, as Flux's do (revision, summary): the cluster an
+// event is about, and how many clusters are Ready ("38 of 40").
 const (
 	MetaRevision      = "revision"
 	MetaCluster       = "cluster"
+	MetaClusters      = "clusters"
 	MetaVidraResource = "vidraresource"
 	MetaSummary       = "summary"
 )

@@ -52,7 +52,7 @@ func New(c Config) (Sender, error) {
 	case vidrav1alpha1.AlertProviderMSTeams:
 		return msteams{address: c.Address}, nil
 	case vidrav1alpha1.AlertProviderGitHub, vidrav1alpha1.AlertProviderGitLab, vidrav1alpha1.AlertProviderGitea:
-		return nil, fmt.Errorf("type %s writes commit statuses, which this version of Vidra does not send yet", c.Type)
+		return newCommitStatus(c, u)
 	}
 	return nil, fmt.Errorf("unknown type %q", c.Type)
 }
@@ -61,11 +61,20 @@ func New(c Config) (Sender, error) {
 type StatusError struct {
 	Host string
 	Code int
+	// Answer is the start of what the receiver said, for the error's message.
+	Answer string
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s answered %d %s", e.Host, e.Code, http.StatusText(e.Code))
+	msg := fmt.Sprintf("%s answered %d %s", e.Host, e.Code, http.StatusText(e.Code))
+	if e.Answer != "" {
+		msg += ": " + e.Answer
+	}
+	return msg
 }
+
+// shownAnswer bounds what an error repeats of a receiver's answer.
+const shownAnswer = 200
 
 // Retryable says whether err may pass if the request is sent again: a failure to reach
 // the receiver, or its answer that it could not take it now (5xx, 429). A 4xx is the
@@ -102,9 +111,10 @@ func post(ctx context.Context, client *http.Client, address string, body []byte,
 		return fmt.Errorf("post to %s: %s", host, redact(err, address, host))
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &StatusError{Host: host, Code: resp.StatusCode}
+		shown := strings.ToValidUTF8(strings.TrimSpace(string(answer[:min(len(answer), shownAnswer)])), "")
+		return &StatusError{Host: host, Code: resp.StatusCode, Answer: shown}
 	}
 	return nil
 }

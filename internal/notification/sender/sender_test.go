@@ -137,7 +137,9 @@ func TestAProviderThatCannotBeUsedIsRefused(t *testing.T) {
 	for _, c := range []Config{
 		{Type: vidrav1alpha1.AlertProviderGeneric, Address: "ftp://example.com"},
 		{Type: vidrav1alpha1.AlertProviderGeneric, Address: ""},
-		{Type: vidrav1alpha1.AlertProviderGitHub, Address: "https://github.com/org/repo"},
+		{Type: vidrav1alpha1.AlertProviderGitHub, Address: "https://github.com/org/repo"}, // no token
+		{Type: vidrav1alpha1.AlertProviderGitHub, Address: "https://github.com/org", Token: "t"},
+		{Type: vidrav1alpha1.AlertProviderGitea, Address: "https://gitea.example.com/org/group/repo", Token: "t"},
 		{Type: "pagerduty", Address: "https://example.com"},
 	} {
 		if _, err := New(c); err == nil {
