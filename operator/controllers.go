@@ -153,6 +153,7 @@ func (o *Operator) setupVidraResources(metrics *vidraresource.Metrics, opts Opti
 	}
 	r.Guards = o.guards
 	r.Selector = ownSelector(opts.agent)
+	o.resources = r
 	if opts.agent != nil {
 		r.LocalPolicy = opts.agent.Policy
 	}

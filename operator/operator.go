@@ -45,6 +45,8 @@ type Operator struct {
 	guards *admissionguard.Checker
 	// events records the controllers' Events, and passes them on to the Alerts.
 	events k8sevents.EventRecorder
+	// resources is the VidraResource controller, which dry-runs the syncs' previews.
+	resources *vidraresource.Reconciler
 	// temporarySourceCache is the source cache New made for want of --source-cache-dir,
 	// removed when the operator stops: every run would leave one behind otherwise.
 	temporarySourceCache string

@@ -128,6 +128,9 @@ type Options struct {
 	// AlertDedupeWindow is not sent again.
 	AlertQueueSize    int
 	AlertDedupeWindow time.Duration
+
+	// PreviewClusters bounds the clusters one preview of a ref dry-runs at once.
+	PreviewClusters int
 	// Bounds of reading Infrahub, set by the operator's administrator and not by the
 	// syncs, so that no Infrahub can exhaust the memory every sync of the hub shares:
 	// the artifacts one sync lists, the bytes it downloads, the time its listing and
@@ -221,6 +224,7 @@ func DefaultOptions() Options {
 		WebhookBindAddress:             ":8090",
 		AlertQueueSize:                 1000,
 		AlertDedupeWindow:              5 * time.Minute,
+		PreviewClusters:                4,
 		// Far above any sync the tests and the docs describe (a few artifacts, the largest
 		// 5 MiB; the client pages through 450), far below what would take the operator
 		// down: a listing of 10,000 artifacts decodes in a few MiB, and 512 MiB is eight

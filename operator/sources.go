@@ -63,6 +63,8 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 			Hub: local.GetClient(), HubReader: local.GetAPIReader(), Content: o.Content,
 			Recorder: o.events, Metrics: metrics.For(kind.kind), Guards: o.guards,
 			PerSourceSyncs: opts.MaxConcurrentSyncsPerSource, PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
+			Previews: &syncs.Previews{DryRun: o.resources, Clusters: opts.PreviewClusters,
+				Log: opts.Logger.WithName("previews").WithValues("kind", kind.kind)},
 		}
 		if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {
 			return err

@@ -176,6 +176,11 @@ const (
 	// EventClusterFailed: the sync's bundle failed on a cluster (the Event names it and
 	// why); recorded when it starts failing there, or fails for another reason.
 	EventClusterFailed = "ClusterFailed"
+	// EventPreviewReady: a ref's commit was previewed on every cluster the sync
+	// reaches, and none refuses it; the note counts what it would change.
+	EventPreviewReady = "PreviewReady"
+	// EventPreviewFailed: a ref's commit could not be built, or a cluster refuses it.
+	EventPreviewFailed = "PreviewFailed"
 )
 
 // Condition reasons of an Alert and an AlertProvider (Ready).

@@ -6,7 +6,7 @@ import (
 
 // GitRef says which commit of a repository to deliver: at most one field; none is the
 // remote's HEAD (its default branch).
-// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.semver), has(self.commit)].filter(x, x).size() <= 1",message="set at most one of branch, tag, semver and commit"
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.semver), has(self.commit), has(self.name)].filter(x, x).size() <= 1",message="set at most one of branch, tag, semver, commit and name"
 type GitRef struct {
 	// Branch to follow.
 	// +optional
@@ -24,6 +24,31 @@ type GitRef struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{40}$`
 	Commit string `json:"commit,omitempty"`
+	// Name is a full reference name, as Flux's: refs/heads/main, refs/pull/420/head,
+	// refs/merge-requests/1/head.
+	// +optional
+	// +kubebuilder:validation:MaxLength=250
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('refs/') && !self.contains('..') && !self.contains(' ')",message="name is a full Git reference name, such as refs/pull/420/head"
+	Name string `json:"name,omitempty"`
+}
+
+// Previews say which refs' commits a sync previews before they merge: built as a
+// merge would build them, dry-run on every cluster the sync reaches, applied nowhere.
+type Previews struct {
+	// Refs are the full reference names previewed, as globs whose * stops at a slash:
+	// refs/heads/preview/*, refs/pull/*/head, refs/merge-requests/*/head.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=250
+	// +kubebuilder:validation:items:Pattern=`^refs/`
+	Refs []string `json:"refs"`
+	// MaxRefs bounds the refs previewed at once: past it, the first in name order are
+	// previewed, and the status says how many were left out.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	MaxRefs int32 `json:"maxRefs,omitempty"`
 }
 
 // GitSource is the repository, revision and directory a GitSync delivers.
@@ -74,6 +99,11 @@ type GitSyncSpec struct {
 	// Decryption decrypts the bundle's SOPS-encrypted documents, before postBuild.
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
+
+	// Previews dry-run the commits of other refs (branches, pull requests) on every
+	// cluster the sync reaches, before they merge; nothing of them is applied.
+	// +optional
+	Previews *Previews `json:"previews,omitempty"`
 
 	SyncOptions `json:",inline"`
 }

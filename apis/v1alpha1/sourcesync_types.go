@@ -142,6 +142,43 @@ type SourceSyncStatus struct {
 	// VidraResources there, at its current revision (none with wait: false).
 	// +optional
 	Clusters *ClusterCounts `json:"clusters,omitempty"`
+
+	// Previews are what the commits of the refs spec.previews names would do on each
+	// cluster, one per ref.
+	// +optional
+	// +listType=map
+	// +listMapKey=ref
+	// +kubebuilder:validation:MaxItems=20
+	Previews []RefPreview `json:"previews,omitempty"`
+}
+
+// RefPreview is what one ref's commit would change on the clusters a sync reaches.
+type RefPreview struct {
+	// Ref is the full reference name.
+	Ref string `json:"ref"`
+	// Revision is the commit previewed, as ref@sha1:<commit>.
+	Revision string `json:"revision"`
+	// ComputedAt is when it was previewed.
+	// +optional
+	ComputedAt *metav1.Time `json:"computedAt,omitempty"`
+	// Clusters is how many clusters it was dry-run on; Changed how many of them it
+	// changes; Refused how many refuse it (their delivery policy, the API server's
+	// dry-run, the requester's right).
+	Clusters int32 `json:"clusters"`
+	Changed  int32 `json:"changed"`
+	Refused  int32 `json:"refused"`
+	// Added, Updated and Removed count the objects it would create, change and prune,
+	// on every cluster together.
+	Added   int32 `json:"added"`
+	Updated int32 `json:"updated"`
+	Removed int32 `json:"removed"`
+	// Message says why it could not be previewed, or what was left out.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Digest names, in the content store, the preview of each cluster with its diffs,
+	// which kubectl vidra preview shows.
+	// +optional
+	Digest string `json:"digest,omitempty"`
 }
 
 // BundleStatus records one bundle a sync delivers: an InfrahubSync's artifact, a GitSync's
@@ -195,4 +232,17 @@ type BundleStatus struct {
 	// VidraResourceCount is how many VidraResources deliver the bundle.
 	// +optional
 	VidraResourceCount int32 `json:"vidraResourceCount,omitempty"`
+}
+
+// ClusterPreview is what a ref's commit would do on one cluster. A RefPreview's Digest
+// names, in the content store, the JSON list of them, which kubectl vidra preview shows.
+type ClusterPreview struct {
+	// Cluster is the cluster dry-run on.
+	Cluster string `json:"cluster"`
+	// VidraResource is the sync's VidraResource there, whose delivery it is compared
+	// with.
+	// +optional
+	VidraResource string `json:"vidraResource,omitempty"`
+	// Preview is the dry-run's result, as a VidraResource's status.preview says it.
+	Preview *PreviewStatus `json:"preview"`
 }

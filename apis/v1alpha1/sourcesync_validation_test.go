@@ -60,7 +60,7 @@ func TestSourceSyncsAreValidatedByTheAPIServer(t *testing.T) {
 			s := validGitSync()
 			s.Spec.Source.Ref = &vidrav1alpha1.GitRef{Branch: "main", Tag: "v1"}
 			return s
-		}, "spec.source.ref", "at most one of branch, tag, semver and commit"},
+		}, "spec.source.ref", "at most one of branch, tag, semver, commit and name"},
 		{"short commit", func() client.Object {
 			s := validGitSync()
 			s.Spec.Source.Ref = &vidrav1alpha1.GitRef{Commit: "abc123"}

@@ -42,12 +42,7 @@ or could not be computed.`,
   kubectl vidra diff ihs/web
   kubectl vidra diff gitsync/web
   kubectl vidra diff hs/web`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
-				return failDiff(streams.ErrOut, err)
-			}
-			return nil
-		},
+		Args: oneArgAsDiff(streams),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newHubClient(hub, streams.ErrOut)
 			if err != nil {
@@ -61,13 +56,7 @@ or could not be computed.`,
 			if s.vr != nil {
 				vrs = []vidrav1alpha1.VidraResource{*s.vr}
 			}
-			switch printPreviews(vrs, streams.Out, time.Now()) {
-			case previewChanges:
-				return exitError{code: 1}
-			case previewIncomplete:
-				return exitError{code: 2}
-			}
-			return nil
+			return exitOf(printPreviews(vrs, streams.Out, time.Now()))
 		},
 	}
 	hub.AddFlags(cmd.Flags())
@@ -86,6 +75,27 @@ const (
 	// previewIncomplete: a preview failed, or was not computed: nothing can be promised.
 	previewIncomplete
 )
+
+// oneArgAsDiff takes one argument, and fails as diff does without it.
+func oneArgAsDiff(streams genericiooptions.IOStreams) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+			return failDiff(streams.ErrOut, err)
+		}
+		return nil
+	}
+}
+
+// exitOf ends a command that prints previews as kubectl diff ends.
+func exitOf(result previewResult) error {
+	switch result {
+	case previewChanges:
+		return exitError{code: 1}
+	case previewIncomplete:
+		return exitError{code: 2}
+	}
+	return nil
+}
 
 // failDiff prints err as the plugin does and ends with diff's error code, 2.
 func failDiff(errOut io.Writer, err error) error {

@@ -115,6 +115,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newRollbackCommand(streams),
 		newRolloutCommand(streams),
 		newDiffCommand(streams),
+		newPreviewCommand(streams),
 		newCanDeliverCommand(streams),
 		newVersionCommand(streams),
 	)

@@ -271,6 +271,8 @@ func bindInfrahubFlags(fs *flag.FlagSet, o *operator.Options) {
 }
 
 func bindSourceFlags(fs *flag.FlagSet, o *operator.Options) {
+	fs.IntVar(&o.PreviewClusters, "preview-clusters", o.PreviewClusters,
+		"Clusters one preview of a ref (a GitSync's spec.previews) dry-runs at once. Previews run beside the syncs' workers, one sync at a time, and never hold a delivery.")
 	fs.IntVar(&o.AlertQueueSize, "alert-queue-size", o.AlertQueueSize,
 		"Most events waiting to be matched against the Alerts, and waiting for each AlertProvider; past it, an event is dropped and counted (vidra_alerts_dropped_total), and delivery never waits.")
 	fs.DurationVar(&o.AlertDedupeWindow, "alert-dedupe-window", o.AlertDedupeWindow,

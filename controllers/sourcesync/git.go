@@ -111,7 +111,7 @@ func gitRef(ref *vidrav1alpha1.GitRef) gitsource.Ref {
 	if ref == nil {
 		return gitsource.Ref{}
 	}
-	return gitsource.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Commit: ref.Commit}
+	return gitsource.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Commit: ref.Commit, Name: ref.Name}
 }
 
 // cleanPath is a sync's path as one spelling ("" and "." and "./" are the root); a path

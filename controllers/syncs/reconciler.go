@@ -61,6 +61,9 @@ type Reconciler struct {
 	// once, of the kind's workers, so that a slow or trickling one leaves the other
 	// workers to the rest (0: no bound).
 	PerSourceSyncs int
+	// Previews, when set, previews the refs of the kind's syncs that ask for it, with
+	// workers of its own.
+	Previews *Previews
 	// PerRequesterSyncs bounds the syncs of one requester (who last wrote their spec)
 	// that run at once, of the kind's workers (0: no bound).
 	PerRequesterSyncs int
@@ -168,6 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	start := r.now()
 	result, err = r.sync(ctx, obj, spec)
+	r.requestPreviews(obj)
 	if r.Metrics != nil {
 		r.Metrics.ObserveSync(r.now().Sub(start))
 	}

@@ -1,6 +1,8 @@
 package syncs
 
 import (
+	"fmt"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/vidra-operator/vidra/internal/fanout"
@@ -10,6 +12,11 @@ import (
 // (fanout.Controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	r.resourcesWritten = fanout.NewWritten()
+	if previews, ok := r.setupPreviews(); ok {
+		if err := mgr.Add(previews); err != nil {
+			return fmt.Errorf("add the %s previews: %w", r.Kind.SyncKind().Kind, err)
+		}
+	}
 	return fanout.Controller{
 		Kind:                    r.Kind.SyncKind(),
 		MaxConcurrentReconciles: maxConcurrentReconciles,

@@ -66,55 +66,77 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 		vr.Status.Preview = nil
 		return
 	}
-	fail := func(msg string) {
-		vr.Status.Preview = &vidrav1alpha1.PreviewStatus{Revision: pending.Revision, ObservedGeneration: vr.Generation, Message: msg}
-	}
 	// Whatever guards an apply guards a preview, before anything is read: a preview
 	// shows live objects' fields to every reader of the VidraResource. Its destination
 	// and right come first, so a preview that may not go anywhere reads no content.
-	dest, err := r.target(ctx, vr)
-	if err != nil {
-		fail("destination: " + err.Error())
-		return
-	}
-	if denied := r.rightRefusal(ctx, vr, dest); denied.why != "" {
-		fail(denied.why)
+	dest, why := r.previewTarget(ctx, vr)
+	if why != "" {
+		vr.Status.Preview = refusedPreview(vr, pending.Revision, why)
 		return
 	}
 	data, err := r.contentOf(ctx, vr, "spec.preview", pending.Manifest, pending.Content)
 	if err != nil {
-		fail(err.Error())
+		vr.Status.Preview = refusedPreview(vr, pending.Revision, err.Error())
 		return
 	}
 	digest := nameOf(data, pending.Content)
 	if r.previewFresh(vr, digest) {
 		return
 	}
+	vr.Status.Preview = r.previewOn(ctx, vr, dest, "spec.preview", data, digest, pending.Revision)
+}
+
+// DryRun previews data on vr's cluster as vr would apply it there, nothing applied:
+// its destination, the right of whoever asked for it, the cluster's delivery policy and
+// the API server's dry-run, against what vr delivered (what data leaves out is pruned).
+// A preview refused before the dry-run has a Message and no ComputedAt.
+func (r *Reconciler) DryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, revision string) *vidrav1alpha1.PreviewStatus {
+	dest, why := r.previewTarget(ctx, vr)
+	if why != "" {
+		return refusedPreview(vr, revision, why)
+	}
+	return r.previewOn(ctx, vr, dest, "the bundle", data, content.Digest(data), revision)
+}
+
+// previewTarget is vr's destination, or why a preview may not go there.
+func (r *Reconciler) previewTarget(ctx context.Context, vr *vidrav1alpha1.VidraResource) (*target, string) {
+	dest, err := r.target(ctx, vr)
+	if err != nil {
+		return nil, "destination: " + err.Error()
+	}
+	if denied := r.rightRefusal(ctx, vr, dest); denied.why != "" {
+		return nil, denied.why
+	}
+	return dest, ""
+}
+
+func refusedPreview(vr *vidrav1alpha1.VidraResource, revision, why string) *vidrav1alpha1.PreviewStatus {
+	return &vidrav1alpha1.PreviewStatus{Revision: revision, ObservedGeneration: vr.Generation, Message: why}
+}
+
+// previewOn dry-runs data (what names it in messages) on dest, placed and checked as
+// an apply of vr would be.
+func (r *Reconciler) previewOn(ctx context.Context, vr *vidrav1alpha1.VidraResource, dest *target, what string, data []byte, digest, revision string) *vidrav1alpha1.PreviewStatus {
 	objects, err := manifest.Decode(data)
 	if err != nil {
-		fail("spec.preview: " + err.Error())
-		return
+		return refusedPreview(vr, revision, what+": "+err.Error())
 	}
 	if denied := r.whyRefused(ctx, vr, dest, objects); denied.why != "" {
-		fail(denied.why)
-		return
+		return refusedPreview(vr, revision, denied.why)
 	}
 	placed, p, err := r.withDestinationNamespace(ctx, dest, vr, objects)
 	if err != nil {
-		fail(err.Error())
-		return
+		return refusedPreview(vr, revision, err.Error())
 	}
 	if len(placed) > len(objects) {
 		if denied := r.whyRefused(ctx, vr, dest, placed); denied.why != "" {
-			fail(denied.why)
-			return
+			return refusedPreview(vr, revision, denied.why)
 		}
 	}
-	objects = placed
 	engine := r.engine(ctx, vr, dest, p)
 	previous := inventory.FromEntries(vr.Status.ManagedResources)
-	desired, _ := refsOf(engine, objects)
-	vr.Status.Preview = previewStatus(vr, digest, pending.Revision, engine.Preview(ctx, objects, inventory.Difference(previous, desired), prunes(vr)))
+	desired, _ := refsOf(engine, placed)
+	return previewStatus(vr, digest, revision, engine.Preview(ctx, placed, inventory.Difference(previous, desired), prunes(vr)))
 }
 
 // previewFresh says whether the status already previews this content for this generation,

@@ -30,6 +30,9 @@ type syncRow struct {
 	Bundles   []vidrav1alpha1.BundleStatus
 	Rollout   *vidrav1alpha1.RolloutStatus
 	Resources []resourceRow
+	// Previews are what the refs a GitSync previews would do (kubectl vidra preview
+	// shows each cluster's diff).
+	Previews []vidrav1alpha1.RefPreview
 }
 
 // syncSource is where a sync reads from and what it read last.
@@ -88,6 +91,9 @@ func syncRowOf(kind vidrav1alpha1.SyncKind, sync vidrav1alpha1.Sync, resources [
 	row := syncRow{Kind: kind.Kind, Resource: kind.Resource, ID: kind.Ref(sync.GetName()), Name: sync.GetName(),
 		Source: sourceOf(sync), Bundles: sync.Bundles(), Rollout: sync.RolloutStatus()}
 	row.Health, row.Ready, row.Message = conditionHealth(sync)
+	if gs, ok := sync.(*vidrav1alpha1.GitSync); ok {
+		row.Previews = gs.Status.Previews
+	}
 	for i := range resources {
 		if k, name := vidrav1alpha1.SyncOf(resources[i].Labels); k.Kind == kind.Kind && name == row.Name {
 			row.Resources = append(row.Resources, rowOf(&resources[i]))

@@ -129,3 +129,38 @@ func TestTheSyncsPageShowsEveryKindOfSync(t *testing.T) {
 			got.Annotations[vidrav1alpha1.RequestedAtAnnotation], other.Annotations[vidrav1alpha1.RequestedAtAnnotation])
 	}
 }
+
+// A GitSync's previews show on the syncs page: each ref, its commit, the clusters it
+// changes and refuses it.
+func TestTheSyncsPageShowsAGitSyncsPreviews(t *testing.T) {
+	ctx := context.Background()
+	gs := &vidrav1alpha1.GitSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "previewed"},
+		Spec: vidrav1alpha1.GitSyncSpec{Source: vidrav1alpha1.GitSource{URL: "https://git.example.com/site.git"},
+			Previews: &vidrav1alpha1.Previews{Refs: []string{"refs/pull/*/head"}}, SyncOptions: vidrav1alpha1.SyncOptions{Suspend: true}},
+	}
+	createSync(t, gs, vidrav1alpha1.SourceStatus{Revision: "main@sha1:0123456789abcdef0123456789abcdef01234567"})
+	const rev = "refs/pull/7/head@sha1:7777777777777777777777777777777777777777"
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := fleet.Hub.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(gs), gs); err != nil {
+			return err
+		}
+		gs.Status.Previews = []vidrav1alpha1.RefPreview{{Ref: "refs/pull/7/head", Revision: rev, Clusters: 3, Changed: 2, Refused: 1, Added: 1, Updated: 2}}
+		return fleet.Hub.Client.Status().Update(ctx, gs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, key := serve(t, fleet.Hub.Kubeconfig)
+	c := keyedClient(t, key)
+	var page string
+	testfleet.Eventually(t, 10*time.Second, "the preview on the page", func() (bool, error) {
+		page = body(t, c, url+"/view/syncs")
+		return strings.Contains(page, `data-preview="refs/pull/7/head"`), nil
+	})
+	for _, want := range []string{"<code>" + rev + "</code>", "<td>2 of 3</td>", "<td>+1 ~2 -0</td>", `<span class="badge failed">1</span>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the syncs page does not show %q:\n%s", want, page)
+		}
+	}
+}

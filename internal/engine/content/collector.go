@@ -335,6 +335,13 @@ func NamedBySyncs(reader client.Reader) func(context.Context) (map[string]bool, 
 				if fetched := sync.Fetched(); fetched != nil && fetched.Digest != "" {
 					named[fetched.Digest] = true
 				}
+				if gs, ok := sync.(*vidrav1alpha1.GitSync); ok {
+					for _, p := range gs.Status.Previews {
+						if p.Digest != "" {
+							named[p.Digest] = true // the clusters' previews, for kubectl vidra preview
+						}
+					}
+				}
 			}
 		}
 		return named, nil

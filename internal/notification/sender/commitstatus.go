@@ -92,8 +92,10 @@ func CommitOf(revision string) string {
 // back a failure.
 func StateOf(event *eventv1.Event) (string, bool) {
 	switch event.Reason {
-	case vidrav1alpha1.EventRevisionReady:
+	case vidrav1alpha1.EventRevisionReady, vidrav1alpha1.EventPreviewReady:
 		return stateSuccess, true
+	case vidrav1alpha1.EventPreviewFailed:
+		return stateFailure, true
 	case vidrav1alpha1.EventClusterFailed, vidrav1alpha1.ReasonRolloutFailed, vidrav1alpha1.ReasonRolledBack:
 		return stateFailure, true
 	case vidrav1alpha1.EventBundleAdded, vidrav1alpha1.EventBundleUpdated, vidrav1alpha1.EventRolloutStarted,
@@ -103,18 +105,30 @@ func StateOf(event *eventv1.Event) (string, bool) {
 	return "", false
 }
 
-// StatusContext names the sync in a commit status: vidra/gitsync/web.
+// StatusContext names the sync in a commit status: vidra/gitsync/web, and
+// vidra/preview/web for what a commit not merged yet would do.
 func StatusContext(event *eventv1.Event) string {
+	if isPreview(event) {
+		return "vidra/preview/" + event.InvolvedObject.Name
+	}
 	return "vidra/" + strings.ToLower(event.InvolvedObject.Kind) + "/" + event.InvolvedObject.Name
+}
+
+func isPreview(event *eventv1.Event) bool {
+	return event.Reason == vidrav1alpha1.EventPreviewReady || event.Reason == vidrav1alpha1.EventPreviewFailed
 }
 
 // Description says, within GitHub's 140 characters, where the revision stands.
 func Description(event *eventv1.Event, state string) string {
 	var d string
-	switch state {
-	case stateSuccess:
+	switch {
+	case isPreview(event) && event.Metadata["preview"] != "":
+		d = event.Metadata["preview"]
+	case isPreview(event):
+		d = event.Message
+	case state == stateSuccess:
 		d = "Ready on " + event.Metadata["clusters"] + " clusters"
-	case stateFailure:
+	case state == stateFailure:
 		d = event.Message
 		if c := event.Metadata["cluster"]; c != "" {
 			_, why, _ := strings.Cut(event.Message, "on cluster "+c+": ")

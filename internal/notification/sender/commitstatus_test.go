@@ -73,6 +73,7 @@ func TestCommitStatesFollowTheRevision(t *testing.T) {
 		vidrav1alpha1.EventBundleUpdated: "pending", vidrav1alpha1.EventWaveStarted: "pending",
 		vidrav1alpha1.EventRevisionReady: "success", vidrav1alpha1.EventClusterFailed: "failure",
 		vidrav1alpha1.ReasonRolledBack: "failure", vidrav1alpha1.ReasonSourceInvalid: "",
+		vidrav1alpha1.EventPreviewReady: "success", vidrav1alpha1.EventPreviewFailed: "failure",
 	} {
 		state, ok := StateOf(gitSyncEvent(reason, "", rev))
 		if state != want || ok != (want != "") {
@@ -84,7 +85,12 @@ func TestCommitStatesFollowTheRevision(t *testing.T) {
 	if d := Description(failed, "failure"); !strings.HasPrefix(d, "2 of 3 clusters Ready; failed on edge-1: ApplyFailed: x") || len(d) > MaxDescription {
 		t.Errorf("description = %q (%d)", d, len(d))
 	}
-	for _, rev := range []string{"main@sha1:" + sha, "sha1:" + sha, sha} {
+	preview := gitSyncEvent(vidrav1alpha1.EventPreviewReady, "refs/pull/1/head at ...", map[string]string{
+		"revision": "refs/pull/1/head@sha1:" + sha, "preview": "3 of 40 clusters change: +2 ~5 -1"})
+	if c, d := StatusContext(preview), Description(preview, "success"); c != "vidra/preview/web" || d != "3 of 40 clusters change: +2 ~5 -1" {
+		t.Errorf("a preview's status: %s %q", c, d)
+	}
+	for _, rev := range []string{"main@sha1:" + sha, "sha1:" + sha, sha, "refs/pull/1/head@sha1:" + sha} {
 		if CommitOf(rev) != sha {
 			t.Errorf("CommitOf(%q) = %q", rev, CommitOf(rev))
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/git/gogit"
@@ -80,6 +81,16 @@ func (c *Cache) strategy(ctx context.Context, e *endpoint, rev Revision) (reposi
 	listed, err := e.listRefs(ctx, c.limits.MaxRefsBytes)
 	if err != nil {
 		return repository.CheckoutStrategy{}, false, err
+	}
+	if strings.HasPrefix(rev.Ref, "refs/") {
+		h, ok := listed.named(rev.Ref)
+		switch {
+		case !ok:
+			return repository.CheckoutStrategy{}, false, &RefNotFoundError{URL: e.display, Kind: "ref", Name: rev.Ref}
+		case h != rev.Commit:
+			return repository.CheckoutStrategy{}, false, &MovedError{URL: e.display, Ref: rev.Ref, Want: rev.Commit, Now: h}
+		}
+		return repository.CheckoutStrategy{RefName: rev.Ref}, true, nil
 	}
 	branches := []string{rev.Ref}
 	if rev.Ref == "" {

@@ -44,6 +44,9 @@ func (r Remote) Fingerprint() string {
 // remote's HEAD, its default branch.
 type Ref struct {
 	Branch, Tag, SemVer, Commit string
+	// Name is a full reference name, as Flux's spec.ref.name: "refs/pull/1/head",
+	// "refs/heads/preview/x".
+	Name string
 }
 
 // Revision is what a Ref named when it was resolved.
@@ -68,13 +71,16 @@ func (r Revision) String() string {
 // server could hold.
 func (r Ref) validate() error {
 	set := 0
-	for _, v := range []string{r.Branch, r.Tag, r.SemVer, r.Commit} {
+	for _, v := range []string{r.Branch, r.Tag, r.SemVer, r.Commit, r.Name} {
 		if v != "" {
 			set++
 		}
 	}
 	if set > 1 {
-		return &InvalidError{Reason: "a ref sets at most one of branch, tag, semver and commit"}
+		return &InvalidError{Reason: "a ref sets at most one of branch, tag, semver, commit and name"}
+	}
+	if r.Name != "" && (!strings.HasPrefix(r.Name, "refs/") || plumbing.ReferenceName(r.Name).Validate() != nil) {
+		return &InvalidError{Reason: fmt.Sprintf("ref name %q is not a full Git reference name, such as refs/pull/1/head", r.Name)}
 	}
 	if r.Branch != "" && plumbing.NewBranchReferenceName(r.Branch).Validate() != nil {
 		return &InvalidError{Reason: fmt.Sprintf("branch %q is not a valid Git branch name", r.Branch)}

@@ -143,6 +143,15 @@ type refs struct {
 	head string
 }
 
+// named returns the commit a full ref name points at, peeling an annotated tag.
+func (r refs) named(name string) (string, bool) {
+	if h, ok := r.hashes[name+"^{}"]; ok {
+		return h, true
+	}
+	h, ok := r.hashes[name]
+	return h, ok
+}
+
 // tag returns the commit a tag points at, peeling annotated tags.
 func (r refs) tag(name string) (string, bool) {
 	full := plumbing.NewTagReferenceName(name).String()

@@ -3,6 +3,7 @@ package gitsource
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -50,6 +51,11 @@ func (c *Cache) resolve(ctx context.Context, remote Remote, ref Ref) (Revision, 
 		return Revision{}, err
 	}
 	switch {
+	case ref.Name != "":
+		if h, ok := listed.named(ref.Name); ok {
+			return Revision{Ref: ref.Name, Commit: h}, nil
+		}
+		return Revision{}, &RefNotFoundError{URL: e.display, Kind: "ref", Name: ref.Name}
 	case ref.Branch != "":
 		if h, ok := listed.hashes[plumbing.NewBranchReferenceName(ref.Branch).String()]; ok {
 			return Revision{Ref: ref.Branch, Commit: h}, nil
@@ -85,4 +91,31 @@ func newestMatch(listed refs, constraint *semver.Constraints) (string, bool) {
 		}
 	}
 	return tags.Newest(names, constraint)
+}
+
+// ListRefs lists the remote's refs whose full names match one of patterns (path.Match
+// globs, where * stops at a slash: refs/pull/*/head), each with its commit. It downloads
+// no objects.
+func (c *Cache) ListRefs(ctx context.Context, remote Remote, patterns []string) (map[string]string, error) {
+	e, err := parseRemote(remote)
+	if err != nil {
+		return nil, err
+	}
+	listed, err := e.listRefs(ctx, c.limits.MaxRefsBytes)
+	if err != nil {
+		return nil, scrub(err, remote.Auth)
+	}
+	out := map[string]string{}
+	for name := range listed.hashes {
+		if strings.HasSuffix(name, "^{}") {
+			continue
+		}
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, name); ok {
+				out[name], _ = listed.named(name)
+				break
+			}
+		}
+	}
+	return out, nil
 }

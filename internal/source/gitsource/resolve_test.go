@@ -3,6 +3,8 @@ package gitsource
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,6 +65,8 @@ func TestResolveNamesTheCommitEachRefPointsAt(t *testing.T) {
 		{"semver without v and across majors", Ref{SemVer: "*"}, Revision{Ref: "v2.0.0", Commit: f.topic}, ""},
 		{"semver prerelease only when asked", Ref{SemVer: ">=1.10.0-0 <2.0.0"}, Revision{Ref: "1.10.0-rc.1", Commit: f.second}, ""},
 		{"commit names itself", Ref{Commit: strings.ToUpper(f.first)}, Revision{Commit: f.first}, "sha1:" + f.first},
+		{"a full ref name", Ref{Name: "refs/heads/topic"}, Revision{Ref: "refs/heads/topic", Commit: f.topic}, "refs/heads/topic@sha1:" + f.topic},
+		{"a full tag name peels", Ref{Name: "refs/tags/v1.2.0"}, Revision{Ref: "refs/tags/v1.2.0", Commit: f.second}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,5 +147,37 @@ func TestResolveUnreachableHostIsTransient(t *testing.T) {
 	_, err := c.Resolve(context.Background(), Remote{URL: url, InsecureHTTP: true}, Ref{})
 	if err == nil || IsNotFound(err) || IsAuthError(err) || IsInvalid(err) {
 		t.Fatalf("Resolve against a closed server = %v, want a plain (transient) error", err)
+	}
+}
+
+// ListRefs lists the refs matching globs whose * stops at a slash, each with its commit;
+// a ref named in full checks out as the commit it names.
+func TestListRefsMatchesGlobsAndANamedRefChecksOut(t *testing.T) {
+	f := newFixture(t)
+	c := newCache(t, Limits{})
+	f.repo.SetRef(t, "refs/pull/1/head", f.topic)
+	f.repo.SetRef(t, "refs/pull/2/merge", f.second)
+	got, err := c.ListRefs(context.Background(), f.remote, []string{"refs/pull/*/head", "refs/heads/top*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"refs/pull/1/head": f.topic, "refs/heads/topic": f.topic}
+	if len(got) != len(want) || got["refs/pull/1/head"] != f.topic || got["refs/heads/topic"] != f.topic {
+		t.Errorf("ListRefs = %v, want %v", got, want)
+	}
+	rev, err := c.Resolve(context.Background(), f.remote, Ref{Name: "refs/pull/1/head"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, release, err := c.Checkout(context.Background(), f.remote, rev)
+	if err != nil {
+		t.Fatalf("checkout of %s: %v", rev, err)
+	}
+	defer release()
+	if _, err := os.Stat(filepath.Join(dir, "topic.yaml")); err != nil {
+		t.Errorf("the checkout of refs/pull/1/head lacks the topic's file: %v", err)
+	}
+	if _, err := c.Resolve(context.Background(), f.remote, Ref{Name: "pull/1/head"}); !IsInvalid(err) {
+		t.Errorf("a name that is not a full ref: %v", err)
 	}
 }

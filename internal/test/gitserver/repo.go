@@ -89,6 +89,19 @@ func (r *Repo) Commit(t T, branch string, files map[string]string, message strin
 	return commit
 }
 
+// SetRef points the full ref name at commit, as a Git host does for a pull request
+// (refs/pull/1/head); "" deletes it.
+func (r *Repo) SetRef(t T, name, commit string) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if commit == "" {
+		r.git(t, nil, "", "update-ref", "-d", name)
+		return
+	}
+	r.git(t, nil, "", "update-ref", name, commit)
+}
+
 // Tag points the lightweight tag name at commit.
 func (r *Repo) Tag(t T, name, commit string) {
 	t.Helper()
