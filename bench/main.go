@@ -62,6 +62,10 @@ type settings struct {
 	VariablesClusters  int `json:"variablesClusters"`
 	VariablesSets      int `json:"variablesSets"`
 	VariablesRevisions int `json:"variablesRevisions"`
+	// The previews phase: the fleet sizes of a GitSync previewing branches, and the
+	// branches pushed and timed at each.
+	PreviewsClusters []int `json:"previewsClusters"`
+	PreviewsRounds   int   `json:"previewsRounds"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -96,10 +100,12 @@ func main() {
 	flag.StringVar(&s.FleetPlot, "fleet-plot", "bin/bench/fleet.svg", "Where the fleet phase's plot of its figures against the fleet size is written (relative to the module's root).")
 	flag.IntVar(&s.VariablesClusters, "variables-clusters", 100, "Clusters of the variables phase (fronts of the members, as the fleet phase's), all delivered one GitSync with spec.postBuild.")
 	flag.IntVar(&s.VariablesSets, "variables-sets", 3, "Distinct variable sets among the variables phase's clusters: each is labeled ring=r<i mod this>, which its bundle names (at most -variables-clusters).")
+	previewsClusters := flag.String("previews-clusters", "10,100", "Comma-separated fleet sizes of the previews phase: clusters (fronts of the members) of one GitSync previewing branches, set up as the variables phase's.")
+	flag.IntVar(&s.PreviewsRounds, "previews-rounds", 5, "Rounds of the previews phase at each size: a branch pushed and timed to its preview on every cluster, then another sync's delivery timed beside another preview.")
 	flag.IntVar(&s.VariablesRevisions, "variables-revisions", 5, "Revisions the variables phase commits, each synced and timed to Ready; the builds they took are counted.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), from half way through the delivery of each fleet size and from the start of its idle window, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,fleet); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,previews,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -120,6 +126,10 @@ func main() {
 	}
 	if s.VariablesClusters < 1 || s.VariablesSets < 1 || s.VariablesSets > s.VariablesClusters || s.VariablesRevisions < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -variables-clusters, -variables-sets and -variables-revisions must be at least 1, -variables-sets at most -variables-clusters")
+		os.Exit(2)
+	}
+	if s.PreviewsClusters, err = sizes(*previewsClusters); err != nil || s.PreviewsRounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -previews-clusters must be positive sizes, -previews-rounds at least 1", err)
 		os.Exit(2)
 	}
 	if *phases != "" {
@@ -180,6 +190,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"leaks", "leak check", b.measureLeaks},
 		{"pull", "pull mode: idle agents' hub requests, change to Ready", b.measurePull},
 		{"variables", "one GitSync with spec.postBuild to -variables-clusters clusters of -variables-sets variable sets: builds per revision", b.measureVariables},
+		{"previews", "a GitSync previewing branches on -previews-clusters clusters: push to preview, another sync's delivery meanwhile", b.measurePreviews},
 		// Last: it restarts the operator for each fleet size.
 		{"fleet", "fleets of -fleet-clusters clusters: enrollment, delivery, idle cost", b.measureFleet},
 	} {
@@ -227,7 +238,7 @@ func (s settings) runs(phase string) bool {
 	switch phase {
 	case "enroll":
 		return slices.ContainsFunc(s.Phases, func(p string) bool {
-			return !slices.Contains([]string{"idle", "leaks", "pull", "variables", "fleet"}, p)
+			return !slices.Contains([]string{"idle", "leaks", "pull", "variables", "previews", "fleet"}, p)
 		})
 	case "converge":
 		return slices.ContainsFunc(s.Phases, func(p string) bool { return p == "resync" || p == "drift" })
@@ -287,7 +298,9 @@ type results struct {
 	// Hostile is the hostile phase's, when it ran.
 	Hostile *hostileResult `json:"hostile,omitempty"`
 	// Variables is the variables phase's, when it ran.
-	Variables               *variablesResult `json:"variables,omitempty"`
+	Variables *variablesResult `json:"variables,omitempty"`
+	// Previews are the previews phase's, one per size, when it ran.
+	Previews                []previewsResult `json:"previews,omitempty"`
 	Targets                 []check          `json:"targets"`
 	MeasuredAt              string           `json:"measuredAt"`
 	IsolationObjectsPerSide int              `json:"isolationObjectsPerRound"`
@@ -339,6 +352,7 @@ func (r *results) judge() {
 			check{"hostile: operator peak RSS meanwhile (MiB)", h.PeakRSSMiB, "< chart limit / 2", h.PeakRSSMiB < h.ChartLimitMiB/2})
 	}
 	r.Targets = append(r.Targets, r.Variables.targets()...)
+	r.Targets = append(r.Targets, previewsTargets(r.Previews)...)
 	r.Targets = append(r.Targets, fleetTargets(r.Fleet, r.FleetSharded)...)
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
@@ -400,6 +414,9 @@ func (r *results) print(w io.Writer) {
 	}
 	if v := r.Variables; v != nil {
 		fmt.Fprintf(tw, "variables (%d clusters, %d variable sets, %d objects)\t%s\n", v.Clusters, v.VariableSets, v.ObjectsPerBundle, v.print())
+	}
+	for _, p := range r.Previews {
+		fmt.Fprintf(tw, "previews (%d clusters, %d objects)\t%s\n", p.Clusters, p.ObjectsPerBundle, p.print())
 	}
 	printFleet(tw, r.Fleet, r.FleetSharded)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")

@@ -59,6 +59,8 @@ type variablesRun struct {
 	clusters []variablesCluster
 	git      *gitHost
 	repo     *gitserver.Repo
+	// previews: the GitSync previews the branches preview/* (the previews phase).
+	previews bool
 }
 
 // variablesCluster is one cluster of the phase and the ring label its variables name.
@@ -157,7 +159,7 @@ func (v *variablesRun) measure(ctx context.Context) (variablesResult, error) {
 // objects; a server-side dry run still sends every object to the member and writes
 // nothing. Its interval is an hour: the bench's requests alone sync it, one per commit.
 func (v *variablesRun) gitSync() *vidrav1alpha1.GitSync {
-	return &vidrav1alpha1.GitSync{
+	gs := &vidrav1alpha1.GitSync{
 		ObjectMeta: metav1.ObjectMeta{Name: variablesSyncName},
 		Spec: vidrav1alpha1.GitSyncSpec{
 			Source: vidrav1alpha1.GitSource{
@@ -175,27 +177,39 @@ func (v *variablesRun) gitSync() *vidrav1alpha1.GitSync {
 			},
 		},
 	}
+	if v.previews {
+		gs.Spec.Previews = &vidrav1alpha1.Previews{Refs: []string{previewsRefs}, MaxRefs: 20}
+	}
+	return gs
 }
 
 // requestSync asks for a sync of the GitSync now, as a push webhook (or kubectl
 // annotate) does.
 func (v *variablesRun) requestSync(ctx context.Context) error {
-	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: variablesSyncName}}
+	return v.requestSyncOf(ctx, variablesSyncName)
+}
+
+func (v *variablesRun) requestSyncOf(ctx context.Context, name string) error {
+	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	patch := client.RawPatch(types.MergePatchType,
 		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().Format(time.RFC3339Nano)))
 	if err := v.fleet.Hub.Client.Patch(ctx, gs, patch); err != nil {
-		return fmt.Errorf("request a sync of GitSync %s: %w", variablesSyncName, err)
+		return fmt.Errorf("request a sync of GitSync %s: %w", name, err)
 	}
 	return nil
 }
 
 // waitReady waits until the GitSync is Ready at the commit, on every cluster.
 func (v *variablesRun) waitReady(ctx context.Context, commit string) error {
+	return v.waitReadyOf(ctx, variablesSyncName, commit)
+}
+
+func (v *variablesRun) waitReadyOf(ctx context.Context, name, commit string) error {
 	revision := variablesBranch + "@sha1:" + commit
 	gs := &vidrav1alpha1.GitSync{}
-	what := fmt.Sprintf("GitSync %s Ready at %s on %d clusters", variablesSyncName, revision, len(v.clusters))
+	what := fmt.Sprintf("GitSync %s Ready at %s on %d clusters", name, revision, len(v.clusters))
 	err := testfleet.WaitFor(ctx, pollEvery, 10*time.Minute, what, func() (bool, error) {
-		if err := v.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: variablesSyncName}, gs); err != nil {
+		if err := v.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, gs); err != nil {
 			return false, err
 		}
 		return readyAtRevision(gs, revision, len(v.clusters)), nil

@@ -120,24 +120,28 @@ func (v *variablesRun) clean(ctx context.Context) error {
 // through their owner references (the bench's hub runs none), and waits until the
 // operator has let every one go.
 func (v *variablesRun) removeSync(ctx context.Context) error {
+	return v.removeSyncNamed(ctx, variablesSyncName)
+}
+
+func (v *variablesRun) removeSyncNamed(ctx context.Context, name string) error {
 	hub := v.fleet.Hub.Client
-	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: variablesSyncName}}
+	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := client.IgnoreNotFound(hub.Delete(ctx, gs)); err != nil {
-		return fmt.Errorf("delete GitSync %s: %w", variablesSyncName, err)
+		return fmt.Errorf("delete GitSync %s: %w", name, err)
 	}
 	// Gone first, so that it makes none of them again.
-	err := testfleet.WaitFor(ctx, 100*time.Millisecond, time.Minute, "GitSync "+variablesSyncName+" gone", func() (bool, error) {
+	err := testfleet.WaitFor(ctx, 100*time.Millisecond, time.Minute, "GitSync "+name+" gone", func() (bool, error) {
 		err := hub.Get(ctx, client.ObjectKeyFromObject(gs), gs)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	if err != nil {
 		return err
 	}
-	ofSync := client.MatchingLabels{vidrav1alpha1.GitSyncLabel: variablesSyncName}
+	ofSync := client.MatchingLabels{vidrav1alpha1.GitSyncLabel: name}
 	if err := hub.DeleteAllOf(ctx, &vidrav1alpha1.VidraResource{}, ofSync); err != nil {
-		return fmt.Errorf("delete the VidraResources of GitSync %s: %w", variablesSyncName, err)
+		return fmt.Errorf("delete the VidraResources of GitSync %s: %w", name, err)
 	}
-	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the VidraResources of GitSync "+variablesSyncName+" gone", func() (bool, error) {
+	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the VidraResources of GitSync "+name+" gone", func() (bool, error) {
 		var list vidrav1alpha1.VidraResourceList
 		err := hub.List(ctx, &list, ofSync, client.Limit(1))
 		return err == nil && len(list.Items) == 0, err

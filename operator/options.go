@@ -224,7 +224,7 @@ func DefaultOptions() Options {
 		WebhookBindAddress:             ":8090",
 		AlertQueueSize:                 1000,
 		AlertDedupeWindow:              5 * time.Minute,
-		PreviewClusters:                4,
+		PreviewClusters:                8,
 		// Far above any sync the tests and the docs describe (a few artifacts, the largest
 		// 5 MiB; the client pages through 450), far below what would take the operator
 		// down: a listing of 10,000 artifacts decodes in a few MiB, and 512 MiB is eight

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 // previewRef builds what pinned (obj reading ref, listed at commit) delivers, as a merge would build it,
 // and dry-runs it on each cluster obj reaches against what obj delivered there.
 func (p *Previews) previewRef(ctx context.Context, obj, pinned Object, ref, commit string) vidrav1alpha1.RefPreview {
+	p.yield(ctx)
 	now := metav1.Now()
 	rp := vidrav1alpha1.RefPreview{Ref: ref, Revision: ref + "@sha1:" + commit, ComputedAt: &now}
 	read, err := p.r.Kind.Read(ctx, pinned)
@@ -71,6 +73,7 @@ func (p *Previews) dryRunAll(ctx context.Context, read Read, placed []fanout.Pla
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
+			p.yield(ctx)
 			data, err := read.Fetch(ctx, pl.Item)
 			if err != nil {
 				results[i].Preview = &vidrav1alpha1.PreviewStatus{Revision: revision, Message: "content: " + err.Error()}
@@ -81,6 +84,27 @@ func (p *Previews) dryRunAll(ctx context.Context, read Read, placed []fanout.Pla
 	}
 	wg.Wait()
 	return results
+}
+
+// Yielding: before each dry-run, a preview waits while a delivery runs, polling every
+// yieldPoll, for at most maxYield: a fleet that never stops delivering still gets its
+// previews, only later.
+const (
+	yieldPoll = 20 * time.Millisecond
+	maxYield  = 2 * time.Second
+)
+
+// yield waits while a sync of the kind reads its source or the VidraResource
+// controller delivers, up to maxYield.
+func (p *Previews) yield(ctx context.Context) {
+	deadline := time.Now().Add(maxYield)
+	for (p.r.inFlight.Load() > 0 || p.DryRun.Delivering()) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(yieldPoll):
+		}
+	}
 }
 
 // summarize counts what the clusters' previews say: a cluster changes when something

@@ -28,6 +28,8 @@ type Previewer interface {
 // there, applying nothing (the VidraResource controller's DryRun).
 type DryRunner interface {
 	DryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, revision string) *vidrav1alpha1.PreviewStatus
+	// Delivering says whether a delivery runs now, which a preview waits for.
+	Delivering() bool
 }
 
 // Previews run the previews of one kind's syncs, off the reconciler's workers: a
@@ -47,10 +49,15 @@ type Previews struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 }
 
+// previewDelay is how long after a sync's pass its previews are looked at: a push asks
+// for every sync of its repository at once, whose passes then run first and are
+// yielded to (yield), rather than share the machine with a preview's build.
+const previewDelay = 500 * time.Millisecond
+
 // Request asks for a look at the previews of the sync named name; never blocks.
 func (p *Previews) Request(name string) {
 	if p != nil && p.queue != nil {
-		p.queue.Add(name)
+		p.queue.AddAfter(name, previewDelay)
 	}
 }
 

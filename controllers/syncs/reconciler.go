@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -88,6 +89,8 @@ type Reconciler struct {
 	// failing holds, per sync, the clusters where it failed at its last look, each with
 	// the reason (recordFailures).
 	failing sync.Map
+	// inFlight counts the syncs being reconciled, which previews yield to.
+	inFlight atomic.Int32
 }
 
 // DefaultInlineLimit is the largest bundle a VidraResource holds inline when InlineLimit
@@ -170,7 +173,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: cmp.Or(spec.Interval, defaultInterval)}, nil
 	}
 	start := r.now()
+	r.inFlight.Add(1)
 	result, err = r.sync(ctx, obj, spec)
+	r.inFlight.Add(-1)
 	r.requestPreviews(obj)
 	if r.Metrics != nil {
 		r.Metrics.ObserveSync(r.now().Sub(start))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,7 +112,13 @@ type Reconciler struct {
 	// handovers counts, per destination label, the times this replica lost the cluster
 	// to another (an *atomic.Int64): a memo taken before a loss is never trusted after it.
 	handovers sync.Map
+	// inFlight counts the reconciles running, which previews yield to (Delivering).
+	inFlight atomic.Int32
 }
+
+// Delivering says whether a VidraResource is being reconciled now: a preview's dry-runs
+// wait while one is, so that they never slow a delivery.
+func (r *Reconciler) Delivering() bool { return r.inFlight.Load() > 0 }
 
 func (r *Reconciler) book() *conflictBook {
 	r.conflictsOnce.Do(func() { r.conflicts = newConflictBook() })
@@ -120,6 +127,8 @@ func (r *Reconciler) book() *conflictBook {
 
 // Reconcile narrates the life of one VidraResource.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	r.inFlight.Add(1)
+	defer r.inFlight.Add(-1)
 	if r.Metrics != nil {
 		defer prometheus.NewTimer(r.Metrics.duration).ObserveDuration()
 	}
