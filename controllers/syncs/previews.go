@@ -3,11 +3,13 @@ package syncs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,7 +107,7 @@ func (p *Previews) previewSync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("list the refs to preview: %w", err)
 	}
-	names := slicesSorted(refs)
+	names := slices.Sorted(maps.Keys(refs))
 	left := 0
 	if len(names) > limit {
 		names, left = names[:limit], len(names)-limit
@@ -143,7 +145,7 @@ func (p *Previews) fresh(previews []vidrav1alpha1.RefPreview, ref, commit string
 
 // write patches status.previews, when it changed.
 func (p *Previews) write(ctx context.Context, obj Object, before, next []vidrav1alpha1.RefPreview) error {
-	if equalPreviews(before, next) {
+	if apiequality.Semantic.DeepEqual(before, next) {
 		return nil
 	}
 	base := obj.DeepCopyObject().(Object)
@@ -153,13 +155,6 @@ func (p *Previews) write(ctx context.Context, obj Object, before, next []vidrav1
 		return client.IgnoreNotFound(fmt.Errorf("patch status.previews of %s: %w", obj.GetName(), err))
 	}
 	return nil
-}
-
-func equalPreviews(a, b []vidrav1alpha1.RefPreview) bool {
-	return slices.EqualFunc(a, b, func(x, y vidrav1alpha1.RefPreview) bool {
-		return x.Ref == y.Ref && x.Revision == y.Revision && x.Digest == y.Digest && x.Message == y.Message &&
-			x.ComputedAt.Equal(y.ComputedAt)
-	})
 }
 
 // previewsOf is obj's status.previews, when its kind previews (nil when not), and
@@ -190,13 +185,4 @@ func (r *Reconciler) setupPreviews() (*Previews, bool) {
 	r.Previews.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: strings.ToLower(r.Kind.SyncKind().Kind) + "-previews"})
 	return r.Previews, true
-}
-
-func slicesSorted(refs map[string]string) []string {
-	names := make([]string, 0, len(refs))
-	for name := range refs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,12 +19,7 @@ func title(event *eventv1.Event) string {
 
 // metadataKeys are the event's metadata keys, in order.
 func metadataKeys(event *eventv1.Event) []string {
-	keys := make([]string, 0, len(event.Metadata))
-	for k := range event.Metadata {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(event.Metadata))
 }
 
 // slack posts to an incoming webhook, as Flux's provider does: one attachment, green

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
@@ -46,7 +47,7 @@ func newCommitStatus(c Config, u *url.URL) (Sender, error) {
 	}
 	repo := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
 	parts := strings.Split(repo, "/")
-	if len(parts) < 2 || (c.Type != vidrav1alpha1.AlertProviderGitLab && len(parts) != 2) || slicesHasEmpty(parts) {
+	if len(parts) < 2 || (c.Type != vidrav1alpha1.AlertProviderGitLab && len(parts) != 2) || slices.Contains(parts, "") {
 		return nil, fmt.Errorf("type %s needs the repository's web URL as its address, such as %s://%s/org/repo", c.Type, u.Scheme, u.Host)
 	}
 	base := u.Scheme + "://" + u.Host
@@ -63,15 +64,6 @@ func newCommitStatus(c Config, u *url.URL) (Sender, error) {
 		cs.api = base + "/api/v1"
 	}
 	return cs, nil
-}
-
-func slicesHasEmpty(parts []string) bool {
-	for _, p := range parts {
-		if p == "" {
-			return true
-		}
-	}
-	return false
 }
 
 // commitSHA finds the commit in a revision as Vidra and Flux write it: main@sha1:<sha>,
