@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,6 +22,7 @@ import (
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/fleet/credentials"
 	"github.com/vidra-operator/vidra/internal/notification"
+	"github.com/vidra-operator/vidra/internal/notification/sender"
 	"github.com/vidra-operator/vidra/internal/runtime/conditions"
 )
 
@@ -65,8 +65,8 @@ func hostOf(address string, ref *vidrav1alpha1.LocalSecretReference) string {
 	if address == "" && ref != nil {
 		return "the address Secret " + ref.Name + " holds"
 	}
-	if u, err := url.Parse(address); err == nil {
-		return u.Scheme + "://" + u.Host
+	if origin, ok := sender.Origin(address); ok {
+		return origin
 	}
 	return "its address"
 }

@@ -3,7 +3,6 @@ package notification
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -67,8 +66,8 @@ func hideAddress(err error, address string) error {
 		return err
 	}
 	shown := "the address the Secret holds"
-	if u, perr := url.Parse(address); perr == nil && u.Host != "" {
-		shown = u.Scheme + "://" + u.Host + "/..."
+	if origin, ok := sender.Origin(address); ok {
+		shown = origin + "/..."
 	}
 	hidden := *refusal
 	hidden.Message = strings.ReplaceAll(refusal.Message, address, shown)

@@ -93,11 +93,10 @@ const maxAnswer = 64 << 10
 // post posts body as JSON to address, with headers; its errors name the address's
 // scheme and host alone.
 func post(ctx context.Context, client *http.Client, address string, body []byte, headers map[string]string) error {
-	u, err := url.Parse(address)
-	if err != nil {
+	host, ok := Origin(address)
+	if !ok {
 		return errors.New("the address is not a URL")
 	}
-	host := u.Scheme + "://" + u.Host
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, address, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("request to %s: %s", host, redact(err, address, host))
@@ -117,6 +116,16 @@ func post(ctx context.Context, client *http.Client, address string, body []byte,
 		return &StatusError{Host: host, Code: resp.StatusCode, Answer: shown}
 	}
 	return nil
+}
+
+// Origin is the scheme and host of address (https://hooks.slack.com), what may be shown
+// of an address that may carry a token in its path or query; false when it has no host.
+func Origin(address string) (string, bool) {
+	u, err := url.Parse(address)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	return u.Scheme + "://" + u.Host, true
 }
 
 // redact is err's message with the address (which url.Error repeats) cut to host.
