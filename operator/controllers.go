@@ -65,10 +65,10 @@ func (o *Operator) setupControllers(opts Options) error {
 		// An agent applies what its hub publishes; the syncs run on the hub.
 		return nil
 	}
-	if err := o.setupSourceSyncs(metrics.sources, opts); err != nil {
+	if err := o.setupSourceSyncs(metrics.sources, metrics.previews, opts); err != nil {
 		return err
 	}
-	if err := o.setupInfrahubSync(metrics.syncs, opts); err != nil {
+	if err := o.setupInfrahubSync(metrics.syncs, metrics.previews, opts); err != nil {
 		return err
 	}
 	return o.setupReceiver(metrics.hooks, opts)
@@ -214,7 +214,7 @@ func infrahubLimits(opts Options) infrahub.Limits {
 }
 
 // setupInfrahubSync registers the InfrahubSync controller.
-func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options) error {
+func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, previews *syncs.PreviewMetrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
 	r := &syncs.Reconciler{
 		Kind: &infrahubsync.Kind{
@@ -235,6 +235,8 @@ func (o *Operator) setupInfrahubSync(metrics *infrahubsync.Metrics, opts Options
 		Content:           o.Content,
 		Recorder:          o.events,
 		Metrics:           metrics.Syncs(),
+		Previews: &syncs.Previews{DryRun: o.resources, Clusters: opts.PreviewClusters, Metrics: previews,
+			Log: opts.Logger.WithName("previews").WithValues("kind", "InfrahubSync")},
 	}
 	return r.SetupWithManager(local, opts.MaxConcurrentSyncs)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/vidra-operator/vidra/controllers/hooks"
 	"github.com/vidra-operator/vidra/controllers/infrahubsync"
 	"github.com/vidra-operator/vidra/controllers/sourcesync"
+	"github.com/vidra-operator/vidra/controllers/syncs"
 	"github.com/vidra-operator/vidra/controllers/vidraresource"
 	"github.com/vidra-operator/vidra/controllers/vmrollout"
 	"github.com/vidra-operator/vidra/internal/fleet/fleetmetrics"
@@ -24,6 +25,7 @@ type operatorMetrics struct {
 	sources   *sourcesync.Metrics
 	vms       *vmrollout.Metrics
 	hooks     *hooks.Metrics
+	previews  *syncs.PreviewMetrics
 }
 
 // registerMetrics registers the controllers' metrics and the fleet's state, read from
@@ -44,6 +46,9 @@ func registerMetrics(reg prometheus.Registerer, hub client.Reader, agent bool, l
 		return m, err
 	}
 	if m.hooks, err = hooks.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if m.previews, err = syncs.NewPreviewMetrics(reg); err != nil {
 		return m, err
 	}
 	fleet := fleetmetrics.New(hub, log)

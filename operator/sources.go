@@ -20,7 +20,7 @@ import (
 
 // setupSourceSyncs registers the GitSync, OCISync and HelmSync controllers, which share
 // one cache of checkouts and artifacts on disk, and one budget of bytes for it.
-func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) error {
+func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, previews *syncs.PreviewMetrics, opts Options) error {
 	local := o.Manager.GetLocalManager()
 	if err := o.prepareSourceCache(&opts); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (o *Operator) setupSourceSyncs(metrics *sourcesync.Metrics, opts Options) e
 			Hub: local.GetClient(), HubReader: local.GetAPIReader(), Content: o.Content,
 			Recorder: o.events, Metrics: metrics.For(kind.kind), Guards: o.guards,
 			PerSourceSyncs: opts.MaxConcurrentSyncsPerSource, PerRequesterSyncs: opts.MaxConcurrentSyncsPerRequester,
-			Previews: &syncs.Previews{DryRun: o.resources, Clusters: opts.PreviewClusters,
+			Previews: &syncs.Previews{DryRun: o.resources, Clusters: opts.PreviewClusters, Metrics: previews,
 				Log: opts.Logger.WithName("previews").WithValues("kind", kind.kind)},
 		}
 		if err := r.SetupWithManager(local, opts.MaxConcurrentSyncs); err != nil {

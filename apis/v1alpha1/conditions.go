@@ -179,7 +179,8 @@ const (
 	// EventPreviewReady: a ref's commit was previewed on every cluster the sync
 	// reaches, and none refuses it; the note counts what it would change.
 	EventPreviewReady = "PreviewReady"
-	// EventPreviewFailed: a ref's commit could not be built, or a cluster refuses it.
+	// EventPreviewFailed: a ref's commit could not be built, a cluster refuses it, or the
+	// refs to preview could not be listed.
 	EventPreviewFailed = "PreviewFailed"
 )
 

@@ -139,10 +139,34 @@ type InfrahubSyncSpec struct {
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
 
+	// Previews dry-run other Infrahub branches, where proposed changes live, on every
+	// cluster the sync reaches, as targetBranch would deliver them once merged; nothing
+	// is applied.
+	// +optional
+	Previews *BranchPreviews `json:"previews,omitempty"`
+
 	// Template sets fields of every VidraResource the sync makes. Fields it leaves unset
 	// keep the VidraResource's own value (its default, or what someone set).
 	// +optional
 	Template *VidraResourceTemplate `json:"template,omitempty"`
+}
+
+// BranchPreviews say which Infrahub branches an InfrahubSync previews before they merge.
+type BranchPreviews struct {
+	// Branches are the branch names previewed, as globs whose * stops at a slash:
+	// feature-*, change/*. The sync's own targetBranch is never previewed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=250
+	Branches []string `json:"branches"`
+	// MaxBranches bounds the branches previewed at once: past it, the first in name
+	// order are previewed, and the status says how many were left out.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	MaxBranches int32 `json:"maxBranches,omitempty"`
 }
 
 // VidraResourceTemplate is what an InfrahubSync sets on the VidraResources it makes,
@@ -220,6 +244,14 @@ type InfrahubSyncStatus struct {
 	// VidraResources there, at its current revision (none with wait: false).
 	// +optional
 	Clusters *ClusterCounts `json:"clusters,omitempty"`
+
+	// Previews are what the branches of spec.previews would do, by branch: each
+	// branch's listing (its revision) dry-run on every cluster the sync reaches.
+	// +optional
+	// +listType=map
+	// +listMapKey=ref
+	// +kubebuilder:validation:MaxItems=20
+	Previews []RefPreview `json:"previews,omitempty"`
 }
 
 // InfrahubSync pulls artifacts (rendered manifests) from Infrahub and turns each into

@@ -154,9 +154,10 @@ type SourceSyncStatus struct {
 
 // RefPreview is what one ref's commit would change on the clusters a sync reaches.
 type RefPreview struct {
-	// Ref is the full reference name.
+	// Ref is the full reference name (a GitSync's), or the branch (an InfrahubSync's).
 	Ref string `json:"ref"`
-	// Revision is the commit previewed, as ref@sha1:<commit>.
+	// Revision is the commit previewed, as ref@sha1:<commit>; for an InfrahubSync, the
+	// branch's listing, as branch@sha256:<digest of its artifacts' ids and checksums>.
 	Revision string `json:"revision"`
 	// ComputedAt is when it was previewed.
 	// +optional
@@ -244,5 +245,12 @@ type ClusterPreview struct {
 	// +optional
 	VidraResource string `json:"vidraResource,omitempty"`
 	// Preview is the dry-run's result, as a VidraResource's status.preview says it.
-	Preview *PreviewStatus `json:"preview"`
+	// +optional
+	Preview *PreviewStatus `json:"preview,omitempty"`
+	// Skipped says why the cluster was not dry-run: the sync delivered nothing there yet
+	// (a preview compares with what was delivered), or the cluster pulls its bundles and
+	// the hub does not reach it. A skipped cluster is counted neither as changing nor as
+	// refusing.
+	// +optional
+	Skipped string `json:"skipped,omitempty"`
 }

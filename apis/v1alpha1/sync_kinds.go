@@ -381,6 +381,25 @@ func (in *InfrahubSync) Branch() string {
 	return "main"
 }
 
+// RefPreviews are a sync's previews of refs before they merge (a GitSync's refs, an
+// InfrahubSync's branches) and the patterns its spec.previews names; false for a kind
+// that previews none.
+func RefPreviews(s Sync) (previews []RefPreview, patterns []string, ok bool) {
+	switch o := s.(type) {
+	case *GitSync:
+		if o.Spec.Previews != nil {
+			patterns = o.Spec.Previews.Refs
+		}
+		return o.Status.Previews, patterns, true
+	case *InfrahubSync:
+		if o.Spec.Previews != nil {
+			patterns = o.Spec.Previews.Branches
+		}
+		return o.Status.Previews, patterns, true
+	}
+	return nil, nil, false
+}
+
 // ClusterCounts counts the clusters a sync delivers to by the state of its
 // VidraResources there.
 type ClusterCounts struct {

@@ -27,8 +27,9 @@ func newPreviewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "preview KIND/NAME --ref REF",
 		Short: "Show what a branch or pull request would change on each cluster, before it merges",
-		Long: `Print the preview the operator computed of a ref a GitSync's spec.previews names: its
-commit built as a merge would build it, dry-run on every cluster the sync reaches against
+		Long: `Print the preview the operator computed of a ref a GitSync's spec.previews names, or
+of an Infrahub branch an InfrahubSync's names: its commit (or the branch's artifacts) built
+as a merge would build it, dry-run on every cluster the sync reaches against
 what the sync delivered there, nothing applied. Per cluster: objects to create, update (a
 diff of their YAML, Secret values redacted), prune, and those unchanged, or why the
 cluster refuses it.
@@ -37,7 +38,8 @@ REF is the full ref (refs/pull/42/head) or a branch (preview/web). As kubectl di
 exits 0 when nothing would change, 1 when something would, and 2 on an error or when a
 cluster refuses the change or could not preview it.`,
 		Example: `  kubectl vidra preview gitsync/web --ref preview/new-replicas
-  kubectl vidra preview gs/web --ref refs/pull/42/head`,
+  kubectl vidra preview gs/web --ref refs/pull/42/head
+  kubectl vidra preview ihs/sites --ref change-mtu`,
 		Args: oneArgAsDiff(streams),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newHubClient(hub, streams.ErrOut)
@@ -68,15 +70,11 @@ func (o *previewOptions) run(ctx context.Context, hub client.Client, arg string,
 	if err != nil {
 		return 0, err
 	}
-	gs, ok := s.sync.(*vidrav1alpha1.GitSync)
-	if !ok {
-		return 0, fmt.Errorf("%s %s previews no ref: only a GitSync's spec.previews does", s.sync.SyncKind().Kind, s.sync.GetName())
-	}
-	rp, err := o.find(gs)
+	rp, err := o.find(s.sync)
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(out, "GitSync %s, %s at %s: %d of %d clusters change: +%d ~%d -%d", gs.Name, rp.Ref, rp.Revision,
+	fmt.Fprintf(out, "%s %s, %s at %s: %d of %d clusters change: +%d ~%d -%d", s.sync.SyncKind().Kind, s.sync.GetName(), rp.Ref, rp.Revision,
 		rp.Changed, rp.Clusters, rp.Added, rp.Updated, rp.Removed)
 	if rp.Refused > 0 {
 		fmt.Fprintf(out, ", %d refuse it", rp.Refused)
@@ -99,6 +97,10 @@ func (o *previewOptions) run(ctx context.Context, hub client.Client, arg string,
 	}
 	vrs := make([]vidrav1alpha1.VidraResource, 0, len(clusters))
 	for _, c := range clusters {
+		if c.Skipped != "" {
+			fmt.Fprintf(out, "cluster %s: not previewed: %s\n", c.Cluster, c.Skipped)
+			continue
+		}
 		vr := vidrav1alpha1.VidraResource{}
 		vr.Name, vr.Status.Cluster, vr.Status.Preview = c.VidraResource, c.Cluster, c.Preview
 		if c.Preview != nil {
@@ -109,11 +111,16 @@ func (o *previewOptions) run(ctx context.Context, hub client.Client, arg string,
 	return printPreviews(vrs, out, time.Now()), nil
 }
 
-// find is the GitSync's preview of the ref asked for: by full name, or as a branch.
-func (o *previewOptions) find(gs *vidrav1alpha1.GitSync) (vidrav1alpha1.RefPreview, error) {
+// find is the sync's preview of the ref asked for: by full name, or as a branch.
+func (o *previewOptions) find(sync vidrav1alpha1.Sync) (vidrav1alpha1.RefPreview, error) {
+	kind, name := sync.SyncKind().Kind, sync.GetName()
+	previews, patterns, ok := vidrav1alpha1.RefPreviews(sync)
+	if !ok {
+		return vidrav1alpha1.RefPreview{}, fmt.Errorf("%s %s previews no ref: a GitSync's or an InfrahubSync's spec.previews does", kind, name)
+	}
 	want := []string{o.ref, "refs/heads/" + o.ref}
 	var known []string
-	for _, rp := range gs.Status.Previews {
+	for _, rp := range previews {
 		for _, w := range want {
 			if rp.Ref == w {
 				return rp, nil
@@ -121,9 +128,9 @@ func (o *previewOptions) find(gs *vidrav1alpha1.GitSync) (vidrav1alpha1.RefPrevi
 		}
 		known = append(known, rp.Ref)
 	}
-	if gs.Spec.Previews == nil {
-		return vidrav1alpha1.RefPreview{}, fmt.Errorf("GitSync %s previews no ref: set spec.previews.refs", gs.Name)
+	if patterns == nil {
+		return vidrav1alpha1.RefPreview{}, fmt.Errorf("%s %s previews no ref: set spec.previews", kind, name)
 	}
-	return vidrav1alpha1.RefPreview{}, fmt.Errorf("GitSync %s has no preview of %s (previewed: %s; spec.previews.refs: %s)",
-		gs.Name, o.ref, orNone(strings.Join(known, ", ")), strings.Join(gs.Spec.Previews.Refs, ", "))
+	return vidrav1alpha1.RefPreview{}, fmt.Errorf("%s %s has no preview of %s (previewed: %s; spec.previews: %s)",
+		kind, name, o.ref, orNone(strings.Join(known, ", ")), strings.Join(patterns, ", "))
 }

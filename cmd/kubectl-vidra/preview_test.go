@@ -37,6 +37,7 @@ func TestPreviewCommandPrintsEachClusterOfARef(t *testing.T) {
 		{Cluster: "edge-paris", VidraResource: "web-edge-paris", Preview: &vidrav1alpha1.PreviewStatus{
 			Revision: rev, Message: "the cluster's delivery policy refuses namespace web",
 		}},
+		{Cluster: "edge-nice", VidraResource: "web-edge-nice", Skipped: "the cluster pulls its bundles: the hub does not reach it to dry-run"},
 	}
 	data, err := json.Marshal(clusters)
 	if err != nil {
@@ -76,6 +77,7 @@ func TestPreviewCommandPrintsEachClusterOfARef(t *testing.T) {
 		"vidraresource/web-edge-lyon (cluster edge-lyon), revision " + rev + ": 1 to create, 1 to update, 0 to prune, 2 unchanged",
 		"+ create ConfigMap web/added", "    +  value: v2",
 		"vidraresource/web-edge-paris (cluster edge-paris): no preview: the cluster's delivery policy refuses namespace web",
+		"cluster edge-nice: not previewed: the cluster pulls its bundles",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("preview does not say %q:\n%s", want, out)

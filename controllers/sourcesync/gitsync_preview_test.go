@@ -52,7 +52,7 @@ func versions(t *testing.T, ns string) map[string]string {
 	return out
 }
 
-// A branch and a pull request are previewed before they merge: built as a merge would
+// A branch and a pull request from a fork are previewed before they merge: built as a merge would
 // build them, dry-run on both members against what the sync delivered, their counts in
 // status.previews and in a commit status on their commit; nothing on a member changes.
 // A change a member refuses fails its commit status.
@@ -75,10 +75,12 @@ func TestPreviewsShowWhatABranchWouldDoBeforeItMerges(t *testing.T) {
 
 	// A branch: web changes, gone goes, added comes, on both members.
 	branch := repo.Commit(t, "preview/change", map[string]string{"web.yaml": configMap("web", "v2"), "gone.yaml": "", "added.yaml": configMap("added", "v1")}, "change")
-	// A pull request of a branch of the repository, which a member refuses.
+	// A pull request from a fork, its commit on no branch of the repository, which a
+	// member refuses.
 	unmanagedOn(t, fleet.Members[1], ns, "taken")
-	pull := repo.Commit(t, "pr-1", map[string]string{"taken.yaml": configMap("taken", "v2")}, "take")
+	pull := repo.Commit(t, "fork", map[string]string{"taken.yaml": configMap("taken", "v2")}, "take")
 	repo.SetRef(t, "refs/pull/1/head", pull)
+	repo.SetRef(t, "refs/heads/fork", "")
 	requestSync(t, gs)
 
 	p := waitPreview(t, gs, "refs/heads/preview/change", branch)
@@ -114,4 +116,21 @@ func TestPreviewsShowWhatABranchWouldDoBeforeItMerges(t *testing.T) {
 	if v := valueOf(t, fleet.Members[0], ns, "web"); v != "v1" {
 		t.Errorf("web = %q on %s, want v1 still", v, fleet.Members[0].Name)
 	}
+}
+
+// Refs to preview that cannot be listed are told on the sync, by a PreviewFailed Event
+// naming what is wrong; the sync's delivery goes on.
+func TestPreviewsThatCannotBeListedAreToldOnTheSync(t *testing.T) {
+	const ns = "gs-previews-bad"
+	createNamespace(t, ns)
+	srv := gitserver.New(t)
+	repo := srv.Repo(t, "previews-bad")
+	main := repo.Commit(t, "main", map[string]string{"web.yaml": configMap("web", "v1")}, "main")
+	gs := gitSync("previews-bad", repo.URL(), func(gs *vidrav1alpha1.GitSync) {
+		gs.Spec.Destination = everyMember(ns)
+		gs.Spec.Previews = &vidrav1alpha1.Previews{Refs: []string{"refs/heads/[preview"}}
+	})
+	create(t, gs)
+	readyAt(t, gs, "main@sha1:"+main)
+	waitEvent(t, gs, vidrav1alpha1.EventPreviewFailed, "list the refs to preview", `"refs/heads/[preview" is not a glob`)
 }

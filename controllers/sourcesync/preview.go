@@ -10,7 +10,7 @@ import (
 // defaultMaxRefs is how many refs a GitSync previews at once when maxRefs is unset.
 const defaultMaxRefs = 5
 
-// PreviewRefs lists the refs a GitSync's spec.previews names, each with its commit, as
+// PreviewRefs lists the refs a GitSync's spec.previews names, each with its revision, as
 // the sync's own credentials see the repository.
 func (k *Kind) PreviewRefs(ctx context.Context, obj syncs.Object) (map[string]string, int, error) {
 	gs, ok := obj.(*vidrav1alpha1.GitSync)
@@ -27,6 +27,9 @@ func (k *Kind) PreviewRefs(ctx context.Context, obj syncs.Object) (map[string]st
 	refs, err := g.Cache.ListRefs(ctx, remote, gs.Spec.Previews.Refs)
 	if err != nil {
 		return nil, 0, gitFailure(err)
+	}
+	for ref, commit := range refs {
+		refs[ref] = ref + "@sha1:" + commit
 	}
 	limit := int(gs.Spec.Previews.MaxRefs)
 	if limit <= 0 {

@@ -16,12 +16,13 @@ import (
 	"github.com/vidra-operator/vidra/internal/runtime/events"
 )
 
-// previewRef builds what pinned (obj reading ref, listed at commit) delivers, as a merge would build it,
-// and dry-runs it on each cluster obj reaches against what obj delivered there.
-func (p *Previews) previewRef(ctx context.Context, obj, pinned Object, ref, commit string) vidrav1alpha1.RefPreview {
+// previewRef builds what pinned (obj reading ref, listed at revision) delivers, as a merge
+// would build it, and dry-runs it on each cluster obj reaches against what obj delivered
+// there.
+func (p *Previews) previewRef(ctx context.Context, obj, pinned Object, ref, revision string) vidrav1alpha1.RefPreview {
 	p.yield(ctx)
 	now := metav1.Now()
-	rp := vidrav1alpha1.RefPreview{Ref: ref, Revision: ref + "@sha1:" + commit, ComputedAt: &now}
+	rp := vidrav1alpha1.RefPreview{Ref: ref, Revision: revision, ComputedAt: &now}
 	read, err := p.r.Kind.Read(ctx, pinned)
 	if src := pinned.Fetched(); src != nil && src.Revision != "" {
 		rp.Revision = src.Revision // the commit the ref names now
@@ -65,7 +66,7 @@ func (p *Previews) dryRunAll(ctx context.Context, read Read, placed []fanout.Pla
 	for i, pl := range placed {
 		results[i] = vidrav1alpha1.ClusterPreview{Cluster: pl.Cluster}
 		if pl.Resource == nil {
-			results[i].Preview = &vidrav1alpha1.PreviewStatus{Revision: revision, Message: "the sync delivers nothing there yet: a preview compares with what it delivered"}
+			results[i].Skipped = "the sync delivers nothing there yet: a preview compares with what it delivered"
 			continue
 		}
 		results[i].VidraResource = pl.Resource.Name
@@ -79,7 +80,9 @@ func (p *Previews) dryRunAll(ctx context.Context, read Read, placed []fanout.Pla
 				results[i].Preview = &vidrav1alpha1.PreviewStatus{Revision: revision, Message: "content: " + err.Error()}
 				return
 			}
-			results[i].Preview = p.DryRun.DryRun(ctx, pl.Resource, data, revision)
+			if results[i].Preview = p.DryRun.DryRun(ctx, pl.Resource, data, revision); results[i].Preview == nil {
+				results[i].Skipped = "the cluster pulls its bundles: the hub does not reach it to dry-run"
+			}
 		}()
 	}
 	wg.Wait()
@@ -108,28 +111,30 @@ func (p *Previews) yield(ctx context.Context) {
 }
 
 // summarize counts what the clusters' previews say: a cluster changes when something
-// would be created, updated or pruned; refuses when the preview was refused (its
-// policy, its right), an object was refused by the dry-run, or one exists there that
-// Vidra does not manage (the apply would leave it and fail).
+// would be created, updated or pruned there; refuses when a preview of one of its
+// bundles (an InfrahubSync delivers several to a cluster) was refused (its policy, its
+// right), an object was refused by the dry-run, or one exists there that Vidra does not
+// manage (the apply would leave it and fail).
 func summarize(rp *vidrav1alpha1.RefPreview, results []vidrav1alpha1.ClusterPreview) {
+	seen, changed, refused := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, c := range results {
 		ps := c.Preview
 		if ps == nil {
 			continue
 		}
-		rp.Clusters++
-		refused := ps.Failed > 0 || (ps.ComputedAt == nil && ps.Message != "") ||
-			slices.ContainsFunc(ps.Changes, func(c vidrav1alpha1.PreviewChange) bool { return c.Action == vidrav1alpha1.PreviewNotManaged })
-		if refused {
-			rp.Refused++
+		seen[c.Cluster] = true
+		if ps.Failed > 0 || (ps.ComputedAt == nil && ps.Message != "") ||
+			slices.ContainsFunc(ps.Changes, func(c vidrav1alpha1.PreviewChange) bool { return c.Action == vidrav1alpha1.PreviewNotManaged }) {
+			refused[c.Cluster] = true
 		}
 		if ps.Create+ps.Update+ps.Prune > 0 {
-			rp.Changed++
+			changed[c.Cluster] = true
 		}
 		rp.Added += ps.Create
 		rp.Updated += ps.Update
 		rp.Removed += ps.Prune
 	}
+	rp.Clusters, rp.Changed, rp.Refused = int32(len(seen)), int32(len(changed)), int32(len(refused))
 }
 
 // Counts says a preview as its commit status does: "3 clusters change: +2 ~5 -1".
@@ -155,4 +160,11 @@ func (p *Previews) record(obj Object, rp vidrav1alpha1.RefPreview) {
 	events.NewRecorder(p.r.Recorder, "Preview").RecordWith(obj, nil, eventType, reason, note, map[string]string{
 		"revision": rp.Revision, "preview": Counts(rp), "ref": rp.Ref,
 	})
+}
+
+// recordFailure tells, on the sync and to its Alerts, that its previews could not be
+// made at all (its refs could not be listed): retried with backoff, each retry's Event
+// folded into one by the recorder.
+func (p *Previews) recordFailure(obj Object, err error) {
+	events.NewRecorder(p.r.Recorder, "Preview").Record(obj, nil, corev1.EventTypeWarning, vidrav1alpha1.EventPreviewFailed, err.Error())
 }

@@ -19,15 +19,17 @@ import (
 // Previewer is a Kind whose syncs preview the commits of other refs of their source
 // before they merge (a GitSync's spec.previews).
 type Previewer interface {
-	// PreviewRefs are the refs obj previews, each with the commit it names; none when
-	// obj previews none. limit is how many obj previews at once.
+	// PreviewRefs are the refs obj previews, each with the revision it names now
+	// (ref@sha1:<commit>); none when obj previews none. limit is how many obj previews
+	// at once: the refs past it in name order may have no revision.
 	PreviewRefs(ctx context.Context, obj Object) (refs map[string]string, limit int, err error)
 	// Pinned is a copy of obj that reads ref in place of its own, for a preview.
 	Pinned(obj Object, ref string) Object
 }
 
 // DryRunner previews content on the cluster of a VidraResource as it would apply it
-// there, applying nothing (the VidraResource controller's DryRun).
+// there, applying nothing (the VidraResource controller's DryRun); nil when the
+// cluster pulls its bundles, which the hub does not reach.
 type DryRunner interface {
 	DryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, revision string) *vidrav1alpha1.PreviewStatus
 	// Delivering says whether a delivery runs now, which a preview waits for.
@@ -45,7 +47,9 @@ type Previews struct {
 	// MaxAge is how long a preview of an unchanged commit is kept before it is made
 	// again (a day when 0): the clusters change under it.
 	MaxAge time.Duration
-	Log    logr.Logger
+	// Metrics, when set, count the previews made.
+	Metrics *PreviewMetrics
+	Log     logr.Logger
 
 	r     *Reconciler
 	queue workqueue.TypedRateLimitingInterface[string]
@@ -105,7 +109,9 @@ func (p *Previews) previewSync(ctx context.Context, name string) error {
 	}
 	refs, limit, err := pv.PreviewRefs(ctx, obj)
 	if err != nil {
-		return fmt.Errorf("list the refs to preview: %w", err)
+		err = fmt.Errorf("list the refs to preview: %w", err)
+		p.recordFailure(obj, err)
+		return err
 	}
 	names := slices.Sorted(maps.Keys(refs))
 	left := 0
@@ -119,7 +125,9 @@ func (p *Previews) previewSync(ctx context.Context, name string) error {
 			next = append(next, kept)
 			continue
 		}
+		start := time.Now()
 		rp := p.previewRef(ctx, obj, pv.Pinned(obj, ref), ref, refs[ref])
+		p.Metrics.observe(obj.SyncKind().Kind, rp, time.Since(start))
 		p.record(obj, rp)
 		next = append(next, rp)
 	}
@@ -129,14 +137,14 @@ func (p *Previews) previewSync(ctx context.Context, name string) error {
 	return p.write(ctx, obj, before, next)
 }
 
-// fresh is the preview kept of ref when it previews commit and is younger than MaxAge.
-func (p *Previews) fresh(previews []vidrav1alpha1.RefPreview, ref, commit string) (vidrav1alpha1.RefPreview, bool) {
+// fresh is the preview kept of ref when it previews revision and is younger than MaxAge.
+func (p *Previews) fresh(previews []vidrav1alpha1.RefPreview, ref, revision string) (vidrav1alpha1.RefPreview, bool) {
 	maxAge := p.MaxAge
 	if maxAge == 0 {
 		maxAge = 24 * time.Hour
 	}
 	for _, rp := range previews {
-		if rp.Ref == ref && strings.HasSuffix(rp.Revision, "sha1:"+commit) && rp.ComputedAt != nil && time.Since(rp.ComputedAt.Time) < maxAge {
+		if rp.Ref == ref && rp.Revision == revision && rp.ComputedAt != nil && time.Since(rp.ComputedAt.Time) < maxAge {
 			return rp, true
 		}
 	}
@@ -160,8 +168,11 @@ func (p *Previews) write(ctx context.Context, obj Object, before, next []vidrav1
 // previewsOf is obj's status.previews, when its kind previews (nil when not), and
 // whether its spec asks for previews.
 func previewsOf(obj Object) (*[]vidrav1alpha1.RefPreview, bool) {
-	if gs, ok := obj.(*vidrav1alpha1.GitSync); ok {
-		return &gs.Status.Previews, gs.Spec.Previews != nil
+	switch o := obj.(type) {
+	case *vidrav1alpha1.GitSync:
+		return &o.Status.Previews, o.Spec.Previews != nil
+	case *vidrav1alpha1.InfrahubSync:
+		return &o.Status.Previews, o.Spec.Previews != nil
 	}
 	return nil, false
 }

@@ -89,8 +89,12 @@ func (r *Reconciler) previewPending(ctx context.Context, vr *vidrav1alpha1.Vidra
 // DryRun previews data on vr's cluster as vr would apply it there, nothing applied:
 // its destination, the right of whoever asked for it, the cluster's delivery policy and
 // the API server's dry-run, against what vr delivered (what data leaves out is pruned).
-// A preview refused before the dry-run has a Message and no ComputedAt.
+// A preview refused before the dry-run has a Message and no ComputedAt; a cluster that
+// pulls its bundles, which the hub does not reach, has none (nil).
 func (r *Reconciler) DryRun(ctx context.Context, vr *vidrav1alpha1.VidraResource, data []byte, revision string) *vidrav1alpha1.PreviewStatus {
+	if _, pulls := r.pullCluster(ctx, vr); pulls {
+		return nil
+	}
 	dest, why := r.previewTarget(ctx, vr)
 	if why != "" {
 		return refusedPreview(vr, revision, why)

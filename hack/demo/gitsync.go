@@ -86,12 +86,12 @@ func (s *sandbox) startGitRepo(_ context.Context, log logr.Logger) error {
 	}
 	s.gitHost = &gitHost{dir: dir, log: log}
 	s.git = gitserver.New(s.gitHost)
-	repo := s.git.Repo(s.gitHost, gitRepoName)
-	commit := repo.Commit(s.gitHost, "main", gitSettings("info"), "fleet settings")
+	s.gitRepo = s.git.Repo(s.gitHost, gitRepoName)
+	commit := s.gitRepo.Commit(s.gitHost, "main", gitSettings("info"), "fleet settings")
 	if s.gitHost.err != nil {
 		return s.gitHost.err
 	}
-	s.gitURL = repo.URL()
+	s.gitURL = s.gitRepo.URL()
 	fmt.Fprintf(os.Stdout, "    %s serves main at %s\n", s.gitURL, commit[:12])
 	return nil
 }
@@ -112,6 +112,8 @@ spec:
   destination:
     clusterSelector:
       matchLabels: {demo: "true"}
+  previews:
+    refs: [refs/heads/preview/*]   # branches previewed on the fleet before they merge
 `, gitSyncName, s.gitURL)
 	if err := os.WriteFile(filepath.Join(s.dir, "gitsync.yaml"), []byte(sync), 0o600); err != nil {
 		return err

@@ -65,6 +65,7 @@ type sandbox struct {
 	infrahub   *infrahubtest.Server
 	charts     *chartRepo
 	git        *gitserver.Server
+	gitRepo    *gitserver.Repo
 	gitHost    *gitHost
 	gitURL     string
 	operator   *exec.Cmd
@@ -127,6 +128,7 @@ func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) er
 		{"apply a database GitSync, Ready where its cluster says so (postBuild, a CEL health check), and an app that dependsOn it", s.applyOrderedSyncs},
 		{"watch the app go to member-1 and wait on " + heldBack + ", whose database is still provisioning", s.waitHeldBack},
 		{"label " + heldBack + "'s database ready: the app follows there", s.releaseHeldBack},
+		{"push branch " + previewBranch + " and preview it on the fleet before it merges", s.previewBranch},
 	}
 	for i, step := range order {
 		fmt.Fprintf(out, "\n==> [%d/%d] %s\n", i+1, len(order), step.what)
@@ -469,13 +471,14 @@ func (s *sandbox) explore(out io.Writer) {
   kubectl --context member-1 get configmap,deployment -n %s   # the chart as rendered for member-1
   kubectl get gitsyncs                                # the repository, the commit delivered, Ready
   %s history gitsync/%s    # the commits delivered
+  %s preview gitsync/%s --ref %s   # what the branch would change, before it merges
   kubectl get vidraresources -l vidra.infrahub.operators.com/gitsync=demo-app   # dependsOn: member-2 waited for its database
   Helm repository: %s (chart %s, packaged from hack/demo/chart)
   Git repository:  %s (the GitSync delivers its fleet/ directory)
   operator logs: %s
   agent logs:    %s
 `, s.userKube, s.pluginPath(), s.pluginPath(), s.pluginPath(), s.pluginPath(),
-		s.pluginPath(), helmSyncName, s.pluginPath(), helmSyncName, helmNamespace, s.pluginPath(), gitSyncName, s.charts.url, s.charts.chart, s.gitURL,
+		s.pluginPath(), helmSyncName, s.pluginPath(), helmSyncName, helmNamespace, s.pluginPath(), gitSyncName, s.pluginPath(), gitSyncName, previewBranch, s.charts.url, s.charts.chart, s.gitURL,
 		filepath.Join(s.dir, "vidra.log"), s.agentLog(s.fleet.Members[1].Name))
 }
 

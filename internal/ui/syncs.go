@@ -30,7 +30,7 @@ type syncRow struct {
 	Bundles   []vidrav1alpha1.BundleStatus
 	Rollout   *vidrav1alpha1.RolloutStatus
 	Resources []resourceRow
-	// Previews are what the refs a GitSync previews would do (kubectl vidra preview
+	// Previews are what the refs a sync previews would do (kubectl vidra preview
 	// shows each cluster's diff).
 	Previews []vidrav1alpha1.RefPreview
 }
@@ -91,9 +91,7 @@ func syncRowOf(kind vidrav1alpha1.SyncKind, sync vidrav1alpha1.Sync, resources [
 	row := syncRow{Kind: kind.Kind, Resource: kind.Resource, ID: kind.Ref(sync.GetName()), Name: sync.GetName(),
 		Source: sourceOf(sync), Bundles: sync.Bundles(), Rollout: sync.RolloutStatus()}
 	row.Health, row.Ready, row.Message = conditionHealth(sync)
-	if gs, ok := sync.(*vidrav1alpha1.GitSync); ok {
-		row.Previews = gs.Status.Previews
-	}
+	row.Previews, _, _ = vidrav1alpha1.RefPreviews(sync)
 	for i := range resources {
 		if k, name := vidrav1alpha1.SyncOf(resources[i].Labels); k.Kind == kind.Kind && name == row.Name {
 			row.Resources = append(row.Resources, rowOf(&resources[i]))

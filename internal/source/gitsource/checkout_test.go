@@ -148,3 +148,34 @@ func TestCheckoutOfAMovedBranchSaysSo(t *testing.T) {
 		t.Errorf("a failed checkout left %d entries in the cache dir", len(entries))
 	}
 }
+
+// A pull request from a fork has its commit on no branch of the repository: only
+// refs/pull/N/head reaches it. Its checkout fetches that ref.
+func TestCheckoutOfAPullRequestFromAFork(t *testing.T) {
+	f := newFixture(t)
+	c := newCache(t, Limits{})
+	fork := f.repo.Commit(t, "fork", map[string]string{"fork.yaml": "kind: Job\n"}, "from a fork")
+	f.repo.SetRef(t, "refs/pull/3/head", fork)
+	f.repo.SetRef(t, "refs/heads/fork", "")
+
+	rev, err := c.Resolve(context.Background(), f.remote, Ref{Name: "refs/pull/3/head"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Commit != fork {
+		t.Fatalf("refs/pull/3/head resolved to %s, want %s", rev.Commit, fork)
+	}
+	dir, release, err := c.Checkout(context.Background(), f.remote, rev)
+	if err != nil {
+		t.Fatalf("checkout of %s: %v", rev, err)
+	}
+	defer release()
+	if got := readFile(t, dir, "fork.yaml"); got != "kind: Job\n" {
+		t.Errorf("fork.yaml = %q", got)
+	}
+
+	fresh := newCache(t, Limits{})
+	if _, _, err := fresh.Checkout(context.Background(), f.remote, Revision{Ref: "refs/pull/4/head", Commit: fork}); !IsNotFound(err) {
+		t.Errorf("checkout of a ref the remote does not have = %v, want not found", err)
+	}
+}

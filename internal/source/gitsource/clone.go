@@ -26,19 +26,6 @@ func (c *Cache) clone(ctx context.Context, e *endpoint, rev Revision, dir string
 	if err != nil {
 		return err
 	}
-	authOpts, err := e.fluxAuth()
-	if err != nil {
-		return err
-	}
-	opts := []gogit.ClientOption{gogit.WithDiskStorage()}
-	if e.remote.InsecureHTTP {
-		opts = append(opts, gogit.WithInsecureCredentialsOverHTTP())
-	}
-	client, err := gogit.NewClient(dir, authOpts, opts...)
-	if err != nil {
-		return fmt.Errorf("clone %s: %w", e.display, err)
-	}
-	defer client.Close()
 	x, err := newExchange(e.remote.CA, c.limits.MaxRefsBytes, c.limits.MaxRepoBytes)
 	if err != nil {
 		return err
@@ -48,7 +35,12 @@ func (c *Cache) clone(ctx context.Context, e *endpoint, rev Revision, dir string
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := c.watch(ctx, cancel, e, rev.Commit, dir)
-	got, err := client.Clone(x.within(ctx), e.remote.URL, repository.CloneConfig{CheckoutStrategy: strategy, ShallowClone: shallow})
+	var got string
+	if isOtherRef(strategy.RefName) {
+		got, err = fetchRef(x.within(ctx), e, strategy.RefName, dir)
+	} else {
+		got, err = cloneWithFlux(x.within(ctx), e, dir, repository.CloneConfig{CheckoutStrategy: strategy, ShallowClone: shallow})
+	}
 	stop()
 	if over := x.over(); over != nil {
 		return &LimitError{URL: e.display, Commit: rev.Commit, Bound: "response", Limit: over.Max()}
@@ -63,14 +55,38 @@ func (c *Cache) clone(ctx context.Context, e *endpoint, rev Revision, dir string
 		}
 		return classify(err, e.display, "clone")
 	}
-	if got == nil {
+	if got == "" {
 		return &RefNotFoundError{URL: e.display, Kind: "default branch"}
 	}
-	if got.Hash.String() != rev.Commit {
+	if got != rev.Commit {
 		ref := cmp.Or(rev.Ref, strategy.Branch, strategy.Tag)
-		return &MovedError{URL: e.display, Ref: ref, Want: rev.Commit, Now: got.Hash.String()}
+		return &MovedError{URL: e.display, Ref: ref, Want: rev.Commit, Now: got}
 	}
 	return c.checkLimits(e, rev.Commit, dir, false)
+}
+
+// cloneWithFlux clones into dir with Flux's go-git client, on disk storage so memory
+// stays bounded whatever the repository's size, and returns the commit checked out ("" when
+// the remote has no default branch).
+func cloneWithFlux(ctx context.Context, e *endpoint, dir string, cfg repository.CloneConfig) (string, error) {
+	authOpts, err := e.fluxAuth()
+	if err != nil {
+		return "", err
+	}
+	opts := []gogit.ClientOption{gogit.WithDiskStorage()}
+	if e.remote.InsecureHTTP {
+		opts = append(opts, gogit.WithInsecureCredentialsOverHTTP())
+	}
+	client, err := gogit.NewClient(dir, authOpts, opts...)
+	if err != nil {
+		return "", fmt.Errorf("clone %s: %w", e.display, err)
+	}
+	defer client.Close()
+	got, err := client.Clone(ctx, e.remote.URL, cfg)
+	if err != nil || got == nil {
+		return "", err
+	}
+	return got.Hash.String(), nil
 }
 
 // strategy picks how to clone rev. A branch or tag tip at rev.Commit is

@@ -97,6 +97,11 @@ func newestMatch(listed refs, constraint *semver.Constraints) (string, bool) {
 // globs, where * stops at a slash: refs/pull/*/head), each with its commit. It downloads
 // no objects.
 func (c *Cache) ListRefs(ctx context.Context, remote Remote, patterns []string) (map[string]string, error) {
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, &InvalidError{Reason: fmt.Sprintf("ref pattern %q is not a glob: %v", p, err)}
+		}
+	}
 	e, err := parseRemote(remote)
 	if err != nil {
 		return nil, err

@@ -180,4 +180,7 @@ func TestListRefsMatchesGlobsAndANamedRefChecksOut(t *testing.T) {
 	if _, err := c.Resolve(context.Background(), f.remote, Ref{Name: "pull/1/head"}); !IsInvalid(err) {
 		t.Errorf("a name that is not a full ref: %v", err)
 	}
+	if _, err := c.ListRefs(context.Background(), f.remote, []string{"refs/heads/[preview"}); !IsInvalid(err) {
+		t.Errorf("a pattern that is not a glob: %v", err)
+	}
 }

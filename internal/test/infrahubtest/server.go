@@ -16,10 +16,12 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -760,6 +762,10 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request, branch st
 		writeJSON(w, http.StatusBadRequest, stringErrors{Errors: []string{"No GraphQL query found in the request"}})
 		return
 	}
+	if branchQuery.MatchString(req.Query) {
+		s.writeBranches(w)
+		return
+	}
 	if !strings.Contains(req.Query, "CoreArtifact") {
 		writeJSON(w, http.StatusOK, graphQLResponse{Errors: []graphQLError{unknownField(req.Query)}})
 		return
@@ -796,6 +802,22 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request, branch st
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data": map[string]any{"CoreArtifact": map[string]any{"count": count, "edges": edges}},
 	})
+}
+
+// branchQuery is a query of Infrahub's branches: `query { Branch { name } }`.
+var branchQuery = regexp.MustCompile(`^\s*(query\s*(\w+\s*)?)?\{\s*Branch\s*\{`)
+
+// writeBranches answers a branch query with every branch's name, as Infrahub's Branch
+// query does: a list, not edges.
+func (s *Server) writeBranches(w http.ResponseWriter) {
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.branches))
+	s.mu.Unlock()
+	list := make([]map[string]any, 0, len(names))
+	for _, n := range names {
+		list = append(list, map[string]any{"name": n, "is_default": n == mainBranch})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"Branch": list}})
 }
 
 // nameFilter returns the set of names selected by name__values / name__value
