@@ -71,6 +71,9 @@ func (o *Operator) setupControllers(opts Options) error {
 	if err := o.setupInfrahubSync(metrics.syncs, metrics.previews, opts); err != nil {
 		return err
 	}
+	if err := o.setupInventory(opts); err != nil {
+		return err
+	}
 	return o.setupReceiver(metrics.hooks, opts)
 }
 

@@ -131,6 +131,10 @@ type Options struct {
 
 	// PreviewClusters bounds the clusters one preview of a ref dry-runs at once.
 	PreviewClusters int
+	// ClusterInventory names the inventories whose clusters are enrolled beside the
+	// labeled Secrets (cluster-api), read from ClusterInventoryNamespaces alone.
+	ClusterInventory           []string
+	ClusterInventoryNamespaces []string
 	// Bounds of reading Infrahub, set by the operator's administrator and not by the
 	// syncs, so that no Infrahub can exhaust the memory every sync of the hub shares:
 	// the artifacts one sync lists, the bytes it downloads, the time its listing and

@@ -33,10 +33,11 @@ type Destination struct {
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="server must be an http or https URL with a host, such as https://10.0.0.1:6443"
 	Server string `json:"server,omitempty"`
 
-	// Cluster is the name of an enrolled cluster (a VidraCluster).
+	// Cluster is the name of an enrolled cluster (a VidraCluster): a DNS label, or labels
+	// joined by dots (an inventory's clusters are <namespace>.<name>).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Cluster string `json:"cluster,omitempty"`
 
 	// Namespace is given to namespaced objects of the manifest that name none.

@@ -263,6 +263,12 @@ const (
 	// same cluster name, or the same API server.
 	ReasonDuplicateClusterName = "DuplicateClusterName"
 	ReasonDuplicateServer      = "DuplicateServer"
+	// ReasonProvisioning: the cluster's inventory object (a Cluster API Cluster) is not
+	// provisioned yet; it is enrolled once it is. Not an error.
+	ReasonProvisioning = "Provisioning"
+	// ReasonInventoryRefused: the inventory's credentials for the cluster were refused
+	// (the kubeconfig policy) or could not create the scoped identity on it.
+	ReasonInventoryRefused = "InventoryRefused"
 )
 
 // Event reasons of the identity enroll created, on the enrollment Secret.

@@ -128,28 +128,6 @@ func parseClusterKinds(v []string) ([]schema.GroupKind, error) {
 	return p.AllowedClusterKinds, nil
 }
 
-// identitySecret is the enrollment Secret of an identity: its kubeconfig holds the
-// ServiceAccount's token only, and its annotations name the identity and set the delivery
-// policy to what the identity may do, so a bundle outside it is refused on the hub before
-// the member's RBAC refuses it.
-func identitySecret(name, namespace string, labels map[string]string, spec identity.Spec, cluster *clientcmdapi.Cluster, token string) (*corev1.Secret, error) {
-	data, err := identity.Kubeconfig(name, cluster, token)
-	if err != nil {
-		return nil, err
-	}
-	annotations := map[string]string{vidrav1alpha1.ServiceAccountAnnotation: spec.ServiceAccount.String()}
-	if spec.Scoped() {
-		annotations[vidrav1alpha1.AllowedNamespacesAnnotation] = strings.Join(spec.Namespaces, ",")
-		annotations[vidrav1alpha1.AllowedClusterKindsAnnotation] = strings.Join(spec.ClusterKindNames(), ",")
-		annotations[identity.PolicyFromEnrollAnnotation] = "true"
-	}
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: annotations},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{vidrav1alpha1.KubeconfigKey: data},
-	}, nil
-}
-
 // runIdentity enrolls with a scoped identity: it is created on the member with the user's
 // credentials, a token is requested for it, and only that token goes to the hub.
 func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map[string]string, out, errOut io.Writer) error {
@@ -167,7 +145,7 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 		return err
 	}
 	// The Secret is checked as the operator will check it (insecure TLS, plain http).
-	check, err := identitySecret(name, o.secretNamespace, labels, spec, member.cluster, tokenPlaceholder)
+	check, err := identity.EnrollmentSecret(name, o.secretNamespace, labels, spec, member.cluster, tokenPlaceholder)
 	if err != nil {
 		return err
 	}
@@ -202,7 +180,7 @@ func (o *enrollOptions) runIdentity(ctx context.Context, name string, labels map
 		if err != nil {
 			return err
 		}
-		if secret, err = identitySecret(name, o.secretNamespace, labels, spec, member.cluster, token.Value); err != nil {
+		if secret, err = identity.EnrollmentSecret(name, o.secretNamespace, labels, spec, member.cluster, token.Value); err != nil {
 			return err
 		}
 		done = append(done, fmt.Sprintf("token of serviceaccount %s requested, expires %s", sa, token.ExpiresAt.UTC().Format(time.RFC3339)))
@@ -340,7 +318,7 @@ func (o *enrollOptions) checkReenrollment(ctx context.Context, hub client.Client
 func (o *enrollOptions) reportIdentity(out io.Writer, scheme *runtime.Scheme, spec identity.Spec, cluster *clientcmdapi.Cluster, secret *corev1.Secret, done []string, action string) error {
 	if !o.output.table() {
 		// The token goes to the hub only, never to stdout.
-		if shown, err := identitySecret(secret.Name, secret.Namespace, secret.Labels, spec, cluster, tokenPlaceholder); err == nil {
+		if shown, err := identity.EnrollmentSecret(secret.Name, secret.Namespace, secret.Labels, spec, cluster, tokenPlaceholder); err == nil {
 			shown.Annotations = secret.Annotations
 			secret = shown
 		}

@@ -97,6 +97,18 @@ func bindPullFlags(fs *flag.FlagSet, o *operator.Options) {
 		"Agent: how often the agent reports to the hub (one write to the hub each time).")
 }
 
+// appendList is a flag's setter that appends each comma-separated value to dst.
+func appendList(dst *[]string) func(string) error {
+	return func(v string) error {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				*dst = append(*dst, c)
+			}
+		}
+		return nil
+	}
+}
+
 // validate refuses settings that cannot be met, naming their flags.
 func validate(o *operator.Options) error {
 	if o.ClusterProvider != operator.ProviderSecret && o.ClusterProvider != operator.ProviderNone {
@@ -112,6 +124,9 @@ func validate(o *operator.Options) error {
 		return fmt.Errorf("--required-admission-policies: %w", err)
 	}
 	if err := validateLeaderElection(o); err != nil {
+		return err
+	}
+	if err := operator.ValidateInventory(o); err != nil {
 		return err
 	}
 	if o.Sharding {
@@ -194,14 +209,11 @@ func bindFleetFlags(fs *flag.FlagSet, o *operator.Options) {
 		"The only namespace whose labeled kubeconfig Secrets enroll clusters.")
 	fs.BoolVar(&o.KubeconfigPolicy.AllowExec, "allow-kubeconfig-exec", o.KubeconfigPolicy.AllowExec,
 		"Allow exec credential plugins and auth-provider plugins in enrollment kubeconfigs (exec plugins must also be in --kubeconfig-exec-allowlist).")
-	fs.Func("kubeconfig-exec-allowlist", "Comma-separated exec plugin commands allowed with --allow-kubeconfig-exec.", func(v string) error {
-		for _, c := range strings.Split(v, ",") {
-			if c = strings.TrimSpace(c); c != "" {
-				o.KubeconfigPolicy.ExecAllowlist = append(o.KubeconfigPolicy.ExecAllowlist, c)
-			}
-		}
-		return nil
-	})
+	fs.Func("kubeconfig-exec-allowlist", "Comma-separated exec plugin commands allowed with --allow-kubeconfig-exec.", appendList(&o.KubeconfigPolicy.ExecAllowlist))
+	fs.Func("cluster-inventory", "Comma-separated inventories whose clusters are enrolled beside the labeled Secrets: cluster-api (Cluster API's Clusters and kubeconfig Secrets). None by default.",
+		appendList(&o.ClusterInventory))
+	fs.Func("cluster-inventory-namespaces", "Comma-separated namespaces the inventories are read from (their Secrets too); none by default.",
+		appendList(&o.ClusterInventoryNamespaces))
 	fs.BoolVar(&o.KubeconfigPolicy.AllowInsecureTLS, "allow-insecure-tls", o.KubeconfigPolicy.AllowInsecureTLS,
 		"Allow insecure-skip-tls-verify and plain http servers in enrollment kubeconfigs.")
 	fs.Float64Var(&o.ClusterQPS, "cluster-qps", o.ClusterQPS,

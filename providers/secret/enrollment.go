@@ -40,6 +40,9 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 	if reason != "" {
 		return enrollment{}, reason, message
 	}
+	if reason, message := inventoryState(s); reason != "" {
+		return enrollment{name: name, labels: clusterLabels(s)}, reason, message
+	}
 	data := s.Data[vidrav1alpha1.KubeconfigKey]
 	if s.Annotations[vidrav1alpha1.ModeAnnotation] == vidrav1alpha1.ModePull {
 		return readPullEnrollment(s, name, data)
@@ -61,11 +64,29 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 	return enr, "", ""
 }
 
+// inventoryState is why a Secret an inventory wrote enrolls no cluster yet: its cluster
+// is not provisioned (Provisioning), or the inventory's credentials were refused.
+func inventoryState(s *corev1.Secret) (string, string) {
+	if s.Labels[vidrav1alpha1.InventoryLabel] == "" {
+		return "", ""
+	}
+	if msg := s.Annotations[vidrav1alpha1.InventoryWaitingAnnotation]; msg != "" {
+		return vidrav1alpha1.ReasonProvisioning, msg
+	}
+	if msg := s.Annotations[vidrav1alpha1.InventoryRefusedAnnotation]; msg != "" {
+		return vidrav1alpha1.ReasonInventoryRefused, msg
+	}
+	return "", ""
+}
+
 // readPullEnrollment reads a pull cluster's Secret, which must hold no credential: the
 // hub never connects to a pull cluster, and a kubeconfig lying in its Secret would be a
 // credential the hub need not hold.
 func readPullEnrollment(s *corev1.Secret, name string, kubeconfig []byte) (enrollment, string, string) {
 	enr := enrollment{name: name, labels: clusterLabels(s), pull: true}
+	if strings.Contains(name, ".") {
+		return enr, vidrav1alpha1.ReasonInvalidClusterName, fmt.Sprintf("a pull cluster's name %q names its namespace on the hub: no dots", name)
+	}
 	if len(kubeconfig) > 0 {
 		return enr, vidrav1alpha1.ReasonPullCredentials, fmt.Sprintf("Secret enrolls a pull cluster (%s=%s) and holds a kubeconfig under %q: remove it, the hub holds no credential for a pull cluster",
 			vidrav1alpha1.ModeAnnotation, vidrav1alpha1.ModePull, vidrav1alpha1.KubeconfigKey)
@@ -108,7 +129,7 @@ func clusterName(labels map[string]string) (string, string, string) {
 // requestedName is the name the labels ask for, before names reserved for the hub.
 func requestedName(labels map[string]string) (string, string, string) {
 	if name, ok := labels[vidrav1alpha1.ClusterLabel]; ok {
-		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		if errs := validClusterName(name); len(errs) > 0 {
 			return "", vidrav1alpha1.ReasonInvalidClusterName,
 				fmt.Sprintf("label %s=%q is not a valid cluster name: %s", vidrav1alpha1.ClusterLabel, name, strings.Join(errs, "; "))
 		}
@@ -121,6 +142,15 @@ func requestedName(labels map[string]string) (string, string, string) {
 			fmt.Sprintf("label %s=%q yields no cluster name", vidrav1alpha1.LegacyClusterLabel, host)
 	}
 	return name, "", ""
+}
+
+// validClusterName: a DNS label, or labels joined by dots (an inventory's clusters are
+// <namespace>.<name>), within a label value's 63 characters.
+func validClusterName(name string) []string {
+	if len(name) > validation.DNS1123LabelMaxLength {
+		return []string{fmt.Sprintf("must be no more than %d characters", validation.DNS1123LabelMaxLength)}
+	}
+	return validation.IsDNS1123Subdomain(name)
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)

@@ -1,0 +1,43 @@
+package inventory_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/vidra-operator/vidra/controllers/inventory"
+	"github.com/vidra-operator/vidra/internal/test/capi"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
+	"github.com/vidra-operator/vidra/operator"
+)
+
+// listed is the namespace the operator reads Cluster API from; unlisted is one it does not.
+const (
+	listed   = "fleet-a"
+	unlisted = "fleet-b"
+)
+
+// fleet is a hub serving Cluster API's Cluster and two members, none enrolled: the tests
+// enroll them through Cluster API objects, read from listed alone.
+var fleet *testfleet.Fleet
+
+func TestMain(m *testing.M) {
+	vidraCRDs, err := testfleet.CRDDirectory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	capiCRDs, err := capi.CRDDirectory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(testoperator.Main(m,
+		testfleet.Options{Members: 2, HubCRDDirectories: []string{vidraCRDs, capiCRDs}},
+		testoperator.Options{Unenrolled: 2, Configure: func(o *operator.Options) {
+			o.ClusterInventory = []string{inventory.ClusterAPIInventory}
+			o.ClusterInventoryNamespaces = []string{listed}
+		}},
+		func(f *testfleet.Fleet, _ *testoperator.Operator) { fleet = f }))
+}

@@ -1,0 +1,45 @@
+package operator
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/vidra-operator/vidra/controllers/inventory"
+)
+
+// ValidateInventory refuses an inventory Vidra does not read, a namespace that is not one,
+// and an inventory without namespaces to read it from.
+func ValidateInventory(o *Options) error {
+	for _, inv := range o.ClusterInventory {
+		if inv != inventory.ClusterAPIInventory {
+			return fmt.Errorf("--cluster-inventory=%s: want %s", inv, inventory.ClusterAPIInventory)
+		}
+	}
+	for _, ns := range o.ClusterInventoryNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--cluster-inventory-namespaces: %q is not a namespace: %v", ns, errs)
+		}
+	}
+	if len(o.ClusterInventory) > 0 && len(o.ClusterInventoryNamespaces) == 0 {
+		return fmt.Errorf("--cluster-inventory=%v reads no namespace: list them in --cluster-inventory-namespaces", o.ClusterInventory)
+	}
+	if len(o.ClusterInventory) > 0 && o.ClusterProvider == ProviderNone {
+		return fmt.Errorf("--cluster-inventory enrolls clusters: it needs --cluster-provider=%s", ProviderSecret)
+	}
+	return nil
+}
+
+// setupInventory registers the inventories the options name, on the hub.
+func (o *Operator) setupInventory(opts Options) error {
+	if !slices.Contains(opts.ClusterInventory, inventory.ClusterAPIInventory) {
+		return nil
+	}
+	local := o.Manager.GetLocalManager()
+	e := &inventory.Enroller{
+		Hub: local.GetClient(), Reader: local.GetAPIReader(), Namespace: opts.ClusterSecretNamespace,
+		Policy: opts.KubeconfigPolicy, Scheme: local.GetScheme(),
+	}
+	return inventory.SetupClusterAPI(local, opts.ClusterInventoryNamespaces, e)
+}
