@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,21 +153,7 @@ func (f *fleetRun) enrollAll(ctx context.Context, clusters []fleetCluster, fr *f
 // watchEngaged returns when the fleet phase's n VidraClusters are Engaged, with the time
 // each was first seen so.
 func watchEngaged(ctx context.Context, hub client.WithWatch, n int) (map[string]time.Time, error) {
-	seen := map[string]time.Time{}
-	note := func(obj runtime.Object) {
-		vc, ok := obj.(*vidrav1alpha1.VidraCluster)
-		if !ok || !strings.HasPrefix(vc.Name, "fleet-") || vc.Status.Phase != vidrav1alpha1.ClusterEngaged {
-			return
-		}
-		if _, ok := seen[vc.Name]; !ok {
-			seen[vc.Name] = time.Now()
-		}
-	}
-	err := watchUntil(ctx, hub, func() client.ObjectList { return &vidrav1alpha1.VidraClusterList{} }, note, func() bool { return len(seen) == n })
-	if err != nil {
-		return seen, fmt.Errorf("%d of %d clusters Engaged: %w", len(seen), n, err)
-	}
-	return seen, nil
+	return watchPrefixEngaged(ctx, hub, fleetClusterPrefix, n)
 }
 
 // forEach runs do for every item, setupWorkers at a time, and returns the first error.

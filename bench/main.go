@@ -66,6 +66,8 @@ type settings struct {
 	// branches pushed and timed at each.
 	PreviewsClusters []int `json:"previewsClusters"`
 	PreviewsRounds   int   `json:"previewsRounds"`
+	// The inventory phase: Cluster API clusters enrolled through the inventory.
+	InventoryClusters int `json:"inventoryClusters"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -102,10 +104,11 @@ func main() {
 	flag.IntVar(&s.VariablesSets, "variables-sets", 3, "Distinct variable sets among the variables phase's clusters: each is labeled ring=r<i mod this>, which its bundle names (at most -variables-clusters).")
 	previewsClusters := flag.String("previews-clusters", "10,100", "Comma-separated fleet sizes of the previews phase: clusters (fronts of the members) of one GitSync previewing branches, set up as the variables phase's.")
 	flag.IntVar(&s.PreviewsRounds, "previews-rounds", 5, "Rounds of the previews phase at each size: a branch pushed and timed to its preview on every cluster, then another sync's delivery timed beside another preview.")
+	flag.IntVar(&s.InventoryClusters, "inventory-clusters", 300, "Cluster API Clusters of the inventory phase (fronts of the members), each with its admin kubeconfig Secret, timed until Engaged.")
 	flag.IntVar(&s.VariablesRevisions, "variables-revisions", 5, "Revisions the variables phase commits, each synced and timed to Ready; the builds they took are counted.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), from half way through the delivery of each fleet size and from the start of its idle window, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,previews,fleet); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,previews,inventory,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -156,7 +159,11 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 	}
 	// One member more than measured: the leak check engages and disengages it alone.
 	fmt.Fprintf(w, "starting a hub and %d members...\n", s.Members+1)
-	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: s.Members + 1})
+	crds, err := hubCRDs()
+	if err != nil {
+		return err
+	}
+	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: s.Members + 1, HubCRDDirectories: crds})
 	if err != nil {
 		return err
 	}
@@ -191,6 +198,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"pull", "pull mode: idle agents' hub requests, change to Ready", b.measurePull},
 		{"variables", "one GitSync with spec.postBuild to -variables-clusters clusters of -variables-sets variable sets: builds per revision", b.measureVariables},
 		{"previews", "a GitSync previewing branches on -previews-clusters clusters: push to preview, another sync's delivery meanwhile", b.measurePreviews},
+		{"inventory", "-inventory-clusters Cluster API clusters enrolled through the inventory: created to Engaged", b.measureInventory},
 		// Last: it restarts the operator for each fleet size.
 		{"fleet", "fleets of -fleet-clusters clusters: enrollment, delivery, idle cost", b.measureFleet},
 	} {
@@ -301,6 +309,7 @@ type results struct {
 	Variables *variablesResult `json:"variables,omitempty"`
 	// Previews are the previews phase's, one per size, when it ran.
 	Previews                []previewsResult `json:"previews,omitempty"`
+	Inventory               *inventoryResult `json:"inventory,omitempty"`
 	Targets                 []check          `json:"targets"`
 	MeasuredAt              string           `json:"measuredAt"`
 	IsolationObjectsPerSide int              `json:"isolationObjectsPerRound"`
@@ -353,6 +362,7 @@ func (r *results) judge() {
 	}
 	r.Targets = append(r.Targets, r.Variables.targets()...)
 	r.Targets = append(r.Targets, previewsTargets(r.Previews)...)
+	r.Targets = append(r.Targets, r.Inventory.targets()...)
 	r.Targets = append(r.Targets, fleetTargets(r.Fleet, r.FleetSharded)...)
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
@@ -417,6 +427,9 @@ func (r *results) print(w io.Writer) {
 	}
 	for _, p := range r.Previews {
 		fmt.Fprintf(tw, "previews (%d clusters, %d objects)\t%s\n", p.Clusters, p.ObjectsPerBundle, p.print())
+	}
+	if i := r.Inventory; i != nil {
+		fmt.Fprintf(tw, "inventory (%d Cluster API clusters)\t%s\n", i.Clusters, i.print())
 	}
 	printFleet(tw, r.Fleet, r.FleetSharded)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")

@@ -124,7 +124,7 @@ func withProfileRate(env []string) []string {
 func (b *bench) vidraCommand(kubeconfig string, resync time.Duration, flags ...string) *exec.Cmd {
 	args := append([]string{"--kubeconfig=" + kubeconfig, "--hub-id=bench", "--cluster-secret-namespace=" + namespace,
 		"--max-concurrent-reconciles=" + strconv.Itoa(b.Workers),
-		"--max-concurrent-reconciles-per-cluster=" + strconv.Itoa(b.PerClusterWorkers), "--resync-interval=" + resync.String(), "--zap-log-level=error"}, flags...)
+		"--max-concurrent-reconciles-per-cluster=" + strconv.Itoa(b.PerClusterWorkers), "--resync-interval=" + resync.String(), "--zap-log-level=error"}, append(inventoryFlags, flags...)...)
 	return exec.Command(filepath.Join(b.root, "bin", "vidra"), args...)
 }
 

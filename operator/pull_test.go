@@ -72,7 +72,7 @@ func startPullHub(t *testing.T) *pullHub {
 		t.Fatal(err)
 	}
 	go h.kubevirt.Run(ctx)
-	_ = installChart(ctx, t, helm, h.admin, true)
+	_ = installChart(ctx, t, helm, h.admin, chartValues{recordsRequester: true, localApply: "broad"})
 	operatorConfig := chartToken(ctx, t, fleet.Hub.Config)
 	operatorClient, err := client.New(operatorConfig, client.Options{Scheme: h.admin.Scheme()})
 	if err != nil {

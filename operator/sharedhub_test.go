@@ -68,6 +68,12 @@ func startSharedHub(t *testing.T) *sharedHub {
 // asked.
 func startHub(t *testing.T, recordsRequester bool) *sharedHub {
 	t.Helper()
+	return startHubWith(t, recordsRequester, "broad")
+}
+
+// startHubWith starts a shared hub whose chart has rbac.localApply=localApply.
+func startHubWith(t *testing.T, recordsRequester bool, localApply string) *sharedHub {
+	t.Helper()
 	helm := os.Getenv("HELM")
 	if helm == "" {
 		t.Skip("HELM is not set: run `make test`, or set HELM to a helm binary (make helm builds bin/tools/helm-v3.19.0)")
@@ -75,16 +81,21 @@ func startHub(t *testing.T, recordsRequester bool) *sharedHub {
 	ctx, cancel := context.WithCancel(context.Background())
 	// The controller manager aggregates the chart's roles into view, edit and admin, and
 	// its garbage collector acts as its own ServiceAccount, which holds no deliver.
-	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: 2, HubControllers: []string{testfleet.ClusterRoleAggregation, testfleet.GarbageCollector}})
+	fleet, err := testfleet.Start(ctx, testfleet.Options{Members: 2, HubCRDDirectories: hubCRDs(t),
+		HubControllers: []string{testfleet.ClusterRoleAggregation, testfleet.GarbageCollector}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &sharedHub{fleet: fleet, admin: testfleet.Retrying(fleet.Hub.Client)}
-	args := installChart(ctx, t, helm, h.admin, recordsRequester)
+	args := installChart(ctx, t, helm, h.admin, chartValues{recordsRequester: recordsRequester, localApply: localApply})
 	// The operator trusts who-asked stamps only while the chart's policies are in force.
 	required := chartFlag(t, args, "required-admission-policies")
+	inventories, namespaces := chartFlag(t, args, "cluster-inventory"), chartFlag(t, args, "cluster-inventory-namespaces")
 	op, err := testoperator.Start(ctx, fleet, testoperator.Options{HubConfig: chartToken(ctx, t, fleet.Hub.Config),
-		Configure: func(o *operator.Options) { o.RequiredAdmissionPolicies = required }})
+		Configure: func(o *operator.Options) {
+			o.RequiredAdmissionPolicies = required
+			o.ClusterInventory, o.ClusterInventoryNamespaces = strings.Split(inventories, ","), strings.Split(namespaces, ",")
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +124,18 @@ func startHub(t *testing.T, recordsRequester bool) *sharedHub {
 	return h
 }
 
+// chartValues are the chart's values that differ between the shared hubs.
+type chartValues struct {
+	recordsRequester bool
+	// localApply is rbac.localApply: broad also lets the operator read every object of
+	// the hub, for its drift watches there.
+	localApply string
+}
+
 // installChart applies what the chart renders on the hub but its Deployment and Service:
 // the operator runs in the test process instead. It returns the flags the Deployment
 // gives the operator.
-func installChart(ctx context.Context, t *testing.T, helm string, admin client.Client, recordsRequester bool) []string {
+func installChart(ctx context.Context, t *testing.T, helm string, admin client.Client, values chartValues) []string {
 	t.Helper()
 	root, err := testfleet.ModuleRoot()
 	if err != nil {
@@ -124,9 +143,10 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 	}
 	home := t.TempDir()
 	template := []string{"template", chartRelease, filepath.Join(root, "charts", "vidra"),
-		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=broad", "--kube-version", testfleet.KubeVersion,
-		"--set", "crds.install=false"} // the test fleet installed the CRDs
-	if recordsRequester {
+		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=" + values.localApply, "--kube-version", testfleet.KubeVersion,
+		"--set", "crds.install=false", // the test fleet installed the CRDs
+		"--set", "clusterInventory={cluster-api}", "--set", "clusterInventoryNamespaces={" + inventoryNamespace + "}"}
+	if values.recordsRequester {
 		template = append(template, "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
 	}
 	cmd := exec.CommandContext(ctx, helm, template...)
@@ -137,8 +157,11 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 	if err != nil {
 		t.Fatalf("helm template: %v: %s", err, stderr.String())
 	}
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testoperator.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	// The chart's Role in the namespace its Cluster API inventory is read from needs it.
+	for _, ns := range []string{testoperator.Namespace, inventoryNamespace} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	var args []string

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -19,6 +20,9 @@ import (
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
+
+// concurrentEnrollments is how many clusters of an inventory are enrolled at once.
+const concurrentEnrollments = 8
 
 // SetupClusterAPI registers Cluster API's inventory with the hub's manager: a cache of
 // the Clusters of namespaces alone, and of the enrollment Secrets it wrote (so that one
@@ -52,6 +56,9 @@ func SetupClusterAPI(mgr manager.Manager, namespaces []string, e *Enroller) erro
 	}
 	r := &ClusterAPI{Clusters: c, GVK: mapping.GroupVersionKind, Secrets: mgr.GetAPIReader(), Enroller: e}
 	return ctrl.NewControllerManagedBy(mgr).Named("inventory-cluster-api").
+		// A cluster's enrollment waits on its API server (the identity, a token): one
+		// slow cluster does not hold the others.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentEnrollments}).
 		WatchesRawSource(source.Kind(c, clusters, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{})).
 		WatchesRawSource(source.Kind(c, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(sourceOf))).
 		Complete(r)

@@ -1,0 +1,109 @@
+package operator_test
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/test/capi"
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+	"github.com/vidra-operator/vidra/internal/test/testoperator"
+)
+
+// inventoryNamespace is the one namespace the shared hub's chart has the operator read
+// Cluster API from.
+const inventoryNamespace = "fleet-a"
+
+// hubCRDs are Vidra's CRDs and Cluster API's Cluster, which the shared hub serves.
+func hubCRDs(t *testing.T) []string {
+	t.Helper()
+	vidra, err := testfleet.CRDDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterAPI, err := capi.CRDDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{vidra, clusterAPI}
+}
+
+// With exactly the chart's rights (its defaults: rbac.localApply=none), the operator
+// enrolls a Cluster API cluster of the namespace the chart lists, and may not read the
+// Secrets of another: a Cluster there is never enrolled.
+func TestTheChartsRightsEnrollFromTheListedInventoryAlone(t *testing.T) {
+	h := startHubWith(t, true, "none")
+	ctx := context.Background()
+	// The member enrolled already by its labeled Secret, under another name of its
+	// API server: two enrollments of one server would conflict.
+	kubeconfig := otherServerName(t, h.fleet.Members[1].Kubeconfig)
+	for _, ns := range []string{inventoryNamespace, "fleet-b"} {
+		if ns != inventoryNamespace {
+			if err := h.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cluster := capi.Cluster(ns, "edge", map[string]string{"site": "paris"}, nil)
+		if err := h.admin.Create(ctx, cluster); err != nil {
+			t.Fatal(err)
+		}
+		if err := capi.SetPhase(ctx, h.admin, cluster, "Provisioned"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.admin.Create(ctx, capi.KubeconfigSecret(ns, "edge", kubeconfig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := inventoryNamespace + ".edge"
+	testfleet.Eventually(t, 60*time.Second, "VidraCluster "+name+" Engaged", func() (bool, error) {
+		vc := &vidrav1alpha1.VidraCluster{}
+		err := h.admin.Get(ctx, client.ObjectKey{Name: name}, vc)
+		return err == nil && vc.Status.Phase == vidrav1alpha1.ClusterEngaged, client.IgnoreNotFound(err)
+	})
+	if err := h.admin.Get(ctx, client.ObjectKey{Name: "fleet-b.edge"}, &vidrav1alpha1.VidraCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Cluster of a namespace the chart does not list was enrolled: %v", err)
+	}
+	operator, err := client.New(chartToken(ctx, t, h.fleet.Hub.Config), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = operator.Get(ctx, client.ObjectKey{Namespace: "fleet-b", Name: "edge-kubeconfig"}, &corev1.Secret{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("the chart's rights read a Secret of a namespace it does not list: %v", err)
+	}
+	err = operator.Get(ctx, client.ObjectKey{Namespace: testoperator.Namespace, Name: name}, &corev1.Secret{})
+	if err != nil {
+		t.Errorf("the enrollment Secret %s: %v", name, err)
+	}
+}
+
+// otherServerName is kubeconfig with its server named localhost rather than 127.0.0.1:
+// the same API server, whose certificate names both, under another URL.
+func otherServerName(t *testing.T, kubeconfig []byte) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Host = "localhost:" + u.Port()
+		c.Server = u.String()
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
