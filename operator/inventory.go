@@ -13,8 +13,8 @@ import (
 // and an inventory without namespaces to read it from.
 func ValidateInventory(o *Options) error {
 	for _, inv := range o.ClusterInventory {
-		if inv != inventory.ClusterAPIInventory {
-			return fmt.Errorf("--cluster-inventory=%s: want %s", inv, inventory.ClusterAPIInventory)
+		if inv != inventory.ClusterAPIInventory && inv != inventory.ArgoCDInventory {
+			return fmt.Errorf("--cluster-inventory=%s: want %s or %s", inv, inventory.ClusterAPIInventory, inventory.ArgoCDInventory)
 		}
 	}
 	for _, ns := range o.ClusterInventoryNamespaces {
@@ -33,13 +33,18 @@ func ValidateInventory(o *Options) error {
 
 // setupInventory registers the inventories the options name, on the hub.
 func (o *Operator) setupInventory(opts Options) error {
-	if !slices.Contains(opts.ClusterInventory, inventory.ClusterAPIInventory) {
-		return nil
-	}
 	local := o.Manager.GetLocalManager()
 	e := &inventory.Enroller{
 		Hub: local.GetClient(), Reader: local.GetAPIReader(), Namespace: opts.ClusterSecretNamespace,
 		Policy: opts.KubeconfigPolicy, Scheme: local.GetScheme(),
 	}
-	return inventory.SetupClusterAPI(local, opts.ClusterInventoryNamespaces, e)
+	if slices.Contains(opts.ClusterInventory, inventory.ClusterAPIInventory) {
+		if err := inventory.SetupClusterAPI(local, opts.ClusterInventoryNamespaces, e); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(opts.ClusterInventory, inventory.ArgoCDInventory) {
+		return inventory.SetupArgoCD(local, opts.ClusterInventoryNamespaces, e)
+	}
+	return nil
 }

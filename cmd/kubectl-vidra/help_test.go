@@ -25,6 +25,7 @@ func TestHelpOfEveryCommandExplainsItAndNamesItsFlags(t *testing.T) {
 			"--dry-run", "--overwrite", "--allow-exec", "--allow-insecure-tls", "--output",
 			"--namespaces", "--cluster-kinds", "--token-ttl", "--service-account", "--copy-credentials",
 		}},
+		{[]string{"import", "argocd", "--help"}, []string{"kubectl vidra import argocd", "argocd.argoproj.io/secret-type", "execProviderConfig", "--cluster-inventory=argocd", "--argocd-namespace", "--context"}},
 		{[]string{"unenroll", "--help"}, []string{"kubectl vidra unenroll NAME", "ServiceAccount first", "--context", "--service-account", "--hub-kubeconfig"}},
 		{[]string{"uninstall", "--help"}, []string{"kubectl vidra uninstall", "helm uninstall", "--member-context", "--prune-workloads", "--crds", "--hub-context", "--timeout"}},
 		{[]string{"can-deliver", "--help"}, []string{"kubectl vidra can-deliver CLUSTER", "deliver", "vidraclusters", "infrahub.operators.com", "local", "SelfSubjectAccessReview", "SubjectAccessReview", "exits 0", "--as", "--as-group", "--list", "--kubeconfig", "--context"}},

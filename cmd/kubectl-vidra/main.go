@@ -107,6 +107,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newGetCommand(streams),
 		newDescribeCommand(streams),
 		newEnrollCommand(streams),
+		newImportCommand(streams),
 		newUnenrollCommand(streams),
 		newUninstallCommand(streams),
 		newUICommand(streams),

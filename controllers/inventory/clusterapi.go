@@ -55,7 +55,7 @@ func (r *ClusterAPI) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	obj.SetGroupVersionKind(r.GVK)
 	err := r.Clusters.Get(ctx, req.NamespacedName, obj)
 	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.Enroller.Remove(ctx, ClusterAPIInventory, req.NamespacedName)
+		return reconcile.Result{}, r.Enroller.Remove(ctx, ClusterAPIInventory, req.NamespacedName, "")
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("read Cluster %s: %w", req.NamespacedName, err)

@@ -96,7 +96,7 @@ func TestAClusterAPIClusterIsEnrolledFollowedAndLetGo(t *testing.T) {
 	if vc.Labels["site"] != "paris" {
 		t.Errorf("VidraCluster labels = %v, want the Cluster's site=paris", vc.Labels)
 	}
-	checkScopedIdentity(t, name)
+	checkScopedIdentity(t, name, "cluster-api")
 
 	// A bundle reaches it.
 	vr := &vidrav1alpha1.VidraResource{
@@ -149,7 +149,7 @@ func TestAClusterAPIClusterIsEnrolledFollowedAndLetGo(t *testing.T) {
 
 // checkScopedIdentity: the enrollment Secret holds a ServiceAccount's token and nothing
 // of Cluster API's admin credentials, and names the identity the operator renews.
-func checkScopedIdentity(t *testing.T, name string) {
+func checkScopedIdentity(t *testing.T, name, inventory string) {
 	t.Helper()
 	secret := &corev1.Secret{}
 	if err := fleet.Hub.Client.Get(context.Background(), client.ObjectKey{Namespace: testoperator.Namespace, Name: name}, secret); err != nil {
@@ -167,7 +167,7 @@ func checkScopedIdentity(t *testing.T, name string) {
 	if got := secret.Annotations[vidrav1alpha1.ServiceAccountAnnotation]; got != identity.DefaultServiceAccount.String() {
 		t.Errorf("%s = %q, want %s", vidrav1alpha1.ServiceAccountAnnotation, got, identity.DefaultServiceAccount)
 	}
-	if secret.Labels[vidrav1alpha1.InventoryLabel] != "cluster-api" {
+	if secret.Labels[vidrav1alpha1.InventoryLabel] != inventory {
 		t.Errorf("enrollment Secret labels = %v", secret.Labels)
 	}
 }

@@ -56,10 +56,18 @@ type Cluster struct {
 	Labels map[string]string
 	// Namespaces narrow the identity to those namespaces; nil: any object.
 	Namespaces []string
+	// name, when set, is the cluster's name in the fleet in place of the source's.
+	name string
 }
 
-// Name is the cluster's name in the fleet: <namespace>.<name>.
-func (c Cluster) Name() string { return c.Source.Namespace + "." + c.Source.Name }
+// Name is the cluster's name in the fleet: <namespace>.<name> of its inventory object,
+// unless the inventory names it otherwise (an Argo CD cluster's name).
+func (c Cluster) Name() string {
+	if c.name != "" {
+		return c.name
+	}
+	return c.Source.Namespace + "." + c.Source.Name
+}
 
 // secretLabels are the enrollment Secret's labels: the inventory object's (but Vidra's
 // own and those a label value cannot hold), the cluster's name and the inventory.
@@ -166,16 +174,21 @@ func credentialsDigest(admin []byte, namespaces []string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// Remove deletes the enrollment Secret of the inventory object source, when the
-// inventory wrote it: the cluster provider then lets the cluster go.
-func (e *Enroller) Remove(ctx context.Context, inventory string, source types.NamespacedName) error {
-	c := Cluster{Inventory: inventory, Source: source}
-	current, err := e.get(ctx, c)
-	if err != nil || current == nil {
-		return err
+// Remove deletes the enrollment Secrets the inventory wrote for its object source, but
+// the one named keep: the cluster provider then lets their clusters go.
+func (e *Enroller) Remove(ctx context.Context, inventory string, source types.NamespacedName, keep string) error {
+	var list corev1.SecretList
+	if err := e.Reader.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{vidrav1alpha1.InventoryLabel: inventory}); err != nil {
+		return fmt.Errorf("list the enrollment Secrets of the %s inventory: %w", inventory, err)
 	}
-	if err := e.Hub.Delete(ctx, current, client.Preconditions{UID: &current.UID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete enrollment Secret %s/%s of %s: %w", e.Namespace, c.Name(), source, err)
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Name == keep || s.Annotations[vidrav1alpha1.InventorySourceAnnotation] != source.String() {
+			continue
+		}
+		if err := e.Hub.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete enrollment Secret %s/%s of %s: %w", e.Namespace, s.Name, source, err)
+		}
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testoperator.Main(m,
 		testfleet.Options{Members: 2, HubCRDDirectories: []string{vidraCRDs, capiCRDs}},
 		testoperator.Options{Unenrolled: 2, Configure: func(o *operator.Options) {
-			o.ClusterInventory = []string{inventory.ClusterAPIInventory}
+			o.ClusterInventory = []string{inventory.ClusterAPIInventory, inventory.ArgoCDInventory}
 			o.ClusterInventoryNamespaces = []string{listed}
 		}},
 		func(f *testfleet.Fleet, _ *testoperator.Operator) { fleet = f }))

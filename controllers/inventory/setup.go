@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fleet/argocd"
 )
 
 // concurrentEnrollments is how many clusters of an inventory are enrolled at once.
@@ -71,4 +72,47 @@ func sourceOf(_ context.Context, s *corev1.Secret) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// SetupArgoCD registers Argo CD's inventory with the hub's manager: a cache of the Argo
+// CD cluster Secrets of namespaces alone (labeled argocd.argoproj.io/secret-type:
+// cluster; no other Secret of theirs), one of the enrollment Secrets it wrote, and its
+// controller.
+func SetupArgoCD(mgr manager.Manager, namespaces []string, e *Enroller) error {
+	clusters := labels.SelectorFromSet(labels.Set{argocd.SecretTypeLabel: argocd.SecretTypeCluster})
+	listed := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		listed[ns] = cache.Config{LabelSelector: clusters}
+	}
+	argo, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultNamespaces: listed})
+	if err != nil {
+		return fmt.Errorf("cluster inventory %s: build cache: %w", ArgoCDInventory, err)
+	}
+	written, err := writtenCache(mgr, e.Namespace, ArgoCDInventory)
+	if err != nil {
+		return err
+	}
+	for _, c := range []cache.Cache{argo, written} {
+		if err := mgr.Add(c); err != nil {
+			return err
+		}
+	}
+	r := &ArgoCD{Secrets: argo, Enroller: e}
+	return ctrl.NewControllerManagedBy(mgr).Named("inventory-argocd").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentEnrollments}).
+		WatchesRawSource(source.Kind(argo, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).
+		WatchesRawSource(source.Kind(written, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(sourceOf))).
+		Complete(r)
+}
+
+// writtenCache is a cache of the enrollment Secrets an inventory wrote, in the operator's
+// namespace.
+func writtenCache(mgr manager.Manager, namespace, inventory string) (cache.Cache, error) {
+	selector := labels.SelectorFromSet(labels.Set{vidrav1alpha1.InventoryLabel: inventory})
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {LabelSelector: selector}}})
+	if err != nil {
+		return nil, fmt.Errorf("cluster inventory %s: build cache: %w", inventory, err)
+	}
+	return c, nil
 }
