@@ -193,16 +193,3 @@ func (i *inventoryResult) print() string {
 	return fmt.Sprintf("Cluster and Secret created -> Engaged p50 %.0f ms, p95 %.0f ms; all %d Engaged %.1f s after the first was created",
 		i.EngageP50Ms, i.EngageP95Ms, i.Clusters, i.EngageTotalSeconds)
 }
-
-// hubCRDs are Vidra's CRDs and Cluster API's Cluster, which the bench's hub serves.
-func hubCRDs() ([]string, error) {
-	vidra, err := testfleet.CRDDirectory()
-	if err != nil {
-		return nil, err
-	}
-	clusterAPI, err := capi.CRDDirectory()
-	if err != nil {
-		return nil, err
-	}
-	return []string{vidra, clusterAPI}, nil
-}

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/vidra-operator/vidra/internal/test/capi"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
@@ -159,7 +160,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 	}
 	// One member more than measured: the leak check engages and disengages it alone.
 	fmt.Fprintf(w, "starting a hub and %d members...\n", s.Members+1)
-	crds, err := hubCRDs()
+	crds, err := capi.HubCRDDirectories()
 	if err != nil {
 		return err
 	}

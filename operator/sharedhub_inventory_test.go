@@ -25,15 +25,11 @@ const inventoryNamespace = "fleet-a"
 // hubCRDs are Vidra's CRDs and Cluster API's Cluster, which the shared hub serves.
 func hubCRDs(t *testing.T) []string {
 	t.Helper()
-	vidra, err := testfleet.CRDDirectory()
+	dirs, err := capi.HubCRDDirectories()
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterAPI, err := capi.CRDDirectory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{vidra, clusterAPI}
+	return dirs
 }
 
 // With exactly the chart's rights (its defaults: rbac.localApply=none), the operator

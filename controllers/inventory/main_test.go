@@ -23,18 +23,13 @@ const (
 var fleet *testfleet.Fleet
 
 func TestMain(m *testing.M) {
-	vidraCRDs, err := testfleet.CRDDirectory()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	capiCRDs, err := capi.CRDDirectory()
+	crds, err := capi.HubCRDDirectories()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(testoperator.Main(m,
-		testfleet.Options{Members: 2, HubCRDDirectories: []string{vidraCRDs, capiCRDs}},
+		testfleet.Options{Members: 2, HubCRDDirectories: crds},
 		testoperator.Options{Unenrolled: 2, Configure: func(o *operator.Options) {
 			o.ClusterInventory = []string{inventory.ClusterAPIInventory, inventory.ArgoCDInventory}
 			o.ClusterInventoryNamespaces = []string{listed}

@@ -28,6 +28,19 @@ func CRDDirectory() (string, error) {
 	return filepath.Join(root, "internal", "test", "capi", "crds"), nil
 }
 
+// HubCRDDirectories are Vidra's CRDs and Cluster API's Cluster, for a hub that serves both.
+func HubCRDDirectories() ([]string, error) {
+	vidra, err := testfleet.CRDDirectory()
+	if err != nil {
+		return nil, err
+	}
+	clusterAPI, err := CRDDirectory()
+	if err != nil {
+		return nil, err
+	}
+	return []string{vidra, clusterAPI}, nil
+}
+
 // Cluster is a Cluster API Cluster in namespace ns with labels and annotations.
 func Cluster(ns, name string, labels, annotations map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
