@@ -106,10 +106,6 @@ func TestSharedHub(t *testing.T) {
 		}
 		// Nor are a Secret or a ConfigMap it may not read its to substitute in a bundle.
 		grant(t, h.admin, "get", "configmaps", "tenant-git-vars")
-		// In this order: the sync is left substituting from a ConfigMap, not a Secret. The
-		// chart's policy checks at most two Secrets of a sync (Kubernetes prices each
-		// authorizer check at a third of an expression's cost limit), and the decryption
-		// cases below name two more.
 		for _, tc := range []struct {
 			ref  vidrav1alpha1.SubstituteReference
 			want []string
@@ -171,6 +167,10 @@ func TestSharedHub(t *testing.T) {
 
 	t.Run("a HelmSync delivers only where its author may, with values its author may read", func(t *testing.T) {
 		h.helmSyncs(t)
+	})
+
+	t.Run("a sync names as many Secrets and ConfigMaps as the policy checks, each checked", func(t *testing.T) {
+		h.manyReferences(t)
 	})
 
 	t.Run("a cluster admin still delivers anywhere, the hub included", func(t *testing.T) {

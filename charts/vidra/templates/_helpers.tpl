@@ -188,3 +188,48 @@ validating/{{ $fullname }}-deliver,validating/{{ $fullname }}-status
 ,mutating/{{ $fullname }}-deliver-requester
 {{- end -}}
 {{- end -}}
+
+{{- /*
+The rights a sync's references need, one variable per reference: Kubernetes prices an
+authorizer check at 350,000 and a CEL expression may cost 1,000,000, so one expression
+can ask about two names at most, while the policy as a whole may cost 10,000,000. A name
+repeated is asked about once. vidra.referenceLimit refuses a sync that names more than
+vidra.referenceSlots of a kind, which the policy could not check.
+*/ -}}
+{{- define "vidra.referenceSlots" -}}8{{- end -}}
+
+{{- define "vidra.referenceChecks" -}}
+{{- $names := printf "variables.%s" .names }}
+{{- $slots := include "vidra.referenceSlots" . | int }}
+{{- $refused := list }}
+{{- range $i := until $slots }}
+{{- $earlier := list }}
+{{- range $j := until $i }}{{ $earlier = append $earlier (printf "%s[%d]" $names $j) }}{{ end -}}
+- name: {{ $.names }}Refused{{ $i }}
+  expression: >-
+    request.operation == 'UPDATE' && object.spec == oldObject.spec || {{ $names }}.size() <= {{ $i }} ||
+    {{- if $earlier }}
+    {{ $names }}[{{ $i }}] in [{{ join ", " $earlier }}] ||
+    {{- end }}
+    authorizer.group('').resource({{ $.resource | quote }}).namespace({{ $.namespace | quote }}).name({{ $names }}[{{ $i }}]).check({{ $.verb | quote }}).allowed()
+    ? [] : [{{ $names }}[{{ $i }}]]
+{{ $refused = append $refused (printf "variables.%sRefused%d" $.names $i) -}}
+{{ end -}}
+- name: {{ if eq .kind "Secret" }}unusableSecrets{{ else }}unreadableConfigMaps{{ end }}
+  expression: >-
+    {{ join " + " $refused }}
+{{- end -}}
+
+{{- define "vidra.referenceLimit" -}}
+{{- $names := printf "variables.%s" .names }}
+{{- $slots := include "vidra.referenceSlots" . | int }}
+{{- $checked := list }}
+{{- range $i := until $slots }}{{ $checked = append $checked (printf "%s[%d]" $names $i) }}{{ end -}}
+- expression: >-
+    {{ $names }}.size() <= {{ $slots }} || {{ $names }}.all(n, n in [{{ join ", " $checked }}])
+  messageExpression: >-
+    'this sync names ' + string({{ $names }}.size()) + ' {{ .kind }}s: the admission policy checks the
+    rights to {{ $slots }} of them at most (a name repeated among them counts once), so name no more
+    than {{ $slots }} different {{ .kind }}s, each the first time among its first {{ $slots }} references'
+  reason: Invalid
+{{- end -}}
