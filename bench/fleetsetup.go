@@ -137,6 +137,13 @@ func (f *fleetRun) enrollAll(ctx context.Context, clusters []fleetCluster, fr *f
 	if err := <-watchErr; err != nil {
 		return err
 	}
+	fr.EngageP50Ms, fr.EngageP95Ms, fr.EngageTotalSeconds = engageFigures(first, created, seen)
+	return nil
+}
+
+// engageFigures are the p50 and p95 of each cluster's time from created to seen Engaged,
+// in milliseconds, and the seconds from the first created to the last Engaged.
+func engageFigures(first time.Time, created, seen map[string]time.Time) (p50Ms, p95Ms, totalSeconds float64) {
 	var latencies []time.Duration
 	var last time.Time
 	for name, at := range seen {
@@ -145,9 +152,7 @@ func (f *fleetRun) enrollAll(ctx context.Context, clusters []fleetCluster, fr *f
 			last = at
 		}
 	}
-	fr.EngageP50Ms, fr.EngageP95Ms = percentile(latencies, 50), percentile(latencies, 95)
-	fr.EngageTotalSeconds = last.Sub(first).Seconds()
-	return nil
+	return percentile(latencies, 50), percentile(latencies, 95), last.Sub(first).Seconds()
 }
 
 // watchEngaged returns when the fleet phase's n VidraClusters are Engaged, with the time

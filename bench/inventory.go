@@ -112,23 +112,9 @@ func (b *bench) measureInventory(ctx context.Context, r *results) error {
 		return err
 	}
 	res := inventoryResult{Clusters: len(clusters)}
-	var latencies []time.Duration
-	var last time.Time
-	for name, at := range seen {
-		latencies = append(latencies, at.Sub(created[name]))
-		last = latest(last, at)
-	}
-	res.EngageP50Ms, res.EngageP95Ms = percentile(latencies, 50), percentile(latencies, 95)
-	res.EngageTotalSeconds = last.Sub(first).Seconds()
+	res.EngageP50Ms, res.EngageP95Ms, res.EngageTotalSeconds = engageFigures(first, created, seen)
 	r.Inventory = &res
 	return b.clearInventory(ctx)
-}
-
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // clearInventory deletes the phase's Clusters and Secrets, and waits until the operator

@@ -129,7 +129,7 @@ func clusterName(labels map[string]string) (string, string, string) {
 // requestedName is the name the labels ask for, before names reserved for the hub.
 func requestedName(labels map[string]string) (string, string, string) {
 	if name, ok := labels[vidrav1alpha1.ClusterLabel]; ok {
-		if errs := validClusterName(name); len(errs) > 0 {
+		if errs := vidrav1alpha1.ClusterNameErrors(name); len(errs) > 0 {
 			return "", vidrav1alpha1.ReasonInvalidClusterName,
 				fmt.Sprintf("label %s=%q is not a valid cluster name: %s", vidrav1alpha1.ClusterLabel, name, strings.Join(errs, "; "))
 		}
@@ -142,15 +142,6 @@ func requestedName(labels map[string]string) (string, string, string) {
 			fmt.Sprintf("label %s=%q yields no cluster name", vidrav1alpha1.LegacyClusterLabel, host)
 	}
 	return name, "", ""
-}
-
-// validClusterName: a DNS label, or labels joined by dots (an inventory's clusters are
-// <namespace>.<name>), within a label value's 63 characters.
-func validClusterName(name string) []string {
-	if len(name) > validation.DNS1123LabelMaxLength {
-		return []string{fmt.Sprintf("must be no more than %d characters", validation.DNS1123LabelMaxLength)}
-	}
-	return validation.IsDNS1123Subdomain(name)
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)

@@ -11,9 +11,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 )
 
 // SecretTypeLabel marks Argo CD's declarative Secrets; SecretTypeCluster is a cluster's.
@@ -113,7 +114,7 @@ func kubeconfigOf(c Cluster, cfg config) ([]byte, error) {
 // (DNS labels joined by dots, at most 63 characters).
 func FleetName(s *corev1.Secret, c Cluster) string {
 	name := s.Namespace + "." + c.Name
-	if len(name) > validation.DNS1123LabelMaxLength || len(validation.IsDNS1123Subdomain(name)) > 0 {
+	if len(vidrav1alpha1.ClusterNameErrors(name)) > 0 {
 		return s.Namespace + "." + s.Name
 	}
 	return name
