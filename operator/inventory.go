@@ -3,8 +3,10 @@ package operator
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vidra-operator/vidra/controllers/inventory"
 )
@@ -12,9 +14,10 @@ import (
 // ValidateInventory refuses an inventory Vidra does not read, a namespace that is not one,
 // and an inventory without namespaces to read it from.
 func ValidateInventory(o *Options) error {
+	known := []string{inventory.ClusterAPIInventory, inventory.ClusterProfileInventory, inventory.ArgoCDInventory}
 	for _, inv := range o.ClusterInventory {
-		if inv != inventory.ClusterAPIInventory && inv != inventory.ArgoCDInventory {
-			return fmt.Errorf("--cluster-inventory=%s: want %s or %s", inv, inventory.ClusterAPIInventory, inventory.ArgoCDInventory)
+		if !slices.Contains(known, inv) {
+			return fmt.Errorf("--cluster-inventory=%s: want one of %s", inv, strings.Join(known, ", "))
 		}
 	}
 	for _, ns := range o.ClusterInventoryNamespaces {
@@ -38,13 +41,15 @@ func (o *Operator) setupInventory(opts Options) error {
 		Hub: local.GetClient(), Reader: local.GetAPIReader(), Namespace: opts.ClusterSecretNamespace,
 		Policy: opts.KubeconfigPolicy, Scheme: local.GetScheme(),
 	}
-	if slices.Contains(opts.ClusterInventory, inventory.ClusterAPIInventory) {
-		if err := inventory.SetupClusterAPI(local, opts.ClusterInventoryNamespaces, e); err != nil {
+	setup := map[string]func(manager.Manager, []string, *inventory.Enroller) error{
+		inventory.ClusterAPIInventory:     inventory.SetupClusterAPI,
+		inventory.ClusterProfileInventory: inventory.SetupClusterProfile,
+		inventory.ArgoCDInventory:         inventory.SetupArgoCD,
+	}
+	for _, inv := range opts.ClusterInventory {
+		if err := setup[inv](local, opts.ClusterInventoryNamespaces, e); err != nil {
 			return err
 		}
-	}
-	if slices.Contains(opts.ClusterInventory, inventory.ArgoCDInventory) {
-		return inventory.SetupArgoCD(local, opts.ClusterInventoryNamespaces, e)
 	}
 	return nil
 }

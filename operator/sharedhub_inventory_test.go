@@ -13,28 +13,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/controllers/inventory"
 	"github.com/vidra-operator/vidra/internal/test/capi"
+	"github.com/vidra-operator/vidra/internal/test/clusterprofile"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
 )
 
 // inventoryNamespace is the one namespace the shared hub's chart has the operator read
-// Cluster API from.
+// Cluster API and ClusterProfiles from.
 const inventoryNamespace = "fleet-a"
 
-// hubCRDs are Vidra's CRDs and Cluster API's Cluster, which the shared hub serves.
+// hubCRDs are Vidra's CRDs, Cluster API's Cluster and ClusterProfile, which the shared
+// hub serves.
 func hubCRDs(t *testing.T) []string {
 	t.Helper()
 	dirs, err := capi.HubCRDDirectories()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dirs
+	profiles, err := clusterprofile.CRDDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(dirs, profiles)
 }
 
 // With exactly the chart's rights (its defaults: rbac.localApply=none), the operator
-// enrolls a Cluster API cluster of the namespace the chart lists, and may not read the
-// Secrets of another: a Cluster there is never enrolled.
+// enrolls a Cluster API cluster and a ClusterProfile of the namespace the chart lists,
+// and may not read the Secrets of another: a Cluster there is never enrolled.
 func TestTheChartsRightsEnrollFromTheListedInventoryAlone(t *testing.T) {
 	h := startHubWith(t, true, "none")
 	ctx := context.Background()
@@ -79,6 +86,43 @@ func TestTheChartsRightsEnrollFromTheListedInventoryAlone(t *testing.T) {
 	if err != nil {
 		t.Errorf("the enrollment Secret %s: %v", name, err)
 	}
+	enrollProfile(t, h)
+}
+
+// enrollProfile: with the chart's rights, a ClusterProfile of the listed namespace is
+// enrolled through the secretreader's token in the operator's namespace.
+func enrollProfile(t *testing.T, h *sharedHub) {
+	t.Helper()
+	ctx := context.Background()
+	member := h.fleet.Members[0]
+	// Under another name of its API server, as above.
+	server, err := url.Parse(member.Server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server.Host = "localhost:" + server.Port()
+	profile := clusterprofile.Profile(inventoryNamespace, "core", nil, nil)
+	if err := h.admin.Create(ctx, profile); err != nil {
+		t.Fatal(err)
+	}
+	access := clusterprofile.Access(inventory.SecretReaderProvider, server.String(), member.Config.CAData)
+	if err := clusterprofile.SetStatus(ctx, h.admin, profile, "True", access); err != nil {
+		t.Fatal(err)
+	}
+	token, err := clusterprofile.AdminToken(ctx, member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: "core"},
+		Data: map[string][]byte{"token": []byte(token)}}); err != nil {
+		t.Fatal(err)
+	}
+	name := inventoryNamespace + ".core"
+	testfleet.Eventually(t, 60*time.Second, "VidraCluster "+name+" Engaged", func() (bool, error) {
+		vc := &vidrav1alpha1.VidraCluster{}
+		err := h.admin.Get(ctx, client.ObjectKey{Name: name}, vc)
+		return err == nil && vc.Status.Phase == vidrav1alpha1.ClusterEngaged, client.IgnoreNotFound(err)
+	})
 }
 
 // otherServerName is kubeconfig with its server named localhost rather than 127.0.0.1:

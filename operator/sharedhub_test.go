@@ -145,7 +145,7 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 	template := []string{"template", chartRelease, filepath.Join(root, "charts", "vidra"),
 		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=" + values.localApply, "--kube-version", testfleet.KubeVersion,
 		"--set", "crds.install=false", // the test fleet installed the CRDs
-		"--set", "clusterInventory={cluster-api}", "--set", "clusterInventoryNamespaces={" + inventoryNamespace + "}"}
+		"--set", "clusterInventory={cluster-api,cluster-profile}", "--set", "clusterInventoryNamespaces={" + inventoryNamespace + "}"}
 	if values.recordsRequester {
 		template = append(template, "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
 	}

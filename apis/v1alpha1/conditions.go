@@ -266,6 +266,10 @@ const (
 	// ReasonProvisioning: the cluster's inventory object (a Cluster API Cluster) is not
 	// provisioned yet; it is enrolled once it is. Not an error.
 	ReasonProvisioning = "Provisioning"
+	// ReasonControlPlaneUnhealthy: the cluster's inventory (a ClusterProfile's
+	// ControlPlaneHealthy condition) says its control plane is not healthy; it is
+	// engaged again once it is.
+	ReasonControlPlaneUnhealthy = "ControlPlaneUnhealthy"
 	// ReasonInventoryRefused: the inventory's credentials for the cluster were refused
 	// (the kubeconfig policy) or could not create the scoped identity on it.
 	ReasonInventoryRefused = "InventoryRefused"

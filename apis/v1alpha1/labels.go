@@ -157,21 +157,25 @@ const ServiceAccountAnnotation = "vidra.infrahub.operators.com/service-account"
 // labeled InventoryLabel=<inventory> and names its inventory object in
 // InventorySourceAnnotation (NAMESPACE/NAME); it is removed when that object goes. While
 // the cluster cannot be enrolled yet, InventoryWaitingAnnotation says why (the cluster is
-// shown Pending, reason Provisioning); when its credentials were refused,
-// InventoryRefusedAnnotation does (Rejected, reason InventoryRefused).
+// shown Pending, reason Provisioning); while the inventory says its control plane is not
+// healthy, InventoryUnhealthyAnnotation does (Pending, reason ControlPlaneUnhealthy);
+// when its credentials were refused, InventoryRefusedAnnotation does (Rejected, reason
+// InventoryRefused).
 const (
-	InventoryLabel             = "vidra.infrahub.operators.com/inventory"
-	InventorySourceAnnotation  = "vidra.infrahub.operators.com/inventory-source"
-	InventoryWaitingAnnotation = "vidra.infrahub.operators.com/inventory-waiting"
-	InventoryRefusedAnnotation = "vidra.infrahub.operators.com/inventory-refused"
+	InventoryLabel               = "vidra.infrahub.operators.com/inventory"
+	InventorySourceAnnotation    = "vidra.infrahub.operators.com/inventory-source"
+	InventoryWaitingAnnotation   = "vidra.infrahub.operators.com/inventory-waiting"
+	InventoryUnhealthyAnnotation = "vidra.infrahub.operators.com/inventory-unhealthy"
+	InventoryRefusedAnnotation   = "vidra.infrahub.operators.com/inventory-refused"
 	// InventoryCredentialsAnnotation is a digest of the inventory's credentials the
 	// identity was created with: when they change (a new control plane), it is again.
 	InventoryCredentialsAnnotation = "vidra.infrahub.operators.com/inventory-credentials"
 )
 
-// IdentityNamespacesAnnotation on an inventory object (a Cluster API Cluster) narrows the
-// identity the operator creates on its cluster to these namespaces (comma-separated), as
-// kubectl vidra enroll --namespaces does; without it the identity may manage any object.
+// IdentityNamespacesAnnotation on an inventory object (a Cluster API Cluster, a
+// ClusterProfile) narrows the identity the operator creates on its cluster to these
+// namespaces (comma-separated), as kubectl vidra enroll --namespaces does; without it the
+// identity may manage any object.
 const IdentityNamespacesAnnotation = "vidra.infrahub.operators.com/namespaces"
 
 // PruneDisabled is the value of PruneAnnotation that keeps an object.

@@ -210,7 +210,7 @@ func bindFleetFlags(fs *flag.FlagSet, o *operator.Options) {
 	fs.BoolVar(&o.KubeconfigPolicy.AllowExec, "allow-kubeconfig-exec", o.KubeconfigPolicy.AllowExec,
 		"Allow exec credential plugins and auth-provider plugins in enrollment kubeconfigs (exec plugins must also be in --kubeconfig-exec-allowlist).")
 	fs.Func("kubeconfig-exec-allowlist", "Comma-separated exec plugin commands allowed with --allow-kubeconfig-exec.", appendList(&o.KubeconfigPolicy.ExecAllowlist))
-	fs.Func("cluster-inventory", "Comma-separated inventories whose clusters are enrolled beside the labeled Secrets: cluster-api (Cluster API's Clusters and kubeconfig Secrets), argocd (Argo CD's cluster Secrets). None by default.",
+	fs.Func("cluster-inventory", "Comma-separated inventories whose clusters are enrolled beside the labeled Secrets: cluster-api (Cluster API's Clusters and kubeconfig Secrets), cluster-profile (ClusterProfiles, with the secretreader access provider's token), argocd (Argo CD's cluster Secrets). None by default.",
 		appendList(&o.ClusterInventory))
 	fs.Func("cluster-inventory-namespaces", "Comma-separated namespaces the inventories are read from (their Secrets too); none by default.",
 		appendList(&o.ClusterInventoryNamespaces))

@@ -21,7 +21,9 @@ const ArgoCDInventory = "argocd"
 // reads.
 type ArgoCD struct {
 	// Secrets reads Argo CD's cluster Secrets, in the listed namespaces only.
-	Secrets  client.Reader
+	Secrets client.Reader
+	// Written reads the enrollment Secrets this inventory wrote.
+	Written  client.Reader
 	Enroller *Enroller
 }
 
@@ -32,7 +34,7 @@ func (r *ArgoCD) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	s := &corev1.Secret{}
 	err := r.Secrets.Get(ctx, req.NamespacedName, s)
 	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.Enroller.Remove(ctx, ArgoCDInventory, req.NamespacedName, "")
+		return reconcile.Result{}, r.Enroller.Remove(ctx, r.Written, ArgoCDInventory, req.NamespacedName, "")
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("read Argo CD cluster Secret %s: %w", req.NamespacedName, err)
@@ -42,7 +44,7 @@ func (r *ArgoCD) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	delete(labels, argocd.SecretTypeLabel)
 	c := Cluster{Inventory: ArgoCDInventory, Source: req.NamespacedName, Labels: labels, name: argocd.FleetName(s, read)}
 	// A cluster renamed in Argo CD is enrolled under its new name alone.
-	if err := r.Enroller.Remove(ctx, ArgoCDInventory, req.NamespacedName, c.Name()); err != nil {
+	if err := r.Enroller.Remove(ctx, r.Written, ArgoCDInventory, req.NamespacedName, c.Name()); err != nil {
 		return reconcile.Result{}, err
 	}
 	if readErr != nil {

@@ -56,6 +56,8 @@ func TestAnArgoCDClusterSecretIsEnrolledOrRefused(t *testing.T) {
 	hub := fleet.Hub.Client
 	createNamespace(t, listed)
 	const name = listed + ".prod"
+	createNamespace(t, unlisted)
+	create(t, argoSecret(t, unlisted, "cluster-prod", "prod", fleet.Members[1], nil, nil))
 	secret := argoSecret(t, listed, "cluster-prod", "prod", fleet.Members[1], map[string]string{"env": "prod"}, nil)
 	create(t, secret)
 	vc := waitCluster(t, name, vidrav1alpha1.ClusterEngaged, "")
@@ -63,6 +65,7 @@ func TestAnArgoCDClusterSecretIsEnrolledOrRefused(t *testing.T) {
 		t.Errorf("VidraCluster labels = %v, want the Secret's env=prod alone", vc.Labels)
 	}
 	checkScopedIdentity(t, name, "argocd")
+	checkDelivers(t, name, fleet.Members[1])
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +87,9 @@ func TestAnArgoCDClusterSecretIsEnrolledOrRefused(t *testing.T) {
 		t.Errorf("message = %q, want execProviderConfig named", refused.Status.Message)
 	}
 
+	if err := hub.Get(ctx, client.ObjectKey{Name: unlisted + ".prod"}, &vidrav1alpha1.VidraCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("an Argo CD cluster Secret of a namespace not listed was enrolled: %v", err)
+	}
 	for _, s := range []*corev1.Secret{secret, exec} {
 		if err := hub.Delete(ctx, s); err != nil {
 			t.Fatal(err)

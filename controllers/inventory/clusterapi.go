@@ -39,7 +39,8 @@ const waitProvisioning = 15 * time.Second
 
 // ClusterAPI enrolls the Cluster API Clusters of the namespaces its cache reads.
 type ClusterAPI struct {
-	// Clusters reads Clusters (of GVK), in the listed namespaces only.
+	// Clusters reads Clusters (of GVK), in the listed namespaces only, and the
+	// enrollment Secrets this inventory wrote.
 	Clusters client.Reader
 	GVK      schema.GroupVersionKind
 	// Secrets reads the clusters' kubeconfig Secrets, uncached: the namespaces hold
@@ -55,18 +56,14 @@ func (r *ClusterAPI) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	obj.SetGroupVersionKind(r.GVK)
 	err := r.Clusters.Get(ctx, req.NamespacedName, obj)
 	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.Enroller.Remove(ctx, ClusterAPIInventory, req.NamespacedName, "")
+		return reconcile.Result{}, r.Enroller.Remove(ctx, r.Clusters, ClusterAPIInventory, req.NamespacedName, "")
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("read Cluster %s: %w", req.NamespacedName, err)
 	}
 	c := Cluster{Inventory: ClusterAPIInventory, Source: req.NamespacedName, Labels: obj.GetLabels()}
-	if ns, ok := obj.GetAnnotations()[vidrav1alpha1.IdentityNamespacesAnnotation]; ok {
-		p, err := policy.Parse(map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: ns})
-		if err != nil || len(p.AllowedNamespaces) == 0 {
-			return reconcile.Result{}, r.Enroller.refuse(ctx, c, fmt.Sprintf("annotation %s of Cluster %s: %v", vidrav1alpha1.IdentityNamespacesAnnotation, req.NamespacedName, errOrEmpty(err)))
-		}
-		c.Namespaces = p.AllowedNamespaces
+	if c.Namespaces, err = identityNamespaces(obj.GetAnnotations()); err != nil {
+		return reconcile.Result{}, r.Enroller.refuse(ctx, c, fmt.Sprintf("Cluster %s: %v", req.NamespacedName, err))
 	}
 	phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -92,11 +89,21 @@ func (r *ClusterAPI) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, r.Enroller.Enroll(ctx, c, admin)
 }
 
-func errOrEmpty(err error) error {
-	if err == nil {
-		return errors.New("names no namespace")
+// identityNamespaces are the namespaces an inventory object's annotation narrows its
+// cluster's identity to; nil: any.
+func identityNamespaces(annotations map[string]string) ([]string, error) {
+	ns, ok := annotations[vidrav1alpha1.IdentityNamespacesAnnotation]
+	if !ok {
+		return nil, nil
 	}
-	return err
+	p, err := policy.Parse(map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: ns})
+	if err == nil && len(p.AllowedNamespaces) == 0 {
+		err = errors.New("names no namespace")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", vidrav1alpha1.IdentityNamespacesAnnotation, err)
+	}
+	return p.AllowedNamespaces, nil
 }
 
 func orUnknown(phase string) string {

@@ -98,22 +98,7 @@ func TestAClusterAPIClusterIsEnrolledFollowedAndLetGo(t *testing.T) {
 	}
 	checkScopedIdentity(t, name, "cluster-api")
 
-	// A bundle reaches it.
-	vr := &vidrav1alpha1.VidraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: "to-capi-edge"},
-		Spec: vidrav1alpha1.VidraResourceSpec{
-			Destination: vidrav1alpha1.Destination{Cluster: name},
-			Manifest:    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-hub\n  namespace: default\ndata:\n  via: cluster-api\n",
-		},
-	}
-	create(t, vr)
-	testfleet.Eventually(t, 60*time.Second, "ConfigMap default/from-hub on "+member.Name, func() (bool, error) {
-		err := member.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "from-hub"}, &corev1.ConfigMap{})
-		return err == nil, client.IgnoreNotFound(err)
-	})
-	if err := hub.Delete(ctx, vr); err != nil {
-		t.Fatal(err)
-	}
+	checkDelivers(t, name, member)
 
 	// Its labels follow the Cluster's.
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
@@ -146,6 +131,29 @@ func TestAClusterAPIClusterIsEnrolledFollowedAndLetGo(t *testing.T) {
 		t.Errorf("a Cluster of a namespace not listed was enrolled: %v", err)
 	}
 }
+
+// checkDelivers: a bundle sent to the cluster name reaches member.
+func checkDelivers(t *testing.T, name string, member *testfleet.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	vr := &vidrav1alpha1.VidraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "to-" + strings.ReplaceAll(name, ".", "-")},
+		Spec: vidrav1alpha1.VidraResourceSpec{
+			Destination: vidrav1alpha1.Destination{Cluster: name},
+			Manifest:    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + vrName(name) + "\n  namespace: default\ndata:\n  via: inventory\n",
+		},
+	}
+	create(t, vr)
+	testfleet.Eventually(t, 60*time.Second, "ConfigMap default/"+vrName(name)+" on "+member.Name, func() (bool, error) {
+		err := member.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: vrName(name)}, &corev1.ConfigMap{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if err := fleet.Hub.Client.Delete(ctx, vr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vrName(cluster string) string { return "from-" + strings.ReplaceAll(cluster, ".", "-") }
 
 // checkScopedIdentity: the enrollment Secret holds a ServiceAccount's token and nothing
 // of Cluster API's admin credentials, and names the identity the operator renews.

@@ -93,6 +93,16 @@ func (e *Enroller) Waiting(ctx context.Context, c Cluster, why string) error {
 	return e.write(ctx, c, func(s *corev1.Secret) {
 		s.Annotations[vidrav1alpha1.InventoryWaitingAnnotation] = why
 		delete(s.Annotations, vidrav1alpha1.InventoryRefusedAnnotation)
+		delete(s.Annotations, vidrav1alpha1.InventoryUnhealthyAnnotation)
+	})
+}
+
+// unhealthy shows the cluster as not engaged while its inventory says its control plane
+// is not healthy, and why; its identity is kept for when it is again.
+func (e *Enroller) unhealthy(ctx context.Context, c Cluster, why string) error {
+	return e.write(ctx, c, func(s *corev1.Secret) {
+		s.Annotations[vidrav1alpha1.InventoryUnhealthyAnnotation] = why
+		delete(s.Annotations, vidrav1alpha1.InventoryRefusedAnnotation)
 	})
 }
 
@@ -101,6 +111,7 @@ func (e *Enroller) refuse(ctx context.Context, c Cluster, why string) error {
 	return e.write(ctx, c, func(s *corev1.Secret) {
 		s.Annotations[vidrav1alpha1.InventoryRefusedAnnotation] = why
 		delete(s.Annotations, vidrav1alpha1.InventoryWaitingAnnotation)
+		delete(s.Annotations, vidrav1alpha1.InventoryUnhealthyAnnotation)
 		delete(s.Data, vidrav1alpha1.KubeconfigKey)
 	})
 }
@@ -117,7 +128,7 @@ func (e *Enroller) Enroll(ctx context.Context, c Cluster, admin []byte) error {
 	}
 	if current != nil && current.Annotations[vidrav1alpha1.InventoryCredentialsAnnotation] == digest &&
 		len(current.Data[vidrav1alpha1.KubeconfigKey]) > 0 && current.Annotations[vidrav1alpha1.InventoryWaitingAnnotation] == "" {
-		return e.write(ctx, c, func(*corev1.Secret) {}) // labels only
+		return e.write(ctx, c, func(s *corev1.Secret) { delete(s.Annotations, vidrav1alpha1.InventoryUnhealthyAnnotation) })
 	}
 	cfg, err := kubeconfig.Load(admin, e.Policy)
 	if err != nil {
@@ -145,7 +156,7 @@ func (e *Enroller) Enroll(ctx context.Context, c Cluster, admin []byte) error {
 		return err
 	}
 	return e.write(ctx, c, func(s *corev1.Secret) {
-		for _, k := range []string{vidrav1alpha1.InventoryWaitingAnnotation, vidrav1alpha1.InventoryRefusedAnnotation,
+		for _, k := range []string{vidrav1alpha1.InventoryWaitingAnnotation, vidrav1alpha1.InventoryRefusedAnnotation, vidrav1alpha1.InventoryUnhealthyAnnotation,
 			vidrav1alpha1.AllowedNamespacesAnnotation, vidrav1alpha1.AllowedClusterKindsAnnotation, identity.PolicyFromEnrollAnnotation} {
 			delete(s.Annotations, k)
 		}
@@ -175,10 +186,11 @@ func credentialsDigest(admin []byte, namespaces []string) string {
 }
 
 // Remove deletes the enrollment Secrets the inventory wrote for its object source, but
-// the one named keep: the cluster provider then lets their clusters go.
-func (e *Enroller) Remove(ctx context.Context, inventory string, source types.NamespacedName, keep string) error {
+// the one named keep: the cluster provider then lets their clusters go. written reads the
+// inventory's enrollment Secrets (its cache: one it misses now brings its object back).
+func (e *Enroller) Remove(ctx context.Context, written client.Reader, inventory string, source types.NamespacedName, keep string) error {
 	var list corev1.SecretList
-	if err := e.Reader.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{vidrav1alpha1.InventoryLabel: inventory}); err != nil {
+	if err := written.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{vidrav1alpha1.InventoryLabel: inventory}); err != nil {
 		return fmt.Errorf("list the enrollment Secrets of the %s inventory: %w", inventory, err)
 	}
 	for i := range list.Items {

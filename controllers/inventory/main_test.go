@@ -7,6 +7,7 @@ import (
 
 	"github.com/vidra-operator/vidra/controllers/inventory"
 	"github.com/vidra-operator/vidra/internal/test/capi"
+	"github.com/vidra-operator/vidra/internal/test/clusterprofile"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
 	"github.com/vidra-operator/vidra/internal/test/testoperator"
 	"github.com/vidra-operator/vidra/operator"
@@ -18,7 +19,7 @@ const (
 	unlisted = "fleet-b"
 )
 
-// fleet is a hub serving Cluster API's Cluster and two members, none enrolled: the tests
+// fleet is a hub serving Cluster API's Cluster, ClusterProfile and two members, none enrolled: the tests
 // enroll them through Cluster API objects, read from listed alone.
 var fleet *testfleet.Fleet
 
@@ -28,10 +29,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	profiles, err := clusterprofile.CRDDirectory()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(testoperator.Main(m,
-		testfleet.Options{Members: 2, HubCRDDirectories: crds},
+		testfleet.Options{Members: 2, HubCRDDirectories: append(crds, profiles)},
 		testoperator.Options{Unenrolled: 2, Configure: func(o *operator.Options) {
-			o.ClusterInventory = []string{inventory.ClusterAPIInventory, inventory.ArgoCDInventory}
+			o.ClusterInventory = []string{inventory.ClusterAPIInventory, inventory.ClusterProfileInventory, inventory.ArgoCDInventory}
 			o.ClusterInventoryNamespaces = []string{listed}
 		}},
 		func(f *testfleet.Fleet, _ *testoperator.Operator) { fleet = f }))

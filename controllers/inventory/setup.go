@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,37 +31,64 @@ const concurrentEnrollments = 8
 // whose Cluster went while the operator was down is removed), and its controller. The hub
 // must serve Cluster API's Cluster.
 func SetupClusterAPI(mgr manager.Manager, namespaces []string, e *Enroller) error {
-	mapping, err := mgr.GetRESTMapper().RESTMapping(ClusterAPIGroupKind)
+	c, obj, err := objectCache(mgr, ClusterAPIInventory, ClusterAPIGroupKind, namespaces, e.Namespace)
 	if err != nil {
-		return fmt.Errorf("cluster inventory %s: the hub serves no %s (install Cluster API's CRDs, or leave %s out of --cluster-inventory): %w",
-			ClusterAPIInventory, ClusterAPIGroupKind, ClusterAPIInventory, err)
+		return err
 	}
-	clusters := &unstructured.Unstructured{}
-	clusters.SetGroupVersionKind(mapping.GroupVersionKind)
+	r := &ClusterAPI{Clusters: c, GVK: obj.GroupVersionKind(), Secrets: mgr.GetAPIReader(), Enroller: e}
+	return watchObjects(mgr, "inventory-cluster-api", c, obj, r)
+}
+
+// SetupClusterProfile registers the ClusterProfile inventory with the hub's manager, as
+// SetupClusterAPI does Cluster API's. The hub must serve ClusterProfile.
+func SetupClusterProfile(mgr manager.Manager, namespaces []string, e *Enroller) error {
+	c, obj, err := objectCache(mgr, ClusterProfileInventory, ClusterProfileGroupKind, namespaces, e.Namespace)
+	if err != nil {
+		return err
+	}
+	r := &ClusterProfile{Profiles: c, GVK: obj.GroupVersionKind(), Secrets: mgr.GetAPIReader(), Enroller: e}
+	return watchObjects(mgr, "inventory-cluster-profile", c, obj, r)
+}
+
+// objectCache is a cache of an inventory's objects (of kind, at the version the hub
+// serves) in namespaces alone, and of the enrollment Secrets it wrote in secretNamespace.
+func objectCache(mgr manager.Manager, inventory string, kind schema.GroupKind, namespaces []string, secretNamespace string) (cache.Cache, *unstructured.Unstructured, error) {
+	mapping, err := mgr.GetRESTMapper().RESTMapping(kind)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster inventory %s: the hub serves no %s (install its CRDs, or leave %s out of --cluster-inventory): %w",
+			inventory, kind, inventory, err)
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
 	listed := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		listed[ns] = cache.Config{}
 	}
-	written := labels.SelectorFromSet(labels.Set{vidrav1alpha1.InventoryLabel: ClusterAPIInventory})
+	written := labels.SelectorFromSet(labels.Set{vidrav1alpha1.InventoryLabel: inventory})
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{
-			clusters:         {Namespaces: listed},
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{e.Namespace: {}}, Label: written},
+			obj:              {Namespaces: listed},
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{secretNamespace: {}}, Label: written},
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("cluster inventory %s: build cache: %w", ClusterAPIInventory, err)
+		return nil, nil, fmt.Errorf("cluster inventory %s: build cache: %w", inventory, err)
 	}
 	if err := mgr.Add(c); err != nil {
-		return err
+		return nil, nil, err
 	}
-	r := &ClusterAPI{Clusters: c, GVK: mapping.GroupVersionKind, Secrets: mgr.GetAPIReader(), Enroller: e}
-	return ctrl.NewControllerManagedBy(mgr).Named("inventory-cluster-api").
+	return c, obj, nil
+}
+
+// watchObjects runs r on each of the inventory's objects, and on the object of each
+// enrollment Secret it wrote.
+func watchObjects(mgr manager.Manager, name string, c cache.Cache, obj *unstructured.Unstructured, r reconcile.Reconciler) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		// A cluster's enrollment waits on its API server (the identity, a token): one
 		// slow cluster does not hold the others.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentEnrollments}).
-		WatchesRawSource(source.Kind(c, clusters, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{})).
+		WatchesRawSource(source.Kind(c, obj, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{})).
 		WatchesRawSource(source.Kind(c, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(sourceOf))).
 		Complete(r)
 }
@@ -97,7 +125,7 @@ func SetupArgoCD(mgr manager.Manager, namespaces []string, e *Enroller) error {
 			return err
 		}
 	}
-	r := &ArgoCD{Secrets: argo, Enroller: e}
+	r := &ArgoCD{Secrets: argo, Written: written, Enroller: e}
 	return ctrl.NewControllerManagedBy(mgr).Named("inventory-argocd").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentEnrollments}).
 		WatchesRawSource(source.Kind(argo, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).

@@ -65,13 +65,17 @@ func readEnrollment(s *corev1.Secret) (enrollment, string, string) {
 }
 
 // inventoryState is why a Secret an inventory wrote enrolls no cluster yet: its cluster
-// is not provisioned (Provisioning), or the inventory's credentials were refused.
+// is not provisioned (Provisioning), its control plane not healthy, or the inventory's
+// credentials were refused.
 func inventoryState(s *corev1.Secret) (string, string) {
 	if s.Labels[vidrav1alpha1.InventoryLabel] == "" {
 		return "", ""
 	}
 	if msg := s.Annotations[vidrav1alpha1.InventoryWaitingAnnotation]; msg != "" {
 		return vidrav1alpha1.ReasonProvisioning, msg
+	}
+	if msg := s.Annotations[vidrav1alpha1.InventoryUnhealthyAnnotation]; msg != "" {
+		return vidrav1alpha1.ReasonControlPlaneUnhealthy, msg
 	}
 	if msg := s.Annotations[vidrav1alpha1.InventoryRefusedAnnotation]; msg != "" {
 		return vidrav1alpha1.ReasonInventoryRefused, msg

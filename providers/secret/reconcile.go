@@ -43,9 +43,9 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 			return reconcile.Result{}, err
 		}
 	}
-	if reason == vidrav1alpha1.ReasonProvisioning {
-		// Not an error: the inventory enrolls it once it is provisioned (again: a cluster
-		// being deleted is let go).
+	if reason == vidrav1alpha1.ReasonProvisioning || reason == vidrav1alpha1.ReasonControlPlaneUnhealthy {
+		// Not an error: the inventory enrolls it once it is provisioned, or healthy
+		// again (a cluster being deleted is let go).
 		p.stopOwned(key, enr.name)
 		return reconcile.Result{}, p.writeNotEngagedStatus(ctx, enr.name, key, enr.labels, vidrav1alpha1.ClusterPending, reason, message)
 	}
