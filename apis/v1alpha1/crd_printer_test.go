@@ -68,7 +68,8 @@ func TestKubectlGetShowsTheFleetColumns(t *testing.T) {
 		t.Fatalf("update InfrahubSync status: %v", err)
 	}
 
-	vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge-1"}}
+	vc := &vidrav1alpha1.VidraCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge-1",
+		Labels: map[string]string{vidrav1alpha1.InventoryLabel: "cluster-api"}}}
 	if err := hub.Client.Create(ctx, vc); err != nil {
 		t.Fatalf("create VidraCluster: %v", err)
 	}
@@ -99,11 +100,11 @@ func TestKubectlGetShowsTheFleetColumns(t *testing.T) {
 			[]string{"NAME", "ARTIFACT", "BRANCH", "STATE", "REVISION", "ROLLOUT", "LAST SYNC", "AGE"},
 			[]string{"printer-sync", "manifests", "feature-x", "Running", "4", "Progressing", "3d"}},
 		{[]string{"get", "vidraclusters"}, "edge-1",
-			[]string{"NAME", "SERVER", "PHASE", "VERSION", "MODE", "AGE"},
-			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0", "Push"}},
+			[]string{"NAME", "SERVER", "PHASE", "VERSION", "MODE", "INVENTORY", "AGE"},
+			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0", "Push", "cluster-api"}},
 		{[]string{"get", "vc"}, "edge-1",
-			[]string{"NAME", "SERVER", "PHASE", "VERSION", "MODE", "AGE"},
-			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0", "Push"}},
+			[]string{"NAME", "SERVER", "PHASE", "VERSION", "MODE", "INVENTORY", "AGE"},
+			[]string{"edge-1", "https://edge-1.example.com:6443", "Engaged", "v1.36.0", "Push", "cluster-api"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -161,6 +161,7 @@ type DeliveryPolicy struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
+// +kubebuilder:printcolumn:name="Inventory",type=string,JSONPath=`.metadata.labels.vidra\.infrahub\.operators\.com/inventory`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Identity",type=string,JSONPath=`.status.identity.type`,priority=1
 // +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.identity.expiresAt`,priority=1

@@ -7,7 +7,8 @@
 // would; an InfrahubSync that fans the artifacts out to both, wave by wave, and a
 // HelmSync that renders the chart for each member with that member's name, labels and
 // APIs (the pull member's as its agent reports them), and a GitSync that delivers the
-// repository's fleet/ directory to both. A change in Infrahub then crosses
+// repository's fleet/ directory to both; a third member is enrolled from a Cluster API
+// Cluster and its kubeconfig Secret. A change in Infrahub then crosses
 // the fleet canary first, with a preview of what
 // waits for prod. It prints what a user would look at and stays up until Ctrl-C; with
 // DEMO_EXIT=1 it exits after printing.
@@ -34,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vidra-operator/vidra/internal/source/infrahub"
+	"github.com/vidra-operator/vidra/internal/test/capi"
 	"github.com/vidra-operator/vidra/internal/test/gitserver"
 	"github.com/vidra-operator/vidra/internal/test/infrahubtest"
 	"github.com/vidra-operator/vidra/internal/test/kubevirtsim"
@@ -59,20 +61,22 @@ func demo() error {
 
 // sandbox is everything the demo started, stopped in reverse by close.
 type sandbox struct {
-	root, dir  string
-	fleet      *testfleet.Fleet
-	simulators []*kubevirtsim.Simulator
-	infrahub   *infrahubtest.Server
-	charts     *chartRepo
-	git        *gitserver.Server
-	gitRepo    *gitserver.Repo
-	gitHost    *gitHost
-	gitURL     string
-	operator   *exec.Cmd
-	agent      *exec.Cmd // the pull member's agent
-	webhook    string    // URL of the operator's webhook receiver
-	cancel     context.CancelFunc
-	userKube   string // kubeconfig with contexts hub, member-1, member-2
+	root, dir string
+	fleet     *testfleet.Fleet
+	// inventoryMember is the member enrolled from Cluster API, not one of fleet.Members.
+	inventoryMember *testfleet.Cluster
+	simulators      []*kubevirtsim.Simulator
+	infrahub        *infrahubtest.Server
+	charts          *chartRepo
+	git             *gitserver.Server
+	gitRepo         *gitserver.Repo
+	gitHost         *gitHost
+	gitURL          string
+	operator        *exec.Cmd
+	agent           *exec.Cmd // the pull member's agent
+	webhook         string    // URL of the operator's webhook receiver
+	cancel          context.CancelFunc
+	userKube        string // kubeconfig with contexts hub, member-1, member-2
 }
 
 func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) error {
@@ -129,6 +133,7 @@ func run(ctx context.Context, log logr.Logger, out io.Writer, exitAfter bool) er
 		{"watch the app go to member-1 and wait on " + heldBack + ", whose database is still provisioning", s.waitHeldBack},
 		{"label " + heldBack + "'s database ready: the app follows there", s.releaseHeldBack},
 		{"push branch " + previewBranch + " and preview it on the fleet before it merges", s.previewBranch},
+		{"enroll member-3 from Cluster API: a Cluster in " + inventoryNamespace + " and its kubeconfig Secret", s.enrollFromClusterAPI},
 	}
 	for i, step := range order {
 		fmt.Fprintf(out, "\n==> [%d/%d] %s\n", i+1, len(order), step.what)
@@ -150,17 +155,19 @@ func (s *sandbox) startFleet(ctx context.Context, log logr.Logger) error {
 		return err
 	}
 	kubevirtCRDs := filepath.Join(s.root, "internal", "test", "kubevirtsim", "testdata", "crds")
-	vidraCRDs, err := testfleet.CRDDirectory()
+	hubCRDs, err := capi.HubCRDDirectories()
 	if err != nil {
 		return err
 	}
 	s.fleet, err = testfleet.Start(ctx, testfleet.Options{
-		Members: 2, ControllerManager: true,
-		HubCRDDirectories: []string{vidraCRDs}, MemberCRDDirectories: []string{kubevirtCRDs},
+		Members: 3, ControllerManager: true,
+		HubCRDDirectories: hubCRDs, MemberCRDDirectories: []string{kubevirtCRDs},
 	})
 	if err != nil {
 		return err
 	}
+	// The third is enrolled from Cluster API at the end, and stopped by close.
+	s.inventoryMember, s.fleet.Members = s.fleet.Members[2], s.fleet.Members[:2]
 	simCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	for i, m := range s.fleet.Members {
@@ -241,7 +248,8 @@ func (s *sandbox) startOperator(ctx context.Context, _ logr.Logger) error {
 		"--cluster-secret-namespace="+operatorNamespace, "--infrahub-secret-namespace="+operatorNamespace,
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0",
 		"--webhook-bind-address="+webhookAddr, "--infrahub-webhook-secret=infrahub-webhook",
-		"--cluster-probe-interval=5s", "--agent-timeout="+agentTimeout.String())
+		"--cluster-probe-interval=5s", "--agent-timeout="+agentTimeout.String(),
+		"--cluster-inventory=cluster-api", "--cluster-inventory-namespaces="+inventoryNamespace)
 	s.operator.Stdout, s.operator.Stderr = logFile, logFile
 	if err := s.operator.Start(); err != nil {
 		return fmt.Errorf("start bin/vidra (run make build first): %w", err)
@@ -463,7 +471,7 @@ func (s *sandbox) explore(out io.Writer) {
   %s rollout status demo-webserver   # where the rollout stands, cluster by cluster
   %s rollback ihs/demo-webserver     # back to the previous revision (then: rollout resume)
   kubectl --context member-1 get vm,vmi -n demo       # what landed on a member
-  kubectl get vidraclusters                           # MODE: member-2 is a pull member
+  kubectl get vidraclusters                           # MODE: member-2 is a pull member; INVENTORY: %s.%s came from Cluster API
   kubectl --context member-2 get vidraresources       # the agent's copies of its bundles
   kubectl get helmsyncs                               # the chart, the version delivered, Ready
   %s history helmsync/%s   # the chart versions delivered, cluster by cluster
@@ -477,7 +485,7 @@ func (s *sandbox) explore(out io.Writer) {
   Git repository:  %s (the GitSync delivers its fleet/ directory)
   operator logs: %s
   agent logs:    %s
-`, s.userKube, s.pluginPath(), s.pluginPath(), s.pluginPath(), s.pluginPath(),
+`, s.userKube, s.pluginPath(), s.pluginPath(), s.pluginPath(), s.pluginPath(), inventoryNamespace, inventoryCluster,
 		s.pluginPath(), helmSyncName, s.pluginPath(), helmSyncName, helmNamespace, s.pluginPath(), gitSyncName, s.pluginPath(), gitSyncName, previewBranch, s.charts.url, s.charts.chart, s.gitURL,
 		filepath.Join(s.dir, "vidra.log"), s.agentLog(s.fleet.Members[1].Name))
 }
@@ -503,6 +511,11 @@ func (s *sandbox) close(out io.Writer) {
 	if s.fleet != nil {
 		if err := s.fleet.Stop(); err != nil {
 			fmt.Fprintln(out, "stop the clusters:", err)
+		}
+	}
+	if s.inventoryMember != nil {
+		if err := s.inventoryMember.Stop(); err != nil {
+			fmt.Fprintln(out, "stop "+s.inventoryMember.Name+":", err)
 		}
 	}
 }
