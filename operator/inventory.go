@@ -28,6 +28,9 @@ func ValidateInventory(o *Options) error {
 	if len(o.ClusterInventory) > 0 && len(o.ClusterInventoryNamespaces) == 0 {
 		return fmt.Errorf("--cluster-inventory=%v reads no namespace: list them in --cluster-inventory-namespaces", o.ClusterInventory)
 	}
+	if ns := o.PublishClusterProfiles; ns != "" && (len(validation.IsDNS1123Label(ns)) > 0 || o.ClusterProvider == ProviderNone) {
+		return fmt.Errorf("--publish-cluster-profiles=%s: want a namespace, and --cluster-provider=%s", ns, ProviderSecret)
+	}
 	if len(o.ClusterInventory) > 0 && o.ClusterProvider == ProviderNone {
 		return fmt.Errorf("--cluster-inventory enrolls clusters: it needs --cluster-provider=%s", ProviderSecret)
 	}
@@ -50,6 +53,9 @@ func (o *Operator) setupInventory(opts Options) error {
 		if err := setup[inv](local, opts.ClusterInventoryNamespaces, e); err != nil {
 			return err
 		}
+	}
+	if opts.PublishClusterProfiles != "" {
+		return inventory.SetupPublisher(local, opts.PublishClusterProfiles)
 	}
 	return nil
 }

@@ -135,6 +135,9 @@ type Options struct {
 	// labeled Secrets (cluster-api), read from ClusterInventoryNamespaces alone.
 	ClusterInventory           []string
 	ClusterInventoryNamespaces []string
+	// PublishClusterProfiles, when set, is the namespace where a ClusterProfile of each
+	// enrolled cluster is written, for other consumers of the Cluster Inventory API.
+	PublishClusterProfiles string
 	// Bounds of reading Infrahub, set by the operator's administrator and not by the
 	// syncs, so that no Infrahub can exhaust the memory every sync of the hub shares:
 	// the artifacts one sync lists, the bytes it downloads, the time its listing and

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,8 +22,12 @@ import (
 )
 
 // inventoryNamespace is the one namespace the shared hub's chart has the operator read
-// Cluster API and ClusterProfiles from.
-const inventoryNamespace = "fleet-a"
+// Cluster API and ClusterProfiles from; profilesNamespace is where it publishes its
+// clusters' ClusterProfiles.
+const (
+	inventoryNamespace = "fleet-a"
+	profilesNamespace  = "fleet-profiles"
+)
 
 // hubCRDs are Vidra's CRDs, Cluster API's Cluster and ClusterProfile, which the shared
 // hub serves.
@@ -123,6 +128,15 @@ func enrollProfile(t *testing.T, h *sharedHub) {
 		err := h.admin.Get(ctx, client.ObjectKey{Name: name}, vc)
 		return err == nil && vc.Status.Phase == vidrav1alpha1.ClusterEngaged, client.IgnoreNotFound(err)
 	})
+	// And publishes the clusters enrolled otherwise as ClusterProfiles, with its status.
+	for _, c := range []string{h.fleet.Members[1].Name, inventoryNamespace + ".edge"} {
+		published := clusterprofile.Profile(profilesNamespace, c, nil, nil)
+		testfleet.Eventually(t, 60*time.Second, "ClusterProfile "+profilesNamespace+"/"+c+" with a version", func() (bool, error) {
+			err := h.admin.Get(ctx, client.ObjectKeyFromObject(published), published)
+			version, _, _ := unstructured.NestedString(published.Object, "status", "version", "kubernetes")
+			return err == nil && version != "", client.IgnoreNotFound(err)
+		})
+	}
 }
 
 // otherServerName is kubeconfig with its server named localhost rather than 127.0.0.1:

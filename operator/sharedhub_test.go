@@ -91,10 +91,12 @@ func startHubWith(t *testing.T, recordsRequester bool, localApply string) *share
 	// The operator trusts who-asked stamps only while the chart's policies are in force.
 	required := chartFlag(t, args, "required-admission-policies")
 	inventories, namespaces := chartFlag(t, args, "cluster-inventory"), chartFlag(t, args, "cluster-inventory-namespaces")
+	profiles := chartFlag(t, args, "publish-cluster-profiles")
 	op, err := testoperator.Start(ctx, fleet, testoperator.Options{HubConfig: chartToken(ctx, t, fleet.Hub.Config),
 		Configure: func(o *operator.Options) {
 			o.RequiredAdmissionPolicies = required
 			o.ClusterInventory, o.ClusterInventoryNamespaces = strings.Split(inventories, ","), strings.Split(namespaces, ",")
+			o.PublishClusterProfiles = profiles
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +147,7 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 	template := []string{"template", chartRelease, filepath.Join(root, "charts", "vidra"),
 		"--namespace", testoperator.Namespace, "--set", "rbac.localApply=" + values.localApply, "--kube-version", testfleet.KubeVersion,
 		"--set", "crds.install=false", // the test fleet installed the CRDs
-		"--set", "clusterInventory={cluster-api,cluster-profile}", "--set", "clusterInventoryNamespaces={" + inventoryNamespace + "}"}
+		"--set", "clusterInventory={cluster-api,cluster-profile}", "--set", "publishClusterProfiles=" + profilesNamespace, "--set", "clusterInventoryNamespaces={" + inventoryNamespace + "}"}
 	if values.recordsRequester {
 		template = append(template, "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
 	}
@@ -158,7 +160,7 @@ func installChart(ctx context.Context, t *testing.T, helm string, admin client.C
 		t.Fatalf("helm template: %v: %s", err, stderr.String())
 	}
 	// The chart's Role in the namespace its Cluster API inventory is read from needs it.
-	for _, ns := range []string{testoperator.Namespace, inventoryNamespace} {
+	for _, ns := range []string{testoperator.Namespace, inventoryNamespace, profilesNamespace} {
 		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}

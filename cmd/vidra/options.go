@@ -214,6 +214,8 @@ func bindFleetFlags(fs *flag.FlagSet, o *operator.Options) {
 		appendList(&o.ClusterInventory))
 	fs.Func("cluster-inventory-namespaces", "Comma-separated namespaces the inventories are read from (their Secrets too); none by default.",
 		appendList(&o.ClusterInventoryNamespaces))
+	fs.StringVar(&o.PublishClusterProfiles, "publish-cluster-profiles", "",
+		"Namespace where a ClusterProfile (multicluster.x-k8s.io) of each enrolled cluster is written, for Kueue, Argo CD or other consumers of the Cluster Inventory API; none by default.")
 	fs.BoolVar(&o.KubeconfigPolicy.AllowInsecureTLS, "allow-insecure-tls", o.KubeconfigPolicy.AllowInsecureTLS,
 		"Allow insecure-skip-tls-verify and plain http servers in enrollment kubeconfigs.")
 	fs.Float64Var(&o.ClusterQPS, "cluster-qps", o.ClusterQPS,

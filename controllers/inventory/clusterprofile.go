@@ -57,7 +57,8 @@ func (r *ClusterProfile) Reconcile(ctx context.Context, req reconcile.Request) (
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.GVK)
 	err := r.Profiles.Get(ctx, req.NamespacedName, obj)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || (err == nil && obj.GetLabels()[ClusterManagerLabel] == ClusterManagerName) {
+		// Gone, or one Vidra published of a cluster it enrolled otherwise.
 		return reconcile.Result{}, r.Enroller.Remove(ctx, r.Profiles, ClusterProfileInventory, req.NamespacedName, "")
 	}
 	if err != nil {

@@ -96,6 +96,12 @@ func TestAClusterProfileIsEnrolledFollowedAndLetGo(t *testing.T) {
 		err := hub.Get(ctx, client.ObjectKey{Name: name}, vc)
 		return err == nil && vc.Labels["site"] == "lyon", err
 	})
+	// A cluster enrolled from a ClusterProfile is not published again (by now the
+	// publisher has seen its VidraCluster created, engaged and relabeled).
+	err = hub.Get(ctx, client.ObjectKey{Namespace: published, Name: name}, clusterprofile.Profile(published, name, nil, nil))
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the cluster of ClusterProfile %s/core was published again: %v", listed, err)
+	}
 
 	// Deleted, it is let go.
 	if err := hub.Delete(ctx, profile); err != nil {

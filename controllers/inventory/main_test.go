@@ -13,10 +13,12 @@ import (
 	"github.com/vidra-operator/vidra/operator"
 )
 
-// listed is the namespace the operator reads Cluster API from; unlisted is one it does not.
+// listed is the namespace the operator reads inventories from; unlisted is one it does
+// not; published is where it writes a ClusterProfile of each cluster.
 const (
-	listed   = "fleet-a"
-	unlisted = "fleet-b"
+	listed    = "fleet-a"
+	unlisted  = "fleet-b"
+	published = "fleet-profiles"
 )
 
 // fleet is a hub serving Cluster API's Cluster, ClusterProfile and two members, none enrolled: the tests
@@ -39,6 +41,7 @@ func TestMain(m *testing.M) {
 		testoperator.Options{Unenrolled: 2, Configure: func(o *operator.Options) {
 			o.ClusterInventory = []string{inventory.ClusterAPIInventory, inventory.ClusterProfileInventory, inventory.ArgoCDInventory}
 			o.ClusterInventoryNamespaces = []string{listed}
+			o.PublishClusterProfiles = published
 		}},
 		func(f *testfleet.Fleet, _ *testoperator.Operator) { fleet = f }))
 }

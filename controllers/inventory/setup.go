@@ -50,6 +50,34 @@ func SetupClusterProfile(mgr manager.Manager, namespaces []string, e *Enroller) 
 	return watchObjects(mgr, "inventory-cluster-profile", c, obj, r)
 }
 
+// SetupPublisher registers the publisher of ClusterProfiles in namespace with the hub's
+// manager: a cache of the profiles there, and a controller of VidraClusters. The hub must
+// serve ClusterProfile.
+func SetupPublisher(mgr manager.Manager, namespace string) error {
+	mapping, err := mgr.GetRESTMapper().RESTMapping(ClusterProfileGroupKind)
+	if err != nil {
+		return fmt.Errorf("--publish-cluster-profiles: the hub serves no %s (install the Cluster Inventory API's CRDs): %w", ClusterProfileGroupKind, err)
+	}
+	profiles := &unstructured.Unstructured{}
+	profiles.SetGroupVersionKind(mapping.GroupVersionKind)
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{profiles: {Namespaces: map[string]cache.Config{namespace: {}}}}})
+	if err != nil {
+		return fmt.Errorf("--publish-cluster-profiles: build cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return err
+	}
+	r := &Publisher{Hub: mgr.GetClient(), Profiles: c, Secrets: mgr.GetAPIReader(), Namespace: namespace, GVK: mapping.GroupVersionKind}
+	byName := func(_ context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("publish-cluster-profiles").
+		For(&vidrav1alpha1.VidraCluster{}).
+		WatchesRawSource(source.Kind(c, profiles, handler.TypedEnqueueRequestsFromMapFunc(byName))).
+		Complete(r)
+}
+
 // objectCache is a cache of an inventory's objects (of kind, at the version the hub
 // serves) in namespaces alone, and of the enrollment Secrets it wrote in secretNamespace.
 func objectCache(mgr manager.Manager, inventory string, kind schema.GroupKind, namespaces []string, secretNamespace string) (cache.Cache, *unstructured.Unstructured, error) {
