@@ -34,7 +34,10 @@ type Cluster struct {
 	// a user puts into an enrollment Secret.
 	Kubeconfig []byte
 
-	env               *envtest.Environment
+	env *envtest.Environment
+	// certDir holds the API server's certificates, kept across StopAPIServer and
+	// StartAPIServer (envtest's own would be made anew, with a new serving CA).
+	certDir           string
 	controllerManager *exec.Cmd
 	// controllerManagerExited receives the controller manager's exit once it ends.
 	controllerManagerExited chan error
@@ -74,8 +77,13 @@ func startCluster(ctx context.Context, spec clusterSpec) (*Cluster, error) {
 	// The aggregator proxies to an APIService's endpoints rather than its Service's
 	// cluster IP, which nothing routes here (there is no kube-proxy).
 	env.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
+	certDir, err := os.MkdirTemp("", "testfleet-apiserver-")
+	if err != nil {
+		return &Cluster{Name: spec.name}, fmt.Errorf("certificate dir of %s: %w", spec.name, err)
+	}
+	env.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err := env.Start()
-	c := &Cluster{Name: spec.name, env: env}
+	c := &Cluster{Name: spec.name, env: env, certDir: certDir}
 	if err != nil {
 		return c, fmt.Errorf("start control plane %s: %w", spec.name, err)
 	}
@@ -127,6 +135,37 @@ func (c *Cluster) PauseInTest(t testing.TB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Resume() })
+}
+
+// StopAPIServer kills the cluster's kube-apiserver (SIGKILL), as a crash of its control
+// plane would: connections are refused until StartAPIServer; etcd, and all it stores,
+// stay. It returns once the process is gone.
+func (c *Cluster) StopAPIServer() error {
+	pid, err := c.apiServerPID()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill kube-apiserver of %s: %w", c.Name, err)
+	}
+	// envtest waits for its process, so it is reaped once it exits.
+	for range 1000 {
+		if syscall.Kill(pid, 0) != nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-apiserver of %s (pid %d) still runs 10 s after SIGKILL", c.Name, pid)
+}
+
+// StartAPIServer starts the API server StopAPIServer stopped, on the same address with
+// the same certificates and service account keys: every kubeconfig and token still
+// holds. It returns once the API server is healthy.
+func (c *Cluster) StartAPIServer() error {
+	if err := c.env.ControlPlane.GetAPIServer().Start(); err != nil {
+		return fmt.Errorf("start the API server of %s again: %w", c.Name, err)
+	}
+	return nil
 }
 
 // Resume undoes Pause; resuming a running API server does nothing.
@@ -289,8 +328,10 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, fmt.Errorf("stop control plane %s: %w", c.Name, err))
 		}
 	}
-	if c.workDir != "" {
-		errs = append(errs, os.RemoveAll(c.workDir))
+	for _, dir := range []string{c.workDir, c.certDir} {
+		if dir != "" {
+			errs = append(errs, os.RemoveAll(dir))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -93,6 +93,34 @@ func TestPausedMemberIsUnreachableUntilResumed(t *testing.T) {
 	})
 }
 
+// A member's API server stopped refuses connections; started again, the same
+// kubeconfig reaches it and what it stored is there.
+func TestStoppedAPIServerStartsAgainWithItsData(t *testing.T) {
+	ctx := context.Background()
+	member := fleet.Members[1]
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept-across-restart"}}
+	if err := member.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(member.Config)
+	cfg.Timeout = time.Second
+	probe := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	if err := member.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	_, stoppedErr := probe.ServerVersion()
+	if err := member.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if stoppedErr == nil {
+		t.Error("a stopped API server answered")
+	}
+	testfleet.Eventually(t, 30*time.Second, "the restarted API server serves what it stored", func() (bool, error) {
+		err := member.Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+		return err == nil, nil
+	})
+}
+
 // TestControllerManagerDeletesNamespacesAndCollectsGarbage: with the controller manager,
 // a deleted namespace goes away with its contents and dependents follow their owner.
 func TestControllerManagerDeletesNamespacesAndCollectsGarbage(t *testing.T) {
