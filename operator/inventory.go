@@ -15,9 +15,12 @@ import (
 // and an inventory without namespaces to read it from.
 func ValidateInventory(o *Options) error {
 	known := []string{inventory.ClusterAPIInventory, inventory.ClusterProfileInventory, inventory.ArgoCDInventory}
-	for _, inv := range o.ClusterInventory {
+	for i, inv := range o.ClusterInventory {
 		if !slices.Contains(known, inv) {
 			return fmt.Errorf("--cluster-inventory=%s: want one of %s", inv, strings.Join(known, ", "))
+		}
+		if slices.Contains(o.ClusterInventory[:i], inv) {
+			return fmt.Errorf("--cluster-inventory names %s twice", inv)
 		}
 	}
 	for _, ns := range o.ClusterInventoryNamespaces {

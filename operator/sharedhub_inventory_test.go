@@ -118,7 +118,8 @@ func enrollProfile(t *testing.T, h *sharedHub) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: "core"},
+	if err := h.admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: "core",
+		Annotations: map[string]string{vidrav1alpha1.AllowedURLsAnnotation: server.String()}},
 		Data: map[string][]byte{"token": []byte(token)}}); err != nil {
 		t.Fatal(err)
 	}

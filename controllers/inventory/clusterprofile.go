@@ -17,6 +17,9 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
+	"github.com/vidra-operator/vidra/internal/fleet/credentials"
 )
 
 // ClusterProfileInventory is the name of SIG Multicluster's inventory (KEP-4322):
@@ -92,7 +95,15 @@ func (r *ClusterProfile) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	token := strings.TrimSpace(string(secret.Data[secretReaderTokenKey]))
 	if token == "" {
-		return reconcile.Result{}, r.Enroller.refuse(ctx, c, fmt.Sprintf("Secret %s has no key %q holding a token for ClusterProfile %s", key, secretReaderTokenKey, req.NamespacedName))
+		why := fmt.Sprintf("ClusterProfile %s: Secret %s has no key %q holding its token", req.NamespacedName, key, secretReaderTokenKey)
+		return reconcile.Result{RequeueAfter: waitProvisioning}, r.Enroller.Waiting(ctx, c, why)
+	}
+	// Whoever writes a profile's status names the server the token goes to, and the
+	// profile's name picks the Secret: the Secret must say where it may be sent.
+	if allowed := credentials.AllowedURLs(secret.Annotations); !credentials.Covers(allowed, cluster.Server) {
+		// Looked at again: a Secret annotated anew is not watched.
+		return reconcile.Result{RequeueAfter: waitProvisioning}, r.Enroller.refuse(ctx, c, fmt.Sprintf("ClusterProfile %s: Secret %s may be sent only to the URLs its annotation %s lists (%s), not to %s",
+			req.NamespacedName, key, vidrav1alpha1.AllowedURLsAnnotation, orNone(allowed), cluster.Server))
 	}
 	admin, err := profileKubeconfig(c.Name(), cluster, token)
 	if err != nil {

@@ -59,7 +59,8 @@ func TestAClusterProfileIsEnrolledFollowedAndLetGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: "core"},
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: "core",
+		Annotations: map[string]string{vidrav1alpha1.AllowedURLsAnnotation: member.Server()}},
 		Data: map[string][]byte{"token": []byte(token)}})
 	vc = waitCluster(t, name, vidrav1alpha1.ClusterEngaged, "")
 	if vc.Labels["site"] != "paris" {
@@ -117,8 +118,9 @@ func TestAClusterProfileIsEnrolledFollowedAndLetGo(t *testing.T) {
 	}
 }
 
-// A profile's access is held to the kubeconfig policy as any enrollment: one that skips
-// TLS verification is refused, naming the rule.
+// A profile's token goes only where its Secret allows, and its access is held to the
+// kubeconfig policy as any enrollment: one that skips TLS verification is refused, naming
+// the rule.
 func TestAClusterProfileThePolicyRefusesIsNotEnrolled(t *testing.T) {
 	ctx := context.Background()
 	member := fleet.Members[1]
@@ -130,9 +132,22 @@ func TestAClusterProfileThePolicyRefusesIsNotEnrolled(t *testing.T) {
 	if err := clusterprofile.SetStatus(ctx, fleet.Hub.Client, profile, "True", access); err != nil {
 		t.Fatal(err)
 	}
-	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: "insecure-profile"},
-		Data: map[string][]byte{"token": []byte("not-sent-anywhere")}})
+	// The profile's name picks the token's Secret: one that does not list the server the
+	// profile names is not sent there.
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: "insecure-profile"},
+		Data: map[string][]byte{"token": []byte("not-sent-anywhere")}}
+	create(t, token)
 	vc := waitCluster(t, listed+".insecure-profile", vidrav1alpha1.ClusterRejected, vidrav1alpha1.ReasonInventoryRefused)
+	if !strings.Contains(vc.Status.Message, vidrav1alpha1.AllowedURLsAnnotation) {
+		t.Errorf("message = %q, want the Secret's allowed URLs named", vc.Status.Message)
+	}
+	testfleet.Edit(t, fleet.Hub.Client, token, func(s *corev1.Secret) {
+		s.Annotations = map[string]string{vidrav1alpha1.AllowedURLsAnnotation: member.Server()}
+	})
+	testfleet.Eventually(t, 60*time.Second, "the insecure profile refused by the kubeconfig policy", func() (bool, error) {
+		err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: listed + ".insecure-profile"}, vc)
+		return err == nil && strings.Contains(vc.Status.Message, string(vidrav1alpha1.ReasonInsecureTLSNotAllowed)), err
+	})
 	if !strings.Contains(vc.Status.Message, string(vidrav1alpha1.ReasonInsecureTLSNotAllowed)) {
 		t.Errorf("message = %q, want the rule named", vc.Status.Message)
 	}

@@ -103,6 +103,7 @@ func (e *Enroller) unhealthy(ctx context.Context, c Cluster, why string) error {
 	return e.write(ctx, c, func(s *corev1.Secret) {
 		s.Annotations[vidrav1alpha1.InventoryUnhealthyAnnotation] = why
 		delete(s.Annotations, vidrav1alpha1.InventoryRefusedAnnotation)
+		delete(s.Annotations, vidrav1alpha1.InventoryWaitingAnnotation)
 	})
 }
 

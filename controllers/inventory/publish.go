@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,7 +147,7 @@ func (r *Publisher) writeStatus(ctx context.Context, profile *unstructured.Unstr
 	if raw, ok := profile.Object["status"].(map[string]any); ok {
 		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &current)
 	}
-	want := publishedStatus{Conditions: current.Conditions}
+	want := publishedStatus{Conditions: slices.Clone(current.Conditions)}
 	want.Version.Kubernetes = vc.Status.KubernetesVersion
 	meta.SetStatusCondition(&want.Conditions, controlPlaneCondition(vc))
 	access, err := r.access(ctx, vc)
@@ -157,9 +158,21 @@ func (r *Publisher) writeStatus(ctx context.Context, profile *unstructured.Unstr
 	if reflect.DeepEqual(current, want) {
 		return nil
 	}
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
+	written, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
 	if err != nil {
 		return err
+	}
+	// Only what Vidra writes: properties, say, are left as they are.
+	status, _ := profile.Object["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+	}
+	for _, k := range []string{"conditions", "version", "accessProviders"} {
+		if v, ok := written[k]; ok {
+			status[k] = v
+		} else {
+			delete(status, k)
+		}
 	}
 	profile.Object["status"] = status
 	if err := r.Hub.Status().Update(ctx, profile); err != nil {

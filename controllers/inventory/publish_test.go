@@ -33,19 +33,7 @@ func TestAnEnrolledClusterIsPublishedAsAClusterProfile(t *testing.T) {
 	}
 	profile := &unstructured.Unstructured{}
 	profile.SetGroupVersionKind(clusterprofile.GVK)
-	testfleet.Eventually(t, 60*time.Second, "ClusterProfile "+published+"/"+member.Name+" healthy", func() (bool, error) {
-		err := hub.Get(ctx, client.ObjectKey{Namespace: published, Name: member.Name}, profile)
-		if err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		conditions, _, _ := unstructured.NestedSlice(profile.Object, "status", "conditions")
-		for _, c := range conditions {
-			if c := c.(map[string]any); c["type"] == "ControlPlaneHealthy" && c["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	waitHealth(t, profile, member.Name, "True")
 	if got := profile.GetLabels()[inventory.ClusterManagerLabel]; got != inventory.ClusterManagerName {
 		t.Errorf("label %s = %q", inventory.ClusterManagerLabel, got)
 	}
@@ -71,6 +59,14 @@ func TestAnEnrolledClusterIsPublishedAsAClusterProfile(t *testing.T) {
 		}
 	}
 
+	// Unreachable to Vidra's probes, it is published so, and healthy again once it answers.
+	member.PauseInTest(t)
+	waitHealth(t, profile, member.Name, "False")
+	if err := member.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, profile, member.Name, "True")
+
 	// Let go, its profile goes.
 	if err := hub.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testoperator.Namespace, Name: member.Name}}); err != nil {
 		t.Fatal(err)
@@ -82,5 +78,24 @@ func TestAnEnrolledClusterIsPublishedAsAClusterProfile(t *testing.T) {
 	testfleet.Eventually(t, 60*time.Second, "VidraCluster "+member.Name+" gone", func() (bool, error) {
 		err := hub.Get(ctx, client.ObjectKey{Name: member.Name}, &vidrav1alpha1.VidraCluster{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// waitHealth waits until the published profile's ControlPlaneHealthy is status.
+func waitHealth(t *testing.T, profile *unstructured.Unstructured, name, status string) {
+	t.Helper()
+	ctx := context.Background()
+	testfleet.Eventually(t, 60*time.Second, "ClusterProfile "+published+"/"+name+" ControlPlaneHealthy "+status, func() (bool, error) {
+		err := fleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: published, Name: name}, profile)
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		conditions, _, _ := unstructured.NestedSlice(profile.Object, "status", "conditions")
+		for _, c := range conditions {
+			if c := c.(map[string]any); c["type"] == "ControlPlaneHealthy" && c["status"] == status {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 }

@@ -39,8 +39,8 @@ metadata:
 	steps := [][]string{
 		{"create", "namespace", inventoryNamespace},
 		{"apply", "-f", "-"},
-		{"-n", inventoryNamespace, "patch", "cluster.cluster.x-k8s.io", inventoryCluster, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Provisioned"}}`},
 		{"-n", inventoryNamespace, "create", "secret", "generic", inventoryCluster + "-kubeconfig", "--type=cluster.x-k8s.io/secret", "--from-file=value=" + kubeconfig},
+		{"-n", inventoryNamespace, "patch", "cluster.cluster.x-k8s.io", inventoryCluster, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Provisioned"}}`},
 	}
 	for _, args := range steps {
 		var stdin []byte
