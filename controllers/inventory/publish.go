@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -79,7 +80,7 @@ func (r *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		if !exists {
 			return reconcile.Result{}, nil
 		}
-		err := r.Hub.Delete(ctx, profile, client.Preconditions{UID: ptr(profile.GetUID())})
+		err := r.Hub.Delete(ctx, profile, client.Preconditions{UID: ptr.To(profile.GetUID())})
 		if client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("delete ClusterProfile %s/%s: %w", r.Namespace, req.Name, err)
 		}
@@ -100,8 +101,6 @@ func (r *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, profile, vc)
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // profileLabels are the cluster's labels and Vidra's as its cluster manager.
 func profileLabels(vc *vidrav1alpha1.VidraCluster) map[string]string {
