@@ -10,13 +10,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	"github.com/vidra-operator/vidra/internal/test/ociregistry"
 )
 
 // testdata holds the charts (testdata/charts/<name>) and files that patch them.
@@ -47,13 +48,13 @@ const WidgetsCRDPath = "crds/widgets.yaml"
 func modTime() time.Time { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // Chart loads the testdata chart name with its version set.
-func Chart(t testing.TB, name, version string) *chart.Chart {
+func Chart(t ociregistry.T, name, version string) *chart.Chart {
 	t.Helper()
 	return ChartWith(t, name, version, nil)
 }
 
 // ChartWith is Chart with files (path in the chart → content) added or replaced.
-func ChartWith(t testing.TB, name, version string, files map[string]string) *chart.Chart {
+func ChartWith(t ociregistry.T, name, version string, files map[string]string) *chart.Chart {
 	t.Helper()
 	root := path.Join("testdata/charts", name)
 	var buffered []*archive.BufferedFile
@@ -85,7 +86,7 @@ func ChartWith(t testing.TB, name, version string, files map[string]string) *cha
 
 // WidgetsCRDWithSize is crds-chart's CRD with a property spec.size added: patch
 // WidgetsCRDPath with it for a version whose CRD changes.
-func WidgetsCRDWithSize(t testing.TB) string {
+func WidgetsCRDWithSize(t ociregistry.T) string {
 	t.Helper()
 	data, err := testdata.ReadFile("testdata/patches/widgets-with-size.yaml")
 	if err != nil {
@@ -95,7 +96,7 @@ func WidgetsCRDWithSize(t testing.TB) string {
 }
 
 // Package is ch as the .tgz `helm package` writes (name-version.tgz).
-func Package(t testing.TB, ch *chart.Chart) []byte {
+func Package(t ociregistry.T, ch *chart.Chart) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	file, err := chartutil.Save(ch, dir)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
@@ -26,19 +25,19 @@ const (
 // <repo>/<name>:<version> ("+" written "_"), an OCI manifest with Helm's config (the
 // chart's metadata) and one layer, the packaged chart. It returns oci://<host>/<repo>,
 // the address a HelmSync names (the chart's name is added to it).
-func PushOCI(t testing.TB, reg *ociregistry.Registry, repo string, ch *chart.Chart) string {
+func PushOCI(t ociregistry.T, reg *ociregistry.Registry, repo string, ch *chart.Chart) string {
 	t.Helper()
 	return pushOCI(t, reg, repo, ch.Metadata, Package(t, ch))
 }
 
 // PushOCIArchive is PushOCI with data, pushed as it is, as the layer of chart name at
 // version: for archives that `helm package` would never write.
-func PushOCIArchive(t testing.TB, reg *ociregistry.Registry, repo, name, version string, data []byte) string {
+func PushOCIArchive(t ociregistry.T, reg *ociregistry.Registry, repo, name, version string, data []byte) string {
 	t.Helper()
 	return pushOCI(t, reg, repo, &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version}, data)
 }
 
-func pushOCI(t testing.TB, reg *ociregistry.Registry, repo string, md *chart.Metadata, layer []byte) string {
+func pushOCI(t ociregistry.T, reg *ociregistry.Registry, repo string, md *chart.Metadata, layer []byte) string {
 	t.Helper()
 	config, err := json.Marshal(md)
 	if err != nil {

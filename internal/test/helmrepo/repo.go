@@ -13,11 +13,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vidra-operator/vidra/internal/test/ociregistry"
 )
 
 // repoPath is where a Repo serves its repository, so that relative archive URLs are
@@ -27,7 +28,7 @@ const repoPath = "/helm"
 // Repo is a Helm repository served over httptest on 127.0.0.1, closed when the test
 // ends: index.yaml (with digests, ETag and Last-Modified) and archives under charts/.
 type Repo struct {
-	t      testing.TB
+	t      ociregistry.T
 	server *httptest.Server
 
 	mu          sync.Mutex
@@ -85,7 +86,7 @@ func WithArchivesAt(base string) Option {
 }
 
 // NewRepo serves an empty repository.
-func NewRepo(t testing.TB, opts ...Option) *Repo {
+func NewRepo(t ociregistry.T, opts ...Option) *Repo {
 	t.Helper()
 	r := &Repo{t: t, path: repoPath, archives: map[string][]byte{}, versions: map[string]map[string]indexVersion{}}
 	for _, o := range opts {

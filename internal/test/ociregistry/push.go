@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -30,7 +29,7 @@ const (
 // Push pushes files (path → content) to repo:tag as `flux push artifact` would: an OCI
 // manifest with Flux's config media type and annotations and one tar+gzip layer. It
 // returns the manifest digest.
-func (r *Registry) Push(t testing.TB, repo, tag string, files map[string]string) string {
+func (r *Registry) Push(t T, repo, tag string, files map[string]string) string {
 	t.Helper()
 	img := fluxImage(map[string]string{
 		"org.opencontainers.image.source":   "https://example.invalid/" + repo,
@@ -42,14 +41,14 @@ func (r *Registry) Push(t testing.TB, repo, tag string, files map[string]string)
 
 // PushLayer pushes a single-layer artifact whose layer is the given bytes with the given
 // media type, whatever they hold.
-func (r *Registry) PushLayer(t testing.TB, repo, tag string, mediaType string, layer []byte) string {
+func (r *Registry) PushLayer(t T, repo, tag string, mediaType string, layer []byte) string {
 	t.Helper()
 	return r.PushLayers(t, repo, tag, mediaType, layer)
 }
 
 // PushLayers pushes an artifact with one layer of the given media type per element of
 // layers, in order.
-func (r *Registry) PushLayers(t testing.TB, repo, tag string, mediaType string, layers ...[]byte) string {
+func (r *Registry) PushLayers(t T, repo, tag string, mediaType string, layers ...[]byte) string {
 	t.Helper()
 	var ls []v1.Layer
 	for _, l := range layers {
@@ -59,7 +58,7 @@ func (r *Registry) PushLayers(t testing.TB, repo, tag string, mediaType string, 
 }
 
 // PushImage pushes img to repo:tag and returns its manifest digest.
-func (r *Registry) PushImage(t testing.TB, repo, tag string, img v1.Image) string {
+func (r *Registry) PushImage(t T, repo, tag string, img v1.Image) string {
 	t.Helper()
 	ref, err := name.NewTag(r.Host()+"/"+repo+":"+tag, name.StrictValidation)
 	if err != nil {
@@ -96,7 +95,7 @@ func fluxImage(annotations map[string]string) v1.Image {
 	return img
 }
 
-func appendLayers(t testing.TB, img v1.Image, layers ...v1.Layer) v1.Image {
+func appendLayers(t T, img v1.Image, layers ...v1.Layer) v1.Image {
 	t.Helper()
 	for _, l := range layers {
 		var err error
@@ -109,7 +108,7 @@ func appendLayers(t testing.TB, img v1.Image, layers ...v1.Layer) v1.Image {
 
 // TarGzip is files (path → content) as a gzipped tar, with an entry for each parent
 // directory as Flux writes them, in a stable order.
-func TarGzip(t testing.TB, files map[string]string) []byte {
+func TarGzip(t T, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 )
@@ -32,7 +31,7 @@ type Registry struct {
 }
 
 // New serves a registry over plain http on 127.0.0.1.
-func New(t testing.TB) *Registry {
+func New(t T) *Registry {
 	t.Helper()
 	r := newRegistry()
 	r.server = r.unstarted()
@@ -43,7 +42,7 @@ func New(t testing.TB) *Registry {
 
 // NewTLS serves a registry over https on 127.0.0.1 with a certificate of its own; CA
 // returns the certificate a client must trust.
-func NewTLS(t testing.TB) *Registry {
+func NewTLS(t T) *Registry {
 	t.Helper()
 	r := newRegistry()
 	r.server = r.unstarted()
@@ -221,4 +220,13 @@ func (w *tamperingWriter) Write(p []byte) (int, error) {
 	}
 	w.written += len(p)
 	return w.ResponseWriter.Write(p)
+}
+
+// T is what the registry needs of a test: testing.TB has it, and so has a program (the
+// bench) that serves a registry outside of any test.
+type T interface {
+	Helper()
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+	TempDir() string
 }
