@@ -72,10 +72,11 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 	start := time.Now()
 	for i := range f.FleetReplicas {
 		id := fmt.Sprintf("bench-%d", i)
-		cmd, err := f.startReplica(id)
+		cmd, err := f.startReplica(id, f.FleetResync, "0", "")
 		if err != nil {
 			return sr, err
 		}
+		fmt.Fprintf(f.log, "replica log: %s\n", filepath.Join(f.dir, "replica-"+id+".log"))
 		replicas[id], peers = cmd, append(peers, id)
 	}
 	held, err := f.waitForFences(ctx, names, peers, 5*time.Minute)
@@ -139,27 +140,34 @@ func (f *fleetRun) countIdleLeases(ctx context.Context, before tally, sr *sharde
 func onLeases(labels map[string]string) bool { return labels["resource"] == "leases" }
 
 // startReplica starts bin/vidra as one replica of a sharded operator, logging to
-// <dir>/replica-<id>.log.
-func (f *fleetRun) startReplica(id string) (*exec.Cmd, error) {
-	kubeconfig, err := f.fleet.Hub.WriteKubeconfig(f.dir)
+// <dir>/replica-<id>.log (appended to, so that a replica started again keeps what it
+// logged before), with its metrics on metricsAddr ("0": none) and its profiles on
+// pprofAddr ("": none).
+func (b *bench) startReplica(id string, resync time.Duration, metricsAddr, pprofAddr string) (*exec.Cmd, error) {
+	kubeconfig, err := b.fleet.Hub.WriteKubeconfig(b.dir)
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(f.dir, "replica-"+id+".log"))
+	logFile, err := os.OpenFile(filepath.Join(b.dir, "replica-"+id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(f.log, "replica log: %s\n", logFile.Name())
-	cmd := f.vidraCommand(kubeconfig, f.FleetResync,
-		"--leader-election-namespace="+namespace, "--sharding", "--shard-id="+id,
-		"--shard-lease-duration="+shardLeaseDuration.String(), "--metrics-bind-address=0",
+	flags := []string{"--leader-election-namespace=" + namespace, "--sharding", "--shard-id=" + id,
+		"--shard-lease-duration=" + shardLeaseDuration.String(), "--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=0", "--webhook-bind-address=0",
 		// Each cluster changing hands is logged at info: when each moved, beside the figures.
-		"--zap-log-level=info", "--zap-time-encoding=rfc3339nano")
+		"--zap-log-level=info", "--zap-time-encoding=rfc3339nano"}
+	if pprofAddr != "" {
+		flags = append(flags, "--pprof-bind-address="+pprofAddr)
+	}
+	cmd := b.vidraCommand(kubeconfig, resync, flags...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
 		return nil, fmt.Errorf("start replica %s (make build): %w", id, err)
 	}
+	// The child holds its own copy of the descriptor.
+	_ = logFile.Close()
 	return cmd, nil
 }
 

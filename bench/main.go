@@ -69,6 +69,10 @@ type settings struct {
 	PreviewsRounds   int   `json:"previewsRounds"`
 	// The inventory phase: Cluster API clusters enrolled through the inventory.
 	InventoryClusters int `json:"inventoryClusters"`
+	// The faults phase: how long faults are injected, and the seed of their schedule
+	// (0: drawn, and printed).
+	FaultsDuration time.Duration `json:"faultsDuration"`
+	FaultsSeed     int64         `json:"faultsSeed,omitempty"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -107,9 +111,11 @@ func main() {
 	flag.IntVar(&s.PreviewsRounds, "previews-rounds", 5, "Rounds of the previews phase at each size: a branch pushed and timed to its preview on every cluster, then another sync's delivery timed beside another preview.")
 	flag.IntVar(&s.InventoryClusters, "inventory-clusters", 300, "Cluster API Clusters of the inventory phase (fronts of the members), each with its admin kubeconfig Secret, timed until Engaged.")
 	flag.IntVar(&s.VariablesRevisions, "variables-revisions", 5, "Revisions the variables phase commits, each synced and timed to Ready; the builds they took are counted.")
+	flag.DurationVar(&s.FaultsDuration, "faults-duration", 10*time.Minute, "How long the faults phase injects faults into its fleet (-members push clusters, one pull cluster, three sharded replicas), before it waits for convergence.")
+	flag.Int64Var(&s.FaultsSeed, "faults-seed", 0, "The seed of the faults phase's schedule: the seed a run printed replays its faults and revisions; 0 draws one.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), from half way through the delivery of each fleet size and from the start of its idle window, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,previews,inventory,fleet); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,previews,inventory,faults,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -134,6 +140,10 @@ func main() {
 	}
 	if s.PreviewsClusters, err = sizes(*previewsClusters); err != nil || s.PreviewsRounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -previews-clusters must be positive sizes, -previews-rounds at least 1", err)
+		os.Exit(2)
+	}
+	if s.FaultsDuration <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -faults-duration must be positive")
 		os.Exit(2)
 	}
 	if *phases != "" {
@@ -200,6 +210,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"variables", "one GitSync with spec.postBuild to -variables-clusters clusters of -variables-sets variable sets: builds per revision", b.measureVariables},
 		{"previews", "a GitSync previewing branches on -previews-clusters clusters: push to preview, another sync's delivery meanwhile", b.measurePreviews},
 		{"inventory", "-inventory-clusters Cluster API clusters enrolled through the inventory: created to Engaged", b.measureInventory},
+		{"faults", "a fleet under faults drawn from -faults-seed for -faults-duration, its promises checked", b.measureFaults},
 		// Last: it restarts the operator for each fleet size.
 		{"fleet", "fleets of -fleet-clusters clusters: enrollment, delivery, idle cost", b.measureFleet},
 	} {
@@ -247,7 +258,7 @@ func (s settings) runs(phase string) bool {
 	switch phase {
 	case "enroll":
 		return slices.ContainsFunc(s.Phases, func(p string) bool {
-			return !slices.Contains([]string{"idle", "leaks", "pull", "variables", "previews", "fleet"}, p)
+			return !slices.Contains([]string{"idle", "leaks", "pull", "variables", "previews", "faults", "fleet"}, p)
 		})
 	case "converge":
 		return slices.ContainsFunc(s.Phases, func(p string) bool { return p == "resync" || p == "drift" })
@@ -311,6 +322,7 @@ type results struct {
 	// Previews are the previews phase's, one per size, when it ran.
 	Previews                []previewsResult `json:"previews,omitempty"`
 	Inventory               *inventoryResult `json:"inventory,omitempty"`
+	Faults                  *faultsResult    `json:"faults,omitempty"`
 	Targets                 []check          `json:"targets"`
 	MeasuredAt              string           `json:"measuredAt"`
 	IsolationObjectsPerSide int              `json:"isolationObjectsPerRound"`
@@ -364,6 +376,7 @@ func (r *results) judge() {
 	r.Targets = append(r.Targets, r.Variables.targets()...)
 	r.Targets = append(r.Targets, previewsTargets(r.Previews)...)
 	r.Targets = append(r.Targets, r.Inventory.targets()...)
+	r.Targets = append(r.Targets, r.Faults.targets()...)
 	r.Targets = append(r.Targets, fleetTargets(r.Fleet, r.FleetSharded)...)
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
@@ -431,6 +444,9 @@ func (r *results) print(w io.Writer) {
 	}
 	if i := r.Inventory; i != nil {
 		fmt.Fprintf(tw, "inventory (%d Cluster API clusters)\t%s\n", i.Clusters, i.print())
+	}
+	if r.Faults != nil {
+		r.Faults.print(tw)
 	}
 	printFleet(tw, r.Fleet, r.FleetSharded)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")

@@ -259,11 +259,7 @@ func (b *bench) settled(ctx context.Context, label string) (memory, error) {
 
 // saveProfile saves the operator's profile at path (under /debug/pprof) as file.
 func (b *bench) saveProfile(ctx context.Context, path, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.pprof+"/"+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpGet(ctx, b.pprof+"/"+path)
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", path, err)
 	}
@@ -277,8 +273,13 @@ func (b *bench) saveProfile(ctx context.Context, path, file string) error {
 
 // scrape reads the operator's unlabeled metrics.
 func (b *bench) scrape(ctx context.Context) (map[string]float64, error) {
+	return scrapeAt(ctx, b.metrics)
+}
+
+// scrapeAt reads the unlabeled metrics served at url.
+func scrapeAt(ctx context.Context, url string) (map[string]float64, error) {
 	values := map[string]float64{}
-	err := b.readMetrics(ctx, func(series string, v float64) {
+	err := readMetricsAt(ctx, url, func(series string, v float64) {
 		if !strings.Contains(series, "{") {
 			values[series] = v
 		}
@@ -289,11 +290,12 @@ func (b *bench) scrape(ctx context.Context) (map[string]float64, error) {
 // readMetrics reads the operator's metrics, giving each series (its name and labels as
 // written) and its value to each; comments and what does not parse are skipped.
 func (b *bench) readMetrics(ctx context.Context, each func(series string, v float64)) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.metrics, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	return readMetricsAt(ctx, b.metrics, each)
+}
+
+// readMetricsAt is readMetrics of the metrics served at url.
+func readMetricsAt(ctx context.Context, url string, each func(series string, v float64)) error {
+	resp, err := httpGet(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -351,4 +353,13 @@ func percentile(d []time.Duration, p int) float64 {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return float64(s[min(len(s)*p/100, len(s)-1)].Microseconds()) / 1000
+}
+
+// httpGet GETs url; the caller closes the body.
+func httpGet(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
 }

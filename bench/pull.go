@@ -145,7 +145,7 @@ func (b *bench) measurePull(ctx context.Context, r *results) error {
 		}
 	}()
 	for _, m := range b.members[:n] {
-		a, err := b.startPullAgent(ctx, m)
+		a, err := b.startPullAgent(ctx, m, nil)
 		if err != nil {
 			return err
 		}
@@ -206,14 +206,14 @@ func (b *bench) measurePull(ctx context.Context, r *results) error {
 }
 
 // startPullAgent enrolls a pull cluster for member m, as kubectl vidra enroll --pull
-// does, and runs its agent.
-func (b *bench) startPullAgent(ctx context.Context, m *testfleet.Cluster) (*pullAgent, error) {
+// does, with labels besides its name, and runs its agent.
+func (b *bench) startPullAgent(ctx context.Context, m *testfleet.Cluster, labels map[string]string) (*pullAgent, error) {
 	a := &pullAgent{cluster: "pull-" + m.Name, count: &hubCount{n: tally{}}}
 	hub := clientcmdapi.NewCluster()
 	hub.Server, hub.CertificateAuthorityData = b.fleet.Hub.Config.Host, b.fleet.Hub.Config.CAData
 	e := pull.Enrollment{
 		Cluster:         a.cluster,
-		Labels:          map[string]string{vidrav1alpha1.ClusterLabel: a.cluster},
+		Labels:          mergedLabels(labels, map[string]string{vidrav1alpha1.ClusterLabel: a.cluster}),
 		SecretNamespace: namespace,
 		AgentNamespace:  testoperator.AgentNamespace,
 		Delivery:        identity.Spec{ServiceAccount: identity.DefaultServiceAccount, Namespaces: []string{pullNamespace}},
@@ -261,6 +261,16 @@ func (b *bench) startPullAgent(ctx context.Context, m *testfleet.Cluster) (*pull
 	}
 	a.stop = cancel
 	return a, nil
+}
+
+// mergedLabels are a's labels and b's, b's winning.
+func mergedLabels(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, b)
+	return out
 }
 
 // measurePullIdle counts the requests the idle agents make to the hub over -pull-idle,

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The kinds of fault the faults phase injects, as faults.injected counts them.
+const (
+	// operatorKill kills every replica at once (SIGKILL) and starts them again.
+	operatorKill = "operatorKill"
+	// replicaKill kills one replica (SIGKILL) and starts it again.
+	replicaKill = "replicaKill"
+	// memberStop stops a member's API server (SIGKILL) and starts it again, etcd kept.
+	memberStop = "memberStop"
+	// hubStop stops the hub's API server and starts it again.
+	hubStop = "hubStop"
+	// partition cuts a push cluster's front: connections open are closed, new ones are
+	// held unanswered until it heals.
+	partition = "partition"
+	// sourceFault makes a source fail or hang: Infrahub answers 503, the Git server holds
+	// every request, the registry cuts its blobs short.
+	sourceFault = "sourceFault"
+)
+
+// faultKinds are every kind, in the order the schedule draws them.
+var faultKinds = []string{operatorKill, replicaKill, memberStop, hubStop, partition, sourceFault}
+
+// The checkers, as faults.violations counts what each found.
+const (
+	// deletedWhileOwned: a delivered object gone from its member while a bundle still
+	// holds it (the phase's revisions never drop an object, so any).
+	deletedWhileOwned = "deletedWhileOwned"
+	// recreated: a delivered object seen again under a new UID.
+	recreated = "recreated"
+	// duplicateVidraResource: two live VidraResources for one sync, bundle and cluster.
+	duplicateVidraResource = "duplicateVidraResource"
+	// notConverged: a bundle not Ready at its latest revision within faultsConvergeBound
+	// of the last fault.
+	notConverged = "notConverged"
+	// credentialInLog: a source's password or token in a log of the operator or agent.
+	credentialInLog = "credentialInLog"
+	// heapNotBack and goroutinesNotBack: the replicas' heap or goroutines, once
+	// converged, above their level before the faults by more than the allowance.
+	heapNotBack       = "heapNotBack"
+	goroutinesNotBack = "goroutinesNotBack"
+)
+
+var checkerNames = []string{deletedWhileOwned, recreated, duplicateVidraResource, notConverged, credentialInLog, heapNotBack, goroutinesNotBack}
+
+// faultsConvergeBound is how long after the last fault every bundle has to be Ready at
+// its latest revision; faultsConvergeTarget is the p99 the phase is held to.
+const (
+	faultsConvergeBound  = 5 * time.Minute
+	faultsConvergeTarget = 60 * time.Second
+)
+
+// faultsResult is what the faults phase found.
+type faultsResult struct {
+	Seed            int64   `json:"seed"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	// Clusters are the push clusters and the pull cluster; Replicas the operator's.
+	Clusters int `json:"clusters"`
+	Replicas int `json:"replicas"`
+	Bundles  int `json:"bundles"`
+	// Injected counts the faults by kind; every kind is present, 0 or not.
+	Injected map[string]int `json:"injected"`
+	// Violations counts what each checker found; every checker is present.
+	Violations map[string]int `json:"violations"`
+	// RevisionsPushed are the new revisions the sources got meanwhile.
+	RevisionsPushed int `json:"revisionsPushed"`
+	// ReplicaExits are the replicas that exited on their own (lost leadership while
+	// the hub was down, say) and were started again, as a kubelet would.
+	ReplicaExits int `json:"replicaExits"`
+	// ConvergeSecondsP99 and Max: from the last fault undone to each bundle Ready at its
+	// latest revision on its cluster (the member's objects hold it).
+	ConvergeSecondsP99 float64 `json:"convergeSecondsP99"`
+	ConvergeSecondsMax float64 `json:"convergeSecondsMax"`
+	// The replicas' goroutines and heap (after a collection) before the faults and once
+	// converged after them.
+	GoroutinesBefore float64 `json:"goroutinesBefore"`
+	GoroutinesAfter  float64 `json:"goroutinesAfter"`
+	HeapBeforeMiB    float64 `json:"heapBeforeMiB"`
+	HeapAfterMiB     float64 `json:"heapAfterMiB"`
+	// ObjectsFollowed are the delivered objects the checkers saw at the end, over every
+	// cluster, and VidraResourcesFollowed the hub's VidraResources: what they guarded.
+	ObjectsFollowed        int `json:"objectsFollowed"`
+	VidraResourcesFollowed int `json:"vidraResourcesFollowed"`
+	// HistoryFile holds every fault and revision with its time, and every violation.
+	HistoryFile string `json:"historyFile"`
+}
+
+func newFaultsResult(seed int64, d time.Duration) *faultsResult {
+	fr := &faultsResult{Seed: seed, DurationSeconds: d.Seconds(), Injected: map[string]int{}, Violations: map[string]int{}}
+	for _, k := range faultKinds {
+		fr.Injected[k] = 0
+	}
+	for _, c := range checkerNames {
+		fr.Violations[c] = 0
+	}
+	return fr
+}
+
+func (fr *faultsResult) violations() int {
+	n := 0
+	for _, v := range fr.Violations {
+		n += v
+	}
+	return n
+}
+
+func (fr *faultsResult) targets() []check {
+	if fr == nil {
+		return nil
+	}
+	missing := 0
+	for _, k := range faultKinds {
+		if fr.Injected[k] == 0 {
+			missing++
+		}
+	}
+	return []check{
+		{"faults: kinds of fault never injected", float64(missing), "== 0", missing == 0},
+		{"faults: violations", float64(fr.violations()), "== 0", fr.violations() == 0},
+		{"faults: converge p99 after the last fault (s)", fr.ConvergeSecondsP99, "<= 60", fr.ConvergeSecondsP99 <= faultsConvergeTarget.Seconds()},
+	}
+}
+
+func (fr *faultsResult) print(w io.Writer) {
+	counts := func(m map[string]int) string {
+		parts := make([]string, 0, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "faults (seed %d, %.0f s, %d clusters, %d replicas, %d bundles)\tinjected: %s; %d revisions pushed; %d replica exits on their own\n",
+		fr.Seed, fr.DurationSeconds, fr.Clusters, fr.Replicas, fr.Bundles, counts(fr.Injected), fr.RevisionsPushed, fr.ReplicaExits)
+	fmt.Fprintf(w, "  violations\t%s (checkers followed %d objects on the clusters, %d VidraResources)\n", counts(fr.Violations), fr.ObjectsFollowed, fr.VidraResourcesFollowed)
+	fmt.Fprintf(w, "  after the last fault\tevery bundle at its latest revision: p99 %.1f s, max %.1f s; goroutines %.0f -> %.0f, heap %.1f -> %.1f MiB\n",
+		fr.ConvergeSecondsP99, fr.ConvergeSecondsMax, fr.GoroutinesBefore, fr.GoroutinesAfter, fr.HeapBeforeMiB, fr.HeapAfterMiB)
+	fmt.Fprintf(w, "  history\t%s\n", fr.HistoryFile)
+}
+
+// measureFaults runs the faults phase: a fleet of -members push clusters (each behind a
+// front) and one pull cluster, three sharded replicas, a sync of every source kind with
+// shared objects and waves; faults drawn from -faults-seed for -faults-duration while
+// the checkers watch; then convergence and the final checks.
+func (b *bench) measureFaults(ctx context.Context, r *results) error {
+	b.stopOperator()
+	defer func() {
+		if err := b.launchOperator(ctx, "vidra-after-faults", b.WorkloadResync); err != nil {
+			fmt.Fprintf(b.log, "  the operator did not start again after the faults: %v\n", err)
+		}
+	}()
+	f, err := b.newFaultsRun(ctx)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	defer func() {
+		if err := f.clear(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(b.log, "  the faults phase's syncs and clusters not cleared: %v\n", err)
+		}
+	}()
+	fr := newFaultsResult(f.seed, b.FaultsDuration)
+	r.Faults = fr
+	fmt.Fprintf(b.log, "  faults seed %d (replay: -faults-seed %d -faults-duration %s)\n", f.seed, f.seed, b.FaultsDuration)
+	if err := f.setUp(ctx, fr); err != nil {
+		return err
+	}
+	return f.soak(ctx, fr)
+}
+
+// The allowance of the replicas' goroutines and heap once converged over their level
+// before the faults: what a fleet's coming and going leaves for a while (connections'
+// read loops, idle timers, the Events recorder's recent Events), not what a leak of
+// one a fault would add over a run of hundreds.
+const (
+	goroutinesAllowance = 0.2
+	heapAllowance       = 0.5
+	faultsSettle        = 30 * time.Second
+)
+
+// soak runs the schedule with the checkers on, then waits for convergence and makes the
+// final checks.
+func (f *faultsRun) soak(ctx context.Context, fr *faultsResult) error {
+	f.found = newViolations(f.history)
+	fr.HistoryFile = f.history.path()
+	var err error
+	if fr.GoroutinesBefore, fr.HeapBeforeMiB, err = f.settledUsage(ctx); err != nil {
+		return err
+	}
+	checkCtx, stopCheckers := context.WithCancel(ctx)
+	checks, err := f.startCheckers(checkCtx)
+	if err != nil {
+		stopCheckers()
+		return err
+	}
+	plan := planFaults(f.seed, f.FaultsDuration, f.targets())
+	revisions := planRevisions(f.seed, f.FaultsDuration)
+	fmt.Fprintf(f.log, "  %d faults and %d revisions over %s; history: %s\n", len(plan), len(revisions), f.FaultsDuration, f.history.path())
+	last := f.runSchedule(ctx, plan, revisions, fr)
+	f.history.record("last fault undone; waiting for every bundle at its latest revision %v", f.sources.revisions())
+	at, convergeErr := f.converged(ctx, faultsConvergeBound)
+	if convergeErr != nil {
+		f.found.found(notConverged, "%v", convergeErr)
+	}
+	fr.ConvergeSecondsP99, fr.ConvergeSecondsMax = convergeFigures(last, at)
+	f.history.record("converged: p99 %.1f s, max %.1f s after the last fault", fr.ConvergeSecondsP99, fr.ConvergeSecondsMax)
+	// A last look by the checkers once all is quiet, then they stop.
+	time.Sleep(3 * time.Second)
+	fr.ObjectsFollowed, fr.VidraResourcesFollowed = checks.followed()
+	stopCheckers()
+	checks.wg.Wait()
+	if fr.GoroutinesAfter, fr.HeapAfterMiB, err = f.settledUsage(ctx); err != nil {
+		return err
+	}
+	if fr.GoroutinesAfter > fr.GoroutinesBefore*(1+goroutinesAllowance) {
+		f.found.found(goroutinesNotBack, "%.0f goroutines, %.0f before the faults", fr.GoroutinesAfter, fr.GoroutinesBefore)
+	}
+	if fr.HeapAfterMiB > fr.HeapBeforeMiB*(1+heapAllowance) {
+		f.found.found(heapNotBack, "%.1f MiB of heap, %.1f MiB before the faults", fr.HeapAfterMiB, fr.HeapBeforeMiB)
+	}
+	if err := f.credentialsInLogs(); err != nil {
+		return err
+	}
+	f.replicas.mu.Lock()
+	fr.ReplicaExits = f.replicas.exits
+	f.replicas.mu.Unlock()
+	fr.Violations = f.found.snapshot()
+	if fr.violations() > 0 {
+		fmt.Fprintf(f.log, "  VIOLATIONS under seed %d (replay: go run ./bench -phases faults -faults-seed %d -faults-duration %s); the history:\n", f.seed, f.seed, f.FaultsDuration)
+		f.history.print(f.log)
+	}
+	return nil
+}
+
+// settledUsage is the replicas' goroutines and heap once faultsSettle has passed, the
+// least of three looks a few seconds apart.
+func (f *faultsRun) settledUsage(ctx context.Context) (goroutines, heapMiB float64, err error) {
+	time.Sleep(faultsSettle)
+	goroutines, heapMiB = -1, -1
+	for range 3 {
+		g, h, err := f.replicas.usage(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		if goroutines < 0 || g < goroutines {
+			goroutines = g
+		}
+		if heapMiB < 0 || h < heapMiB {
+			heapMiB = h
+		}
+		time.Sleep(3 * time.Second)
+	}
+	return goroutines, heapMiB, nil
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
+)
+
+// A replica that exited on its own is started again after a back-off that doubles from
+// replicaFirstBackoff to replicaMostBackoff, and starts over once the replica has run
+// replicaBackoffReset: a kubelet's, ten times faster (a replica started while the hub is
+// down exits at once).
+const (
+	replicaFirstBackoff = time.Second
+	replicaMostBackoff  = 16 * time.Second
+	replicaBackoffReset = 30 * time.Second
+)
+
+// replicaSet runs the operator's replicas of the faults phase and starts again any that
+// exits on its own, as a kubelet restarts a container; a replica the schedule killed stays
+// down until every fault that holds it down is undone.
+type replicaSet struct {
+	f        *faultsRun
+	mu       sync.Mutex
+	replicas []*replica
+	// exits counts the replicas that exited on their own.
+	exits   int
+	stopped bool
+}
+
+// replica is one replica: its addresses stay the same across restarts.
+type replica struct {
+	id, metrics, pprof string
+	cmd                *exec.Cmd
+	// down counts the faults holding it down; exited is closed when cmd has exited.
+	down   int
+	exited chan struct{}
+	killed bool
+	// started is when cmd started; backoff the wait before the next start on its own.
+	started time.Time
+	backoff time.Duration
+}
+
+// add starts a new replica.
+func (rs *replicaSet) add(id string) error {
+	metrics, err := testfleet.FreeLocalAddress()
+	if err != nil {
+		return err
+	}
+	pprof, err := testfleet.FreeLocalAddress()
+	if err != nil {
+		return err
+	}
+	r := &replica{id: id, metrics: metrics, pprof: pprof}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.replicas = append(rs.replicas, r)
+	fmt.Fprintf(rs.f.log, "replica log: %s\n", filepath.Join(rs.f.dir, "replica-"+id+".log"))
+	return rs.startLocked(r)
+}
+
+func (rs *replicaSet) startLocked(r *replica) error {
+	cmd, err := rs.f.startReplica(r.id, rs.f.WorkloadResync, r.metrics, r.pprof)
+	if err != nil {
+		return err
+	}
+	r.cmd, r.exited, r.killed, r.started = cmd, make(chan struct{}), false, time.Now()
+	go rs.supervise(r, cmd, r.exited)
+	return nil
+}
+
+// supervise waits for cmd to exit; unless the schedule killed it, it is started again.
+func (rs *replicaSet) supervise(r *replica, cmd *exec.Cmd, exited chan struct{}) {
+	err := cmd.Wait()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	close(exited)
+	if r.killed || rs.stopped || r.cmd != cmd {
+		return
+	}
+	rs.exits++
+	if time.Since(r.started) > replicaBackoffReset || r.backoff == 0 {
+		r.backoff = replicaFirstBackoff
+	} else {
+		r.backoff = min(2*r.backoff, replicaMostBackoff)
+	}
+	wait := r.backoff
+	rs.f.history.record("replica %s exited on its own (%v); started again in %s", r.id, err, wait)
+	go func() {
+		time.Sleep(wait)
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		if rs.stopped || r.down > 0 || r.cmd != cmd {
+			return
+		}
+		if err := rs.startLocked(r); err != nil {
+			rs.f.history.record("replica %s not started again: %v", r.id, err)
+		}
+	}()
+}
+
+// kill holds replica i down (SIGKILL if it runs) until as many revive calls.
+func (rs *replicaSet) kill(i int) {
+	rs.mu.Lock()
+	r := rs.replicas[i]
+	r.down++
+	var exited chan struct{}
+	if r.down == 1 && r.cmd != nil && !r.killed {
+		r.killed = true
+		_ = r.cmd.Process.Kill()
+		exited = r.exited
+	}
+	rs.mu.Unlock()
+	if exited != nil {
+		<-exited
+	}
+}
+
+// revive undoes one kill; the last one starts the replica again.
+func (rs *replicaSet) revive(i int) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.replicas[i]
+	r.down--
+	if r.down > 0 || rs.stopped {
+		return nil
+	}
+	select {
+	case <-r.exited:
+	default:
+		return nil // it runs: it exited on its own and was started again meanwhile
+	}
+	return rs.startLocked(r)
+}
+
+// stopAll stops every replica, as stopReplica does, and starts none again.
+func (rs *replicaSet) stopAll() {
+	rs.mu.Lock()
+	rs.stopped = true
+	var wg sync.WaitGroup
+	for _, r := range rs.replicas {
+		if r.cmd == nil {
+			continue
+		}
+		select {
+		case <-r.exited:
+			continue
+		default:
+		}
+		wg.Go(func() { rs.f.stopRunning(r.id, r.cmd, r.exited) })
+	}
+	rs.mu.Unlock()
+	wg.Wait()
+}
+
+// stopRunning sends a replica that supervise waits for SIGTERM, then SIGKILL.
+func (f *faultsRun) stopRunning(id string, cmd *exec.Cmd, exited chan struct{}) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(replicaStopWait):
+		fmt.Fprintf(f.log, "  replica %s has not stopped %s after SIGTERM: SIGKILL\n", id, replicaStopWait)
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// usage is the replicas' goroutines and heap in use, summed, each read after a garbage
+// collection (a heap profile with gc=1 makes one).
+func (rs *replicaSet) usage(ctx context.Context) (goroutines, heapMiB float64, err error) {
+	rs.mu.Lock()
+	replicas := append([]*replica(nil), rs.replicas...)
+	rs.mu.Unlock()
+	for _, r := range replicas {
+		if err := collectGarbage(ctx, r.pprof); err != nil {
+			return 0, 0, fmt.Errorf("replica %s: %w", r.id, err)
+		}
+		values, err := scrapeAt(ctx, "http://"+r.metrics+"/metrics")
+		if err != nil {
+			return 0, 0, fmt.Errorf("replica %s: %w", r.id, err)
+		}
+		goroutines += values["go_goroutines"]
+		heapMiB += values["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	}
+	return goroutines, heapMiB, nil
+}
+
+// collectGarbage asks the process whose profiles are at pprofAddr for its heap profile
+// after a collection, and drops it.
+func collectGarbage(ctx context.Context, pprofAddr string) error {
+	resp, err := httpGet(ctx, "http://"+pprofAddr+"/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
