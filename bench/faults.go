@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -45,7 +46,7 @@ const (
 	notConverged = "notConverged"
 	// credentialInLog: a source's password or token in a log of the operator or agent.
 	credentialInLog = "credentialInLog"
-	// heapNotBack and goroutinesNotBack: the replicas' heap or goroutines, once
+	// heapNotBack and goroutinesNotBack: the witness replica's heap or goroutines, once
 	// converged, above their level before the faults by more than the allowance.
 	heapNotBack       = "heapNotBack"
 	goroutinesNotBack = "goroutinesNotBack"
@@ -77,12 +78,15 @@ type faultsResult struct {
 	// ReplicaExits are the replicas that exited on their own (lost leadership while
 	// the hub was down, say) and were started again, as a kubelet would.
 	ReplicaExits int `json:"replicaExits"`
-	// ConvergeSecondsP99 and Max: from the last fault undone to each bundle Ready at its
-	// latest revision on its cluster (the member's objects hold it).
+	// ConvergeSecondsP99 and Max: from the last fault undone or revision pushed, whichever
+	// came later, to each bundle Ready at its latest revision on its cluster (the
+	// member's objects hold it).
 	ConvergeSecondsP99 float64 `json:"convergeSecondsP99"`
 	ConvergeSecondsMax float64 `json:"convergeSecondsMax"`
-	// The replicas' goroutines and heap (after a collection) before the faults and once
-	// converged after them.
+	// The witness replica's goroutines and heap (after a collection) before the faults and
+	// once converged after them; WitnessFaults are the faults its last process lived
+	// through.
+	WitnessFaults    int     `json:"witnessFaults"`
 	GoroutinesBefore float64 `json:"goroutinesBefore"`
 	GoroutinesAfter  float64 `json:"goroutinesAfter"`
 	HeapBeforeMiB    float64 `json:"heapBeforeMiB"`
@@ -142,15 +146,16 @@ func (fr *faultsResult) print(w io.Writer) {
 	fmt.Fprintf(w, "faults (seed %d, %.0f s, %d clusters, %d replicas, %d bundles)\tinjected: %s; %d revisions pushed; %d replica exits on their own\n",
 		fr.Seed, fr.DurationSeconds, fr.Clusters, fr.Replicas, fr.Bundles, counts(fr.Injected), fr.RevisionsPushed, fr.ReplicaExits)
 	fmt.Fprintf(w, "  violations\t%s (checkers followed %d objects on the clusters, %d VidraResources)\n", counts(fr.Violations), fr.ObjectsFollowed, fr.VidraResourcesFollowed)
-	fmt.Fprintf(w, "  after the last fault\tevery bundle at its latest revision: p99 %.1f s, max %.1f s; goroutines %.0f -> %.0f, heap %.1f -> %.1f MiB\n",
-		fr.ConvergeSecondsP99, fr.ConvergeSecondsMax, fr.GoroutinesBefore, fr.GoroutinesAfter, fr.HeapBeforeMiB, fr.HeapAfterMiB)
+	fmt.Fprintf(w, "  after the last fault\tevery bundle at its latest revision: p99 %.1f s, max %.1f s; the witness replica (%d faults lived through): goroutines %.0f -> %.0f, heap %.1f -> %.1f MiB\n",
+		fr.ConvergeSecondsP99, fr.ConvergeSecondsMax, fr.WitnessFaults, fr.GoroutinesBefore, fr.GoroutinesAfter, fr.HeapBeforeMiB, fr.HeapAfterMiB)
 	fmt.Fprintf(w, "  history\t%s\n", fr.HistoryFile)
 }
 
 // measureFaults runs the faults phase: a fleet of -members push clusters (each behind a
 // front) and one pull cluster, three sharded replicas, a sync of every source kind with
 // shared objects and waves; faults drawn from -faults-seed for -faults-duration while
-// the checkers watch; then convergence and the final checks.
+// the checkers watch; then convergence, the phase's syncs and clusters removed, and the
+// final checks.
 func (b *bench) measureFaults(ctx context.Context, r *results) error {
 	b.stopOperator()
 	defer func() {
@@ -163,101 +168,127 @@ func (b *bench) measureFaults(ctx context.Context, r *results) error {
 		return err
 	}
 	defer f.close()
-	defer func() {
-		if err := f.clear(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintf(b.log, "  the faults phase's syncs and clusters not cleared: %v\n", err)
-		}
-	}()
 	fr := newFaultsResult(f.seed, b.FaultsDuration)
 	r.Faults = fr
-	fmt.Fprintf(b.log, "  faults seed %d (replay: -faults-seed %d -faults-duration %s)\n", f.seed, f.seed, b.FaultsDuration)
-	if err := f.setUp(ctx, fr); err != nil {
-		return err
+	fr.HistoryFile = f.history.path()
+	fmt.Fprintf(b.log, "  faults seed %d (replay: %s)\n", f.seed, f.replay())
+	err = f.setUp(ctx, fr)
+	if err == nil {
+		err = f.soak(ctx, fr)
 	}
-	return f.soak(ctx, fr)
+	// Cleared with the replicas still running, and only then are the logs read: what
+	// they log while letting the fleet go is checked too.
+	if clearErr := f.clear(context.WithoutCancel(ctx)); clearErr != nil {
+		fmt.Fprintf(b.log, "  the faults phase's syncs and clusters not cleared: %v\n", clearErr)
+	}
+	if f.sources != nil {
+		if scanErr := f.credentialsInLogs(); scanErr != nil {
+			err = errors.Join(err, scanErr)
+		}
+	}
+	fr.Violations = f.found.snapshot()
+	if fr.violations() > 0 {
+		fmt.Fprintf(b.log, "  VIOLATIONS under seed %d (replay: %s); the history:\n", f.seed, f.replay())
+		f.history.print(b.log)
+	}
+	return err
 }
 
-// The allowance of the replicas' goroutines and heap once converged over their level
-// before the faults: what a fleet's coming and going leaves for a while (connections'
-// read loops, idle timers, the Events recorder's recent Events), not what a leak of
-// one a fault would add over a run of hundreds.
+// replay is the command that replays the run's schedule: the same seed, duration and
+// fleet (the targets are drawn among its clusters).
+func (f *faultsRun) replay() string {
+	return fmt.Sprintf("go run ./bench -phases faults -faults-seed %d -faults-duration %s -members %d -objects %d", f.seed, f.FaultsDuration, f.Members, f.Objects)
+}
+
+// The witness is the replica the schedule never kills alone, and operatorKill only in
+// the first half of the run: its last process lives through the second half's faults,
+// which a leak of theirs would show in. Its goroutines and heap once converged after the
+// faults may pass its level before them by the allowance: the same clusters' share, so
+// the same caches and connections, but for timers and the Events recorder's recent
+// Events.
 const (
-	goroutinesAllowance = 0.2
-	heapAllowance       = 0.5
+	witness             = 0
+	goroutinesAllowance = 0.05
+	goroutinesSlack     = 10
+	heapAllowance       = 0.25
+	heapSlackMiB        = 4
 	faultsSettle        = 30 * time.Second
 )
 
-// soak runs the schedule with the checkers on, then waits for convergence and makes the
-// final checks.
+// soak runs the schedule with the checkers on, then waits for convergence and checks the
+// witness's goroutines and heap.
 func (f *faultsRun) soak(ctx context.Context, fr *faultsResult) error {
-	f.found = newViolations(f.history)
-	fr.HistoryFile = f.history.path()
 	var err error
-	if fr.GoroutinesBefore, fr.HeapBeforeMiB, err = f.settledUsage(ctx); err != nil {
+	if fr.GoroutinesBefore, fr.HeapBeforeMiB, _, err = f.settledUsage(ctx); err != nil {
 		return err
 	}
 	checkCtx, stopCheckers := context.WithCancel(ctx)
+	defer stopCheckers()
 	checks, err := f.startCheckers(checkCtx)
 	if err != nil {
-		stopCheckers()
 		return err
 	}
 	plan := planFaults(f.seed, f.FaultsDuration, f.targets())
 	revisions := planRevisions(f.seed, f.FaultsDuration)
 	fmt.Fprintf(f.log, "  %d faults and %d revisions over %s; history: %s\n", len(plan), len(revisions), f.FaultsDuration, f.history.path())
-	last := f.runSchedule(ctx, plan, revisions, fr)
+	last, injected := f.runSchedule(ctx, plan, revisions, fr)
 	f.history.record("last fault undone; waiting for every bundle at its latest revision %v", f.sources.revisions())
 	at, convergeErr := f.converged(ctx, faultsConvergeBound)
 	if convergeErr != nil {
 		f.found.found(notConverged, "%v", convergeErr)
 	}
 	fr.ConvergeSecondsP99, fr.ConvergeSecondsMax = convergeFigures(last, at)
-	f.history.record("converged: p99 %.1f s, max %.1f s after the last fault", fr.ConvergeSecondsP99, fr.ConvergeSecondsMax)
+	f.history.record("converged: p99 %.1f s, max %.1f s after the last fault or revision", fr.ConvergeSecondsP99, fr.ConvergeSecondsMax)
 	// A last look by the checkers once all is quiet, then they stop.
-	time.Sleep(3 * time.Second)
+	if !sleepUntil(ctx, time.Now().Add(3*time.Second)) {
+		return ctx.Err()
+	}
 	fr.ObjectsFollowed, fr.VidraResourcesFollowed = checks.followed()
 	stopCheckers()
 	checks.wg.Wait()
-	if fr.GoroutinesAfter, fr.HeapAfterMiB, err = f.settledUsage(ctx); err != nil {
+	var started time.Time
+	if fr.GoroutinesAfter, fr.HeapAfterMiB, started, err = f.settledUsage(ctx); err != nil {
 		return err
 	}
-	if fr.GoroutinesAfter > fr.GoroutinesBefore*(1+goroutinesAllowance) {
-		f.found.found(goroutinesNotBack, "%.0f goroutines, %.0f before the faults", fr.GoroutinesAfter, fr.GoroutinesBefore)
+	for _, at := range injected {
+		if at.After(started) {
+			fr.WitnessFaults++
+		}
 	}
-	if fr.HeapAfterMiB > fr.HeapBeforeMiB*(1+heapAllowance) {
-		f.found.found(heapNotBack, "%.1f MiB of heap, %.1f MiB before the faults", fr.HeapAfterMiB, fr.HeapBeforeMiB)
+	if fr.GoroutinesAfter > fr.GoroutinesBefore*(1+goroutinesAllowance)+goroutinesSlack {
+		f.found.found(goroutinesNotBack, "the witness has %.0f goroutines, %.0f before the faults", fr.GoroutinesAfter, fr.GoroutinesBefore)
 	}
-	if err := f.credentialsInLogs(); err != nil {
-		return err
+	if fr.HeapAfterMiB > fr.HeapBeforeMiB*(1+heapAllowance)+heapSlackMiB {
+		f.found.found(heapNotBack, "the witness has %.1f MiB of heap, %.1f MiB before the faults", fr.HeapAfterMiB, fr.HeapBeforeMiB)
 	}
 	f.replicas.mu.Lock()
 	fr.ReplicaExits = f.replicas.exits
 	f.replicas.mu.Unlock()
-	fr.Violations = f.found.snapshot()
-	if fr.violations() > 0 {
-		fmt.Fprintf(f.log, "  VIOLATIONS under seed %d (replay: go run ./bench -phases faults -faults-seed %d -faults-duration %s); the history:\n", f.seed, f.seed, f.FaultsDuration)
-		f.history.print(f.log)
-	}
 	return nil
 }
 
-// settledUsage is the replicas' goroutines and heap once faultsSettle has passed, the
-// least of three looks a few seconds apart.
-func (f *faultsRun) settledUsage(ctx context.Context) (goroutines, heapMiB float64, err error) {
-	time.Sleep(faultsSettle)
+// settledUsage is the witness's goroutines and heap once faultsSettle has passed, the
+// least of three looks a few seconds apart, and when its process started.
+func (f *faultsRun) settledUsage(ctx context.Context) (goroutines, heapMiB float64, started time.Time, err error) {
+	if !sleepUntil(ctx, time.Now().Add(faultsSettle)) {
+		return 0, 0, started, ctx.Err()
+	}
 	goroutines, heapMiB = -1, -1
 	for range 3 {
-		g, h, err := f.replicas.usage(ctx)
+		g, h, s, err := f.replicas.usage(ctx, witness)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, started, err
 		}
+		started = s
 		if goroutines < 0 || g < goroutines {
 			goroutines = g
 		}
 		if heapMiB < 0 || h < heapMiB {
 			heapMiB = h
 		}
-		time.Sleep(3 * time.Second)
+		if !sleepUntil(ctx, time.Now().Add(3*time.Second)) {
+			return 0, 0, started, ctx.Err()
+		}
 	}
-	return goroutines, heapMiB, nil
+	return goroutines, heapMiB, started, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"reflect"
@@ -37,8 +38,12 @@ func TestFaultSchedulesReplayFromTheirSeed(t *testing.T) {
 		t.Errorf("%d faults in 10 minutes, want a fault every few seconds", len(plan))
 	}
 	for _, pf := range plan {
-		if pf.Target < 0 || pf.Target >= targets.of(pf.Kind) {
-			t.Errorf("%s: target out of range", pf)
+		if most := targets.of(pf.Kind); pf.Kind == replicaKill && (pf.Target == witness || pf.Target > most) ||
+			pf.Kind != replicaKill && (pf.Target < 0 || pf.Target >= most) {
+			t.Errorf("%s: target out of range, or the witness", pf)
+		}
+		if pf.Kind == operatorKill && pf.At >= 5*time.Minute {
+			t.Errorf("%s at %s: an operatorKill in the second half, which the witness must live through", pf, pf.At)
 		}
 		if lengths := faultLengths[pf.Kind]; pf.For < lengths[0] || pf.For > lengths[1] {
 			t.Errorf("%s: lasts outside %v", pf, lengths)
@@ -57,8 +62,9 @@ func TestFaultSchedulesReplayFromTheirSeed(t *testing.T) {
 }
 
 // The checkers see what they guard on a real API server: a delivered object deleted (by
-// a watch, or missing from a list after a watch was lost) or re-created, two live
-// VidraResources of one sync, bundle and cluster; an object changed is no violation.
+// a watch, across the API server's restart, or missing from a list) or re-created, two
+// live VidraResources of one sync, bundle and cluster, each time it happens; an object
+// changed, or one sync's VidraResources on two clusters, are no violation.
 func TestFaultCheckersSeeWhatTheyGuard(t *testing.T) {
 	ctx := t.Context()
 	fleet, err := testfleet.Start(ctx, testfleet.Options{})
@@ -119,33 +125,51 @@ func TestFaultCheckersSeeWhatTheyGuard(t *testing.T) {
 	}
 	waitFor("the re-creation seen", func() bool { return count(recreated) == 1 })
 
+	if err := hub.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Client.Delete(ctx, delivered("b")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a deletion after the API server's restart seen", func() bool { return count(deletedWhileOwned) == 2 })
+
 	// A list after a lost watch that lacks an object followed is a deletion too.
 	var now corev1.ConfigMapList
 	if err := hub.Client.List(ctx, &now, oc.options()...); err != nil {
 		t.Fatal(err)
 	}
-	var without []client.Object
-	for i := range now.Items {
-		if now.Items[i].Name != "b" {
-			without = append(without, &now.Items[i])
-		}
+	if len(now.Items) != 1 {
+		t.Fatalf("%d objects listed, want a", len(now.Items))
 	}
-	oc.listed(without)
-	if n := count(deletedWhileOwned); n != 2 {
-		t.Errorf("%d deletions counted, want 2 (one by the watch, one by a list)", n)
+	oc.listed(nil)
+	if n := count(deletedWhileOwned); n != 3 {
+		t.Errorf("%d deletions counted, want 3 (two by the watch, one by a list)", n)
 	}
 
-	for _, name := range []string{"soak-git-one", "soak-git-two"} {
-		vr := &vidrav1alpha1.VidraResource{
+	vr := func(name, cluster string) *vidrav1alpha1.VidraResource {
+		return &vidrav1alpha1.VidraResource{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{vidrav1alpha1.GitSyncLabel: "soak-git"},
 				Annotations: map[string]string{vidrav1alpha1.BundleIDAnnotation: "GitSync"}},
-			Spec: vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: "soak-0"}},
+			Spec: vidrav1alpha1.VidraResourceSpec{Destination: vidrav1alpha1.Destination{Cluster: cluster}},
 		}
-		if err := hub.Client.Create(ctx, vr); err != nil {
+	}
+	for _, v := range []*vidrav1alpha1.VidraResource{vr("soak-git-0", "soak-0"), vr("soak-git-1", "soak-1"), vr("soak-git-again", "soak-0")} {
+		if err := hub.Client.Create(ctx, v); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitFor("two VidraResources of one sync, bundle and cluster seen", func() bool { return count(duplicateVidraResource) == 1 })
+	if err := hub.Client.Delete(ctx, vr("soak-git-again", "")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the duplicate gone", func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.live) == 2 })
+	if err := hub.Client.Create(ctx, vr("soak-git-once-more", "soak-0")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a second duplicate seen", func() bool { return count(duplicateVidraResource) == 2 })
 	if got := found.snapshot(); got[recreated] != 1 || got[notConverged]+got[credentialInLog] != 0 {
 		t.Errorf("violations %v: a change counted, or a checker counted what it does not guard", got)
 	}
@@ -205,6 +229,10 @@ func TestACutFrontHoldsConnectionsUntilHealed(t *testing.T) {
 		t.Error("a connection made while cut answers")
 	}
 	front.heal()
+	_ = during.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := during.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("a connection held while cut was not closed at the heal: %v", err)
+	}
 	after, err := d.DialContext(ctx, "tcp", front.addr())
 	if err != nil {
 		t.Fatal(err)
@@ -229,4 +257,9 @@ func TestObjectRevisionsHold(t *testing.T) {
 	if r.hold("git", 2, 3) {
 		t.Error("a sharing bundle seen whole without its shared object")
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -48,37 +48,66 @@ func (v *violations) snapshot() map[string]int {
 }
 
 // listWatch lists newList's kind on c (with opts), gives the items to listed, then
-// watches from the list's version and gives each event to event; whenever the list or
-// the watch fails or ends (an API server stopped), it lists again a second later, until
-// ctx ends. A deletion missed while the watch was down shows in the next list.
+// watches from the list's version and gives each event to event. A watch that ends (an
+// API server stopped) is resumed from the last version seen, a second later, so that
+// every change in between is still given; only when that fails (the version is gone, or
+// the API server is still down) does it list again, and a deletion missed meanwhile
+// shows in that list. Until ctx ends.
 func listWatch(ctx context.Context, c client.WithWatch, newList func() client.ObjectList, opts []client.ListOption,
 	listed func([]client.Object), event func(watch.EventType, client.Object)) {
+	version := ""
 	for ctx.Err() == nil {
-		list := newList()
-		if err := c.List(ctx, list, opts...); err == nil {
-			var items []client.Object
-			_ = apimeta.EachListItem(list, func(o runtime.Object) error {
-				if obj, ok := o.(client.Object); ok {
-					items = append(items, obj)
-				}
-				return nil
-			})
-			listed(items)
-			raw := &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}
-			if w, err := c.Watch(ctx, newList(), append(opts, &client.ListOptions{Raw: raw})...); err == nil {
-				for ev := range w.ResultChan() {
-					if obj, ok := ev.Object.(client.Object); ok && ev.Type != watch.Error && ev.Type != watch.Bookmark {
-						event(ev.Type, obj)
-					}
-				}
-				w.Stop()
+		if version == "" {
+			list := newList()
+			if err := c.List(ctx, list, opts...); err == nil {
+				listed(listItems(list))
+				version = list.GetResourceVersion()
 			}
+		}
+		if version != "" {
+			version = watchFrom(ctx, c, newList, opts, version, event)
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// watchFrom watches from version until the watch ends, and returns the version to
+// resume from: "" when the watch could not start or ended in an error (list again).
+func watchFrom(ctx context.Context, c client.WithWatch, newList func() client.ObjectList, opts []client.ListOption,
+	version string, event func(watch.EventType, client.Object)) string {
+	raw := &metav1.ListOptions{ResourceVersion: version, AllowWatchBookmarks: true}
+	w, err := c.Watch(ctx, newList(), append(opts, &client.ListOptions{Raw: raw})...)
+	if err != nil {
+		return ""
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		obj, ok := ev.Object.(client.Object)
+		switch {
+		case ev.Type == watch.Error || !ok:
+			return ""
+		case ev.Type == watch.Bookmark:
+			version = obj.GetResourceVersion()
+		default:
+			version = obj.GetResourceVersion()
+			event(ev.Type, obj)
+		}
+	}
+	return version
+}
+
+func listItems(list client.ObjectList) []client.Object {
+	var items []client.Object
+	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+		if obj, ok := o.(client.Object); ok {
+			items = append(items, obj)
+		}
+		return nil
+	})
+	return items
 }
 
 // objectChecker follows the delivered ConfigMaps of one cluster: any of them gone is
@@ -212,6 +241,12 @@ func (r *resourceChecker) checkLocked() {
 		if len(names) > 1 && !r.reported[key] {
 			r.reported[key] = true
 			r.found.found(duplicateVidraResource, "%s: %v", key, slices.Sorted(slices.Values(names)))
+		}
+	}
+	// Once one again, a later duplicate of the key is another violation.
+	for key := range r.reported {
+		if len(byKey[key]) <= 1 {
+			delete(r.reported, key)
 		}
 	}
 }

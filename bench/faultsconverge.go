@@ -120,7 +120,9 @@ func (r objectRevisions) hold(kind string, objects, k int) bool {
 	return shared || !slices.Contains(sharingKinds, kind)
 }
 
-// convergeFigures are the p99 and the most of the bundles' times from last to converged.
+// convergeFigures are the p99 and the most of the bundles' times from last (the last
+// fault undone or revision pushed, whichever came later: a revision cannot be delivered
+// before it is pushed) to converged.
 func convergeFigures(last time.Time, at map[bundleOf]time.Time) (p99, most float64) {
 	var times []time.Duration
 	for _, t := range at {

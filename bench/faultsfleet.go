@@ -6,18 +6,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -33,9 +29,9 @@ const (
 	faultsRingLabel = "ring"
 )
 
-// faultsNamespace is where every bundle of the phase lands on each cluster: the pull
-// agent's identity may write there (pullNamespace), and so may the push clusters'.
-const faultsNamespace = pullNamespace
+// faultsNamespace is where every bundle of the phase lands on each cluster, and all the
+// clusters' identities may write.
+const faultsNamespace = "bench-faults"
 
 // faultsClusterPrefix begins the push clusters' names.
 const faultsClusterPrefix = "soak-"
@@ -75,7 +71,7 @@ func (b *bench) newFaultsRun(ctx context.Context) (*faultsRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &faultsRun{bench: b, seed: seed, history: h}
+	f := &faultsRun{bench: b, seed: seed, history: h, found: newViolations(h)}
 	f.replicas = &replicaSet{f: f}
 	return f, ctx.Err()
 }
@@ -106,18 +102,18 @@ func (f *faultsRun) setUp(ctx context.Context, fr *faultsResult) error {
 			return err
 		}
 	}
+	if f.replicas.kubeconfig, err = f.fleet.Hub.WriteKubeconfig(f.dir); err != nil {
+		return err
+	}
 	for i := range faultsReplicas {
-		if err := f.replicas.add(fmt.Sprintf("soak-%d", i)); err != nil {
+		if err := f.replicas.add(i, fmt.Sprintf("soak-%d", i)); err != nil {
 			return err
 		}
-	}
-	if err := f.logAgents(); err != nil {
-		return err
 	}
 	if err := client.IgnoreAlreadyExists(f.spare.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: faultsNamespace}})); err != nil {
 		return err
 	}
-	if f.pull, err = f.startPullAgent(ctx, f.spare, map[string]string{faultsLabel: "true", faultsRingLabel: "main"}); err != nil {
+	if f.pull, err = f.startPullAgent(ctx, f.spare, faultsNamespace, map[string]string{faultsLabel: "true", faultsRingLabel: "main"}); err != nil {
 		return err
 	}
 	f.clusters = append(f.clusters, faultsCluster{name: f.pull.cluster, member: f.spare})
@@ -185,6 +181,9 @@ func (f *faultsRun) waitEngaged(ctx context.Context) error {
 // close stops what the phase started; the hub's and members' objects stay (the phase
 // comes last but for the fleet, whose clusters are others).
 func (f *faultsRun) close() {
+	if err := f.stops.restore(context.Background()); err != nil {
+		fmt.Fprintf(f.log, "  %v\n", err)
+	}
 	f.replicas.stopAll()
 	if f.pull != nil {
 		f.pull.stop()
@@ -205,17 +204,6 @@ func (f *faultsRun) close() {
 	if err := f.history.close(); err != nil {
 		fmt.Fprintf(f.log, "  faults history: %v\n", err)
 	}
-}
-
-// logAgents sends what controller-runtime logs outside the pull agent's own logger to
-// agents.log, among the logs the credentials check reads.
-func (f *faultsRun) logAgents() error {
-	logFile, err := os.OpenFile(filepath.Join(f.dir, "agents.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	ctrllog.SetLogger(crzap.New(crzap.WriteTo(logFile), crzap.Level(zapcore.InfoLevel)))
-	return nil
 }
 
 // clear removes the phase's syncs and their VidraResources (the bench's hub runs no

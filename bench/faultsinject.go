@@ -9,42 +9,85 @@ import (
 )
 
 // apiServerStops counts, for each control plane, the faults holding its API server
-// down: the first stops it, the last undone starts it again.
+// down: the first stops it, the last undone starts it again. Each control plane has a
+// lock of its own, so that one starting again holds up no fault of another.
 type apiServerStops struct {
 	mu    sync.Mutex
-	count map[*testfleet.Cluster]int
+	of    map[*testfleet.Cluster]*apiServerStop
+	stops []*testfleet.Cluster
+}
+
+type apiServerStop struct {
+	mu    sync.Mutex
+	count int
+}
+
+func (s *apiServerStops) get(c *testfleet.Cluster) *apiServerStop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.of == nil {
+		s.of = map[*testfleet.Cluster]*apiServerStop{}
+	}
+	if s.of[c] == nil {
+		s.of[c] = &apiServerStop{}
+		s.stops = append(s.stops, c)
+	}
+	return s.of[c]
 }
 
 func (s *apiServerStops) stop(c *testfleet.Cluster) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.count == nil {
-		s.count = map[*testfleet.Cluster]int{}
+	st := s.get(c)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.count == 0 {
+		if err := c.StopAPIServer(); err != nil {
+			return err
+		}
 	}
-	s.count[c]++
-	if s.count[c] > 1 {
-		return nil
-	}
-	return c.StopAPIServer()
+	st.count++
+	return nil
 }
 
 // start undoes one stop; the last starts the API server, trying again for a minute if
-// it does not come up (its port may linger a moment).
+// it does not come up. Should it not, the count stays, for restore to try once more.
 func (s *apiServerStops) start(ctx context.Context, c *testfleet.Cluster) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.count[c]--
-	if s.count[c] > 0 {
+	st := s.get(c)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.count > 1 {
+		st.count--
 		return nil
 	}
-	return testfleet.WaitFor(context.WithoutCancel(ctx), 2*time.Second, time.Minute, "the API server of "+c.Name+" started again", func() (bool, error) {
+	err := testfleet.WaitFor(context.WithoutCancel(ctx), 2*time.Second, time.Minute, "the API server of "+c.Name+" started again", func() (bool, error) {
 		return c.StartAPIServer() == nil, nil
 	})
+	if err == nil {
+		st.count = 0
+	}
+	return err
+}
+
+// restore starts every API server still stopped.
+func (s *apiServerStops) restore(ctx context.Context) error {
+	s.mu.Lock()
+	stopped := append([]*testfleet.Cluster(nil), s.stops...)
+	s.mu.Unlock()
+	for _, c := range stopped {
+		st := s.get(c)
+		st.mu.Lock()
+		down := st.count > 0
+		st.mu.Unlock()
+		if down {
+			if err := s.start(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // inject starts pf's fault.
-func (f *faultsRun) inject(pf plannedFault) {
-	var err error
+func (f *faultsRun) inject(pf plannedFault) error {
 	switch pf.Kind {
 	case operatorKill:
 		for i := range faultsReplicas {
@@ -53,17 +96,15 @@ func (f *faultsRun) inject(pf plannedFault) {
 	case replicaKill:
 		f.replicas.kill(pf.Target)
 	case memberStop:
-		err = f.stops.stop(f.clusters[pf.Target].member)
+		return f.stops.stop(f.clusters[pf.Target].member)
 	case hubStop:
-		err = f.stops.stop(f.fleet.Hub)
+		return f.stops.stop(f.fleet.Hub)
 	case partition:
 		f.pushClusters()[pf.Target].front.cut()
 	case sourceFault:
 		f.sources.fail(faultedKinds[pf.Target])
 	}
-	if err != nil {
-		f.history.record("inject %s: %v", pf, err)
-	}
+	return nil
 }
 
 // undo ends pf's fault.

@@ -54,6 +54,13 @@ func (f *cuttableFront) serve(ctx context.Context) {
 			continue
 		}
 		f.mu.Lock()
+		// Cut while dialing: held, as if accepted a moment later.
+		if f.cuts > 0 {
+			_ = upstream.Close()
+			f.held[conn] = struct{}{}
+			f.mu.Unlock()
+			continue
+		}
 		f.open[conn], f.open[upstream] = struct{}{}, struct{}{}
 		f.mu.Unlock()
 		go func() {

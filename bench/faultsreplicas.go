@@ -9,8 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // A replica that exited on its own is started again after a back-off that doubles from
@@ -27,9 +25,11 @@ const (
 // exits on its own, as a kubelet restarts a container; a replica the schedule killed stays
 // down until every fault that holds it down is undone.
 type replicaSet struct {
-	f        *faultsRun
-	mu       sync.Mutex
-	replicas []*replica
+	f *faultsRun
+	// kubeconfig is the hub's, written once for every start.
+	kubeconfig string
+	mu         sync.Mutex
+	replicas   []*replica
 	// exits counts the replicas that exited on their own.
 	exits   int
 	stopped bool
@@ -48,17 +48,14 @@ type replica struct {
 	backoff time.Duration
 }
 
-// add starts a new replica.
-func (rs *replicaSet) add(id string) error {
-	metrics, err := testfleet.FreeLocalAddress()
-	if err != nil {
-		return err
-	}
-	pprof, err := testfleet.FreeLocalAddress()
-	if err != nil {
-		return err
-	}
-	r := &replica{id: id, metrics: metrics, pprof: pprof}
+// replicaAddress is the i-th replica's address for its metrics or profiles: an IP of
+// its own in the loopback range, on a port outside the ephemeral range, so that no
+// connection of the run takes the port while the replica is down.
+func replicaAddress(i, port int) string { return fmt.Sprintf("127.78.0.%d:%d", i+1, port) }
+
+// add starts a new replica, the i-th.
+func (rs *replicaSet) add(i int, id string) error {
+	r := &replica{id: id, metrics: replicaAddress(i, 8080), pprof: replicaAddress(i, 6060)}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.replicas = append(rs.replicas, r)
@@ -67,7 +64,7 @@ func (rs *replicaSet) add(id string) error {
 }
 
 func (rs *replicaSet) startLocked(r *replica) error {
-	cmd, err := rs.f.startReplica(r.id, rs.f.WorkloadResync, r.metrics, r.pprof)
+	cmd, err := rs.f.startReplica(r.id, rs.kubeconfig, rs.f.WorkloadResync, r.metrics, r.pprof)
 	if err != nil {
 		return err
 	}
@@ -172,24 +169,21 @@ func (f *faultsRun) stopRunning(id string, cmd *exec.Cmd, exited chan struct{}) 
 	}
 }
 
-// usage is the replicas' goroutines and heap in use, summed, each read after a garbage
-// collection (a heap profile with gc=1 makes one).
-func (rs *replicaSet) usage(ctx context.Context) (goroutines, heapMiB float64, err error) {
+// usage is replica i's goroutines and heap in use, read after a garbage collection (a
+// heap profile with gc=1 makes one), and when its process started.
+func (rs *replicaSet) usage(ctx context.Context, i int) (goroutines, heapMiB float64, started time.Time, err error) {
 	rs.mu.Lock()
-	replicas := append([]*replica(nil), rs.replicas...)
+	r := rs.replicas[i]
+	started = r.started
 	rs.mu.Unlock()
-	for _, r := range replicas {
-		if err := collectGarbage(ctx, r.pprof); err != nil {
-			return 0, 0, fmt.Errorf("replica %s: %w", r.id, err)
-		}
-		values, err := scrapeAt(ctx, "http://"+r.metrics+"/metrics")
-		if err != nil {
-			return 0, 0, fmt.Errorf("replica %s: %w", r.id, err)
-		}
-		goroutines += values["go_goroutines"]
-		heapMiB += values["go_memstats_heap_inuse_bytes"] / (1 << 20)
+	if err := collectGarbage(ctx, r.pprof); err != nil {
+		return 0, 0, started, fmt.Errorf("replica %s: %w", r.id, err)
 	}
-	return goroutines, heapMiB, nil
+	values, err := scrapeAt(ctx, "http://"+r.metrics+"/metrics")
+	if err != nil {
+		return 0, 0, started, fmt.Errorf("replica %s: %w", r.id, err)
+	}
+	return values["go_goroutines"], values["go_memstats_heap_inuse_bytes"] / (1 << 20), started, nil
 }
 
 // collectGarbage asks the process whose profiles are at pprofAddr for its heap profile

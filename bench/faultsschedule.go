@@ -26,10 +26,11 @@ type plannedRevision struct {
 // faultTargets are how many targets each kind of fault has to choose from.
 type faultTargets struct{ replicas, clusters, fronts, sources int }
 
+// of is how many targets kind has: every replica but the witness for replicaKill.
 func (t faultTargets) of(kind string) int {
 	switch kind {
 	case replicaKill:
-		return t.replicas
+		return t.replicas - 1
 	case memberStop:
 		return t.clusters
 	case partition:
@@ -58,7 +59,9 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 
 // planFaults draws the schedule of seed for a run of d: a fault every 3 to 20 s, so that
 // they overlap, of a kind drawn at random, the first six one of each kind (3 to 8 s
-// apart, so that a short run has them all). The same seed gives the same schedule.
+// apart, so that a short run has them all). replicaKill never hits the witness, and an
+// operatorKill drawn in the second half is a replicaKill: the witness lives through the
+// second half. The same seed gives the same schedule.
 func planFaults(seed int64, d time.Duration, t faultTargets) []plannedFault {
 	r := rand.New(rand.NewPCG(uint64(seed), 1)) //nolint:gosec // a reproducible schedule, not a secret
 	first := r.Perm(len(faultKinds))
@@ -69,8 +72,15 @@ func planFaults(seed int64, d time.Duration, t faultTargets) []plannedFault {
 		if n := len(plan); n < len(first) {
 			kind, gap = faultKinds[first[n]], between(r, 3*time.Second, 8*time.Second)
 		}
+		if kind == operatorKill && at >= d/2 {
+			kind = replicaKill
+		}
+		target := r.IntN(t.of(kind))
+		if kind == replicaKill && target >= witness {
+			target++
+		}
 		lengths := faultLengths[kind]
-		plan = append(plan, plannedFault{At: at, Kind: kind, Target: r.IntN(t.of(kind)), For: between(r, lengths[0], lengths[1])})
+		plan = append(plan, plannedFault{At: at, Kind: kind, Target: target, For: between(r, lengths[0], lengths[1])})
 		at += gap
 	}
 	return plan
@@ -102,11 +112,12 @@ func sleepUntil(ctx context.Context, at time.Time) bool {
 }
 
 // runSchedule injects every fault of plan and pushes every revision of revisions, each
-// at its time, and returns once all are done and undone, with the time of the last.
-func (f *faultsRun) runSchedule(ctx context.Context, plan []plannedFault, revisions []plannedRevision, fr *faultsResult) time.Time {
+// at its time, and returns once all are done and undone, with the time of the last and
+// when each fault took effect. A fault that failed to is in the history, not counted.
+func (f *faultsRun) runSchedule(ctx context.Context, plan []plannedFault, revisions []plannedRevision, fr *faultsResult) (last time.Time, injected []time.Time) {
 	start := time.Now()
 	var mu sync.Mutex
-	last := start
+	last = start
 	done := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -120,10 +131,14 @@ func (f *faultsRun) runSchedule(ctx context.Context, plan []plannedFault, revisi
 			if !sleepUntil(ctx, start.Add(pf.At)) {
 				return
 			}
+			if err := f.inject(pf); err != nil {
+				f.history.record("inject %s: %v", pf, err)
+				return
+			}
 			f.history.record("inject %s", pf)
-			f.inject(pf)
 			mu.Lock()
 			fr.Injected[pf.Kind]++
+			injected = append(injected, time.Now())
 			mu.Unlock()
 			// Undone even when ctx ends: nothing is left stopped or cut.
 			_ = sleepUntil(ctx, time.Now().Add(pf.For))
@@ -150,5 +165,5 @@ func (f *faultsRun) runSchedule(ctx context.Context, plan []plannedFault, revisi
 		}
 	})
 	wg.Wait()
-	return last
+	return last, injected
 }

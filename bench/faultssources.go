@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -91,8 +92,12 @@ func secretWord() string {
 	return hex.EncodeToString(b)
 }
 
-// credentials are what no log may hold.
-func (s *faultSources) credentials() []string { return []string{s.password, s.token} }
+// credentials are what no log may hold: the password and the token as they are, in
+// base64 (a Secret's data), and the Authorization header of basic auth.
+func (s *faultSources) credentials() []string {
+	b64 := base64.StdEncoding.EncodeToString
+	return []string{s.password, s.token, b64([]byte(s.password)), b64([]byte(s.token)), b64([]byte("soak:" + s.password))}
+}
 
 func (s *faultSources) close() {
 	s.mu.Lock()

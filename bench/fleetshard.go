@@ -69,10 +69,14 @@ func (f *fleetRun) measureSharded(ctx context.Context) (shardedResult, error) {
 	if err != nil {
 		return sr, err
 	}
+	kubeconfig, err := f.fleet.Hub.WriteKubeconfig(f.dir)
+	if err != nil {
+		return sr, err
+	}
 	start := time.Now()
 	for i := range f.FleetReplicas {
 		id := fmt.Sprintf("bench-%d", i)
-		cmd, err := f.startReplica(id, f.FleetResync, "0", "")
+		cmd, err := f.startReplica(id, kubeconfig, f.FleetResync, "0", "")
 		if err != nil {
 			return sr, err
 		}
@@ -139,15 +143,11 @@ func (f *fleetRun) countIdleLeases(ctx context.Context, before tally, sr *sharde
 // onLeases says whether a request of the hub's is on Leases.
 func onLeases(labels map[string]string) bool { return labels["resource"] == "leases" }
 
-// startReplica starts bin/vidra as one replica of a sharded operator, logging to
-// <dir>/replica-<id>.log (appended to, so that a replica started again keeps what it
-// logged before), with its metrics on metricsAddr ("0": none) and its profiles on
-// pprofAddr ("": none).
-func (b *bench) startReplica(id string, resync time.Duration, metricsAddr, pprofAddr string) (*exec.Cmd, error) {
-	kubeconfig, err := b.fleet.Hub.WriteKubeconfig(b.dir)
-	if err != nil {
-		return nil, err
-	}
+// startReplica starts bin/vidra as one replica of a sharded operator, reading the hub's
+// kubeconfig at kubeconfig, logging to <dir>/replica-<id>.log (appended to, so that a
+// replica started again keeps what it logged before), with its metrics on metricsAddr
+// ("0": none) and its profiles on pprofAddr ("": none).
+func (b *bench) startReplica(id, kubeconfig string, resync time.Duration, metricsAddr, pprofAddr string) (*exec.Cmd, error) {
 	logFile, err := os.OpenFile(filepath.Join(b.dir, "replica-"+id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err

@@ -14,10 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -59,6 +62,9 @@ func (b *bench) startOperator(ctx context.Context) error {
 		return err
 	}
 	if err := b.installFinalizerPolicy(ctx); err != nil {
+		return err
+	}
+	if err := b.logControllerRuntime(); err != nil {
 		return err
 	}
 	return b.launchOperator(ctx, "vidra", b.WorkloadResync)
@@ -362,4 +368,16 @@ func httpGet(ctx context.Context, url string) (*http.Response, error) {
 		return nil, err
 	}
 	return http.DefaultClient.Do(req)
+}
+
+// logControllerRuntime sends what controller-runtime logs in the bench's process outside
+// the pull agents' own loggers (sources, caches) to agents.log, for the whole run: it
+// takes the first logger set, and none set within 30 s of its first use.
+func (b *bench) logControllerRuntime() error {
+	logFile, err := os.Create(filepath.Join(b.dir, "agents.log"))
+	if err != nil {
+		return err
+	}
+	ctrllog.SetLogger(crzap.New(crzap.WriteTo(logFile), crzap.Level(zapcore.InfoLevel)))
+	return nil
 }

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	vidrav1alpha1 "github.com/vidra-operator/vidra/apis/v1alpha1"
@@ -122,13 +121,6 @@ func (b *bench) measurePull(ctx context.Context, r *results) error {
 	if b.runs("enroll") {
 		pr.Setup += "; the same members are enrolled in push mode under their own names"
 	}
-	// What controller-runtime logs outside the agents' own loggers (sources, caches), for
-	// the rest of the run.
-	logFile, err := os.Create(filepath.Join(b.dir, "agents.log"))
-	if err != nil {
-		return err
-	}
-	ctrllog.SetLogger(crzap.New(crzap.WriteTo(logFile), crzap.Level(zapcore.InfoLevel)))
 	fmt.Fprintf(b.log, "  agent logs: %s\n", filepath.Join(b.dir, "agent-*.log"))
 	agents := make([]*pullAgent, 0, n)
 	defer func() {
@@ -145,7 +137,7 @@ func (b *bench) measurePull(ctx context.Context, r *results) error {
 		}
 	}()
 	for _, m := range b.members[:n] {
-		a, err := b.startPullAgent(ctx, m, nil)
+		a, err := b.startPullAgent(ctx, m, pullNamespace, nil)
 		if err != nil {
 			return err
 		}
@@ -206,8 +198,9 @@ func (b *bench) measurePull(ctx context.Context, r *results) error {
 }
 
 // startPullAgent enrolls a pull cluster for member m, as kubectl vidra enroll --pull
-// does, with labels besides its name, and runs its agent.
-func (b *bench) startPullAgent(ctx context.Context, m *testfleet.Cluster, labels map[string]string) (*pullAgent, error) {
+// does, with labels besides its name and a delivery identity that may write namespace
+// ns, and runs its agent.
+func (b *bench) startPullAgent(ctx context.Context, m *testfleet.Cluster, ns string, labels map[string]string) (*pullAgent, error) {
 	a := &pullAgent{cluster: "pull-" + m.Name, count: &hubCount{n: tally{}}}
 	hub := clientcmdapi.NewCluster()
 	hub.Server, hub.CertificateAuthorityData = b.fleet.Hub.Config.Host, b.fleet.Hub.Config.CAData
@@ -216,7 +209,7 @@ func (b *bench) startPullAgent(ctx context.Context, m *testfleet.Cluster, labels
 		Labels:          mergedLabels(labels, map[string]string{vidrav1alpha1.ClusterLabel: a.cluster}),
 		SecretNamespace: namespace,
 		AgentNamespace:  testoperator.AgentNamespace,
-		Delivery:        identity.Spec{ServiceAccount: identity.DefaultServiceAccount, Namespaces: []string{pullNamespace}},
+		Delivery:        identity.Spec{ServiceAccount: identity.DefaultServiceAccount, Namespaces: []string{ns}},
 		Hub:             hub,
 		TokenTTL:        pullTokenTTL,
 		Operator:        types.NamespacedName{Namespace: namespace, Name: "vidra"},
