@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -216,10 +217,14 @@ const (
 )
 
 // soak runs the schedule with the checkers on, then waits for convergence and checks the
-// witness's goroutines and heap.
+// witness's goroutines and heap. The witness is the leader at both looks: the leader runs
+// the syncs' controllers too, and so has more goroutines and heap than another replica.
 func (f *faultsRun) soak(ctx context.Context, fr *faultsResult) error {
+	if err := f.replicas.makeLeader(ctx, witness); err != nil {
+		return err
+	}
 	var err error
-	if fr.GoroutinesBefore, fr.HeapBeforeMiB, _, err = f.settledUsage(ctx); err != nil {
+	if fr.GoroutinesBefore, fr.HeapBeforeMiB, _, err = f.settledUsage(ctx, "before"); err != nil {
 		return err
 	}
 	checkCtx, stopCheckers := context.WithCancel(ctx)
@@ -246,8 +251,11 @@ func (f *faultsRun) soak(ctx context.Context, fr *faultsResult) error {
 	fr.ObjectsFollowed, fr.VidraResourcesFollowed = checks.followed()
 	stopCheckers()
 	checks.wg.Wait()
+	if err := f.replicas.makeLeader(ctx, witness); err != nil {
+		return err
+	}
 	var started time.Time
-	if fr.GoroutinesAfter, fr.HeapAfterMiB, started, err = f.settledUsage(ctx); err != nil {
+	if fr.GoroutinesAfter, fr.HeapAfterMiB, started, err = f.settledUsage(ctx, "after"); err != nil {
 		return err
 	}
 	for _, at := range injected {
@@ -268,8 +276,10 @@ func (f *faultsRun) soak(ctx context.Context, fr *faultsResult) error {
 }
 
 // settledUsage is the witness's goroutines and heap once faultsSettle has passed, the
-// least of three looks a few seconds apart, and when its process started.
-func (f *faultsRun) settledUsage(ctx context.Context) (goroutines, heapMiB float64, started time.Time, err error) {
+// least of three looks a few seconds apart, and when its process started. Its goroutines
+// and heap profile are saved as witness-goroutines-<label>.txt and
+// witness-heap-<label>.pprof, for what grew.
+func (f *faultsRun) settledUsage(ctx context.Context, label string) (goroutines, heapMiB float64, started time.Time, err error) {
 	if !sleepUntil(ctx, time.Now().Add(faultsSettle)) {
 		return 0, 0, started, ctx.Err()
 	}
@@ -288,6 +298,12 @@ func (f *faultsRun) settledUsage(ctx context.Context) (goroutines, heapMiB float
 		}
 		if !sleepUntil(ctx, time.Now().Add(3*time.Second)) {
 			return 0, 0, started, ctx.Err()
+		}
+	}
+	pprof := f.replicas.replicas[witness].pprof
+	for path, file := range map[string]string{"goroutine?debug=1": "witness-goroutines-" + label + ".txt", "heap": "witness-heap-" + label + ".pprof"} {
+		if err := saveProfileOf(ctx, "http://"+pprof+"/debug/pprof", path, filepath.Join(f.dir, file)); err != nil {
+			return 0, 0, started, err
 		}
 	}
 	return goroutines, heapMiB, started, nil

@@ -34,27 +34,37 @@ type bundleOf struct{ kind, cluster string }
 func (f *faultsRun) converged(ctx context.Context, timeout time.Duration) (map[bundleOf]time.Time, error) {
 	at := map[bundleOf]time.Time{}
 	want := len(f.clusters) * len(sourceKinds)
+	lastNoted := time.Now()
 	err := testfleet.WaitFor(ctx, time.Second, timeout, "every bundle at its latest revision", func() (bool, error) {
 		latest := f.sources.revisions()
-		ready, err := f.readyResources(ctx)
+		why := map[bundleOf]string{}
+		ready, err := f.readyResources(ctx, why)
 		if err != nil {
-			return false, nil //nolint:nilerr // the hub may be starting again: look again
+			f.history.record("waiting: the hub's VidraResources unreadable: %v", err)
+			return false, nil
 		}
 		now := time.Now()
 		for _, c := range f.clusters {
 			revisions, err := memberRevisions(ctx, c.member.Client)
-			if err != nil {
-				continue
-			}
 			for _, kind := range sourceKinds {
 				b := bundleOf{kind, c.name}
 				if _, ok := at[b]; ok {
 					continue
 				}
-				if ready[b] && revisions.hold(kind, f.Objects, latest[kind]) {
+				switch {
+				case err != nil:
+					why[b] = fmt.Sprintf("%s unreadable: %v", c.member.Name, err)
+				case !revisions.hold(kind, f.Objects, latest[kind]):
+					why[b] = fmt.Sprintf("%s-0 at revision %q, want %d", kind, revisions[kind+"-0"], latest[kind])
+				case ready[b]:
 					at[b] = now
 				}
 			}
+		}
+		// What the bundles still wait for, every 10 s: where a slow convergence went.
+		if len(at) < want && time.Since(lastNoted) >= 10*time.Second {
+			lastNoted = time.Now()
+			f.history.record("waiting for %d bundles: %s; the syncs: %s", want-len(at), waitingFor(at, why), f.syncStates(ctx))
 		}
 		return len(at) == want, nil
 	})
@@ -72,8 +82,48 @@ func (f *faultsRun) converged(ctx context.Context, timeout time.Duration) (map[b
 	return at, nil
 }
 
-// readyResources are the bundles whose VidraResource is Ready for its generation.
-func (f *faultsRun) readyResources(ctx context.Context) (map[bundleOf]bool, error) {
+// syncStates are, for each of the phase's syncs, the revision of its first bundle, its
+// Ready condition and where its rollout stands: whether a bundle waits for its sync or
+// for its VidraResource.
+func (f *faultsRun) syncStates(ctx context.Context) string {
+	var parts []string
+	for _, k := range vidrav1alpha1.SyncKinds() {
+		sync := k.New()
+		name := faultsSyncPrefix + strings.ToLower(strings.TrimSuffix(k.Kind, "Sync"))
+		if err := f.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, sync); err != nil {
+			parts = append(parts, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		state := name + ":"
+		if b := sync.Bundles(); len(b) > 0 {
+			state += fmt.Sprintf(" bundle %s checksum %.8s", b[0].Revision, b[0].Checksum)
+		}
+		if c := apimeta.FindStatusCondition(*sync.StatusConditions(), "Ready"); c != nil {
+			state += fmt.Sprintf(" Ready %s %s %.80s", c.Status, c.Reason, c.Message)
+		}
+		if r := sync.RolloutStatus(); r != nil {
+			state += fmt.Sprintf(" rollout %d %s %s", r.Revision, r.Phase, r.Wave)
+		}
+		parts = append(parts, state)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// waitingFor says why each bundle not converged is not, the first few.
+func waitingFor(at map[bundleOf]time.Time, why map[bundleOf]string) string {
+	var parts []string
+	for b, reason := range why {
+		if _, ok := at[b]; !ok {
+			parts = append(parts, fmt.Sprintf("%s on %s (%s)", b.kind, b.cluster, reason))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts[:min(len(parts), 8)], "; ")
+}
+
+// readyResources are the bundles whose VidraResource is Ready for its generation; why
+// gets, for the others, their Ready condition's reason and message.
+func (f *faultsRun) readyResources(ctx context.Context, why map[bundleOf]string) (map[bundleOf]bool, error) {
 	var vrs vidrav1alpha1.VidraResourceList
 	if err := f.fleet.Hub.Client.List(ctx, &vrs); err != nil {
 		return nil, err
@@ -84,9 +134,15 @@ func (f *faultsRun) readyResources(ctx context.Context) (map[bundleOf]bool, erro
 			if vr.Labels[label] != faultsSyncPrefix+kind {
 				continue
 			}
+			b := bundleOf{kind, vr.Spec.Destination.Cluster}
 			c := apimeta.FindStatusCondition(vr.Status.Conditions, "Ready")
-			if c != nil && c.Status == "True" && vr.Status.ObservedGeneration == vr.Generation {
-				ready[bundleOf{kind, vr.Spec.Destination.Cluster}] = true
+			switch {
+			case c == nil:
+				why[b] = "no Ready condition"
+			case c.Status != "True" || vr.Status.ObservedGeneration != vr.Generation:
+				why[b] = fmt.Sprintf("Ready %s %s for generation %d of %d: %.120s", c.Status, c.Reason, vr.Status.ObservedGeneration, vr.Generation, c.Message)
+			default:
+				ready[b] = true
 			}
 		}
 	}

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vidra-operator/vidra/internal/test/testfleet"
 )
 
 // A replica that exited on its own is started again after a back-off that doubles from
@@ -195,5 +199,42 @@ func collectGarbage(ctx context.Context, pprofAddr string) error {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// leads says whether replica i is the leader now, as its metrics tell.
+func (rs *replicaSet) leads(ctx context.Context, i int) (bool, error) {
+	rs.mu.Lock()
+	r := rs.replicas[i]
+	rs.mu.Unlock()
+	leads := false
+	err := readMetricsAt(ctx, "http://"+r.metrics+"/metrics", func(series string, v float64) {
+		if strings.HasPrefix(series, "leader_election_master_status{") && v == 1 {
+			leads = true
+		}
+	})
+	return leads, err
+}
+
+// makeLeader holds every other replica down until replica i leads (a Lease left by a
+// killed leader lasts --leader-election-lease-duration), then starts them again.
+func (rs *replicaSet) makeLeader(ctx context.Context, i int) error {
+	if leads, err := rs.leads(ctx, i); err == nil && leads {
+		return nil
+	}
+	for j := range rs.replicas {
+		if j != i {
+			rs.kill(j)
+		}
+	}
+	err := testfleet.WaitFor(ctx, time.Second, 2*time.Minute, "replica "+rs.replicas[i].id+" the leader", func() (bool, error) {
+		leads, err := rs.leads(ctx, i)
+		return err == nil && leads, nil
+	})
+	for j := range rs.replicas {
+		if j != i {
+			err = errors.Join(err, rs.revive(j))
+		}
+	}
 	return err
 }

@@ -265,7 +265,12 @@ func (b *bench) settled(ctx context.Context, label string) (memory, error) {
 
 // saveProfile saves the operator's profile at path (under /debug/pprof) as file.
 func (b *bench) saveProfile(ctx context.Context, path, file string) error {
-	resp, err := httpGet(ctx, b.pprof+"/"+path)
+	return saveProfileOf(ctx, b.pprof, path, filepath.Join(b.dir, file))
+}
+
+// saveProfileOf saves the profile at path under base (a process's /debug/pprof) as file.
+func saveProfileOf(ctx context.Context, base, path, file string) error {
+	resp, err := httpGet(ctx, base+"/"+path)
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", path, err)
 	}
@@ -274,7 +279,7 @@ func (b *bench) saveProfile(ctx context.Context, path, file string) error {
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", path, err)
 	}
-	return os.WriteFile(filepath.Join(b.dir, file), profile, 0o600)
+	return os.WriteFile(file, profile, 0o600)
 }
 
 // scrape reads the operator's unlabeled metrics.
