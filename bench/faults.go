@@ -242,7 +242,7 @@ func (f *faultsRun) soak(ctx context.Context, fr *faultsResult) error {
 	if convergeErr != nil {
 		f.found.found(notConverged, "%v", convergeErr)
 	}
-	fr.ConvergeSecondsP99, fr.ConvergeSecondsMax = convergeFigures(last, at)
+	fr.ConvergeSecondsP99, fr.ConvergeSecondsMax = convergeFigures(last, at, fr.Bundles, faultsConvergeBound)
 	f.history.record("converged: p99 %.1f s, max %.1f s after the last fault or revision", fr.ConvergeSecondsP99, fr.ConvergeSecondsMax)
 	// A last look by the checkers once all is quiet, then they stop.
 	if !sleepUntil(ctx, time.Now().Add(3*time.Second)) {

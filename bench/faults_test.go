@@ -263,3 +263,17 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// A bundle that never converged counts as the bound: a run that leaves some behind
+// cannot report a small p99.
+func TestConvergeFiguresCountWhatNeverConverged(t *testing.T) {
+	last := time.Now()
+	at := map[bundleOf]time.Time{{"git", "a"}: last.Add(2 * time.Second), {"oci", "a"}: last.Add(-time.Second)}
+	p99, most := convergeFigures(last, at, 3, 5*time.Minute)
+	if most != 300 || p99 < 2 {
+		t.Errorf("p99 %.1f s, most %.1f s: the bundle left behind not counted as the bound", p99, most)
+	}
+	if p99, most := convergeFigures(last, at, 2, 5*time.Minute); most != 2 || p99 > 2 {
+		t.Errorf("p99 %.1f s, most %.1f s, want 2 s at most", p99, most)
+	}
+}

@@ -178,12 +178,16 @@ func (r objectRevisions) hold(kind string, objects, k int) bool {
 
 // convergeFigures are the p99 and the most of the bundles' times from last (the last
 // fault undone or revision pushed, whichever came later: a revision cannot be delivered
-// before it is pushed) to converged.
-func convergeFigures(last time.Time, at map[bundleOf]time.Time) (p99, most float64) {
+// before it is pushed) to converged; of want bundles, those not in at count as bound.
+func convergeFigures(last time.Time, at map[bundleOf]time.Time, want int, bound time.Duration) (p99, most float64) {
 	var times []time.Duration
 	for _, t := range at {
-		d := max(t.Sub(last), 0)
-		times = append(times, d)
+		times = append(times, max(t.Sub(last), 0))
+	}
+	for range want - len(at) {
+		times = append(times, bound)
+	}
+	for _, d := range times {
 		most = max(most, d.Seconds())
 	}
 	return percentile(times, 99) / 1000, most
