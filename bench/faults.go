@@ -241,6 +241,7 @@ func (f *faultsRun) soak(ctx context.Context, fr *faultsResult) error {
 	at, convergeErr := f.converged(ctx, faultsConvergeBound)
 	if convergeErr != nil {
 		f.found.found(notConverged, "%v", convergeErr)
+		f.replicas.dumpGoroutines(ctx, "not-converged")
 	}
 	fr.ConvergeSecondsP99, fr.ConvergeSecondsMax = convergeFigures(last, at, fr.Bundles, faultsConvergeBound)
 	f.history.record("converged: p99 %.1f s, max %.1f s after the last fault or revision", fr.ConvergeSecondsP99, fr.ConvergeSecondsMax)

@@ -238,3 +238,20 @@ func (rs *replicaSet) makeLeader(ctx context.Context, i int) error {
 	}
 	return err
 }
+
+// dumpGoroutines saves every running replica's goroutines, with their stacks and how
+// long each has waited, as replica-<id>-goroutines-<label>.txt: what holds a bundle that
+// does not converge.
+func (rs *replicaSet) dumpGoroutines(ctx context.Context, label string) {
+	rs.mu.Lock()
+	replicas := append([]*replica(nil), rs.replicas...)
+	rs.mu.Unlock()
+	for _, r := range replicas {
+		file := filepath.Join(rs.f.dir, "replica-"+r.id+"-goroutines-"+label+".txt")
+		if err := saveProfileOf(ctx, "http://"+r.pprof+"/debug/pprof", "goroutine?debug=2", file); err != nil {
+			rs.f.history.record("goroutines of replica %s: %v", r.id, err)
+			continue
+		}
+		rs.f.history.record("goroutines of replica %s saved to %s", r.id, file)
+	}
+}
