@@ -71,6 +71,9 @@ type Coordinator struct {
 	stopping <-chan struct{}
 	// lapsesSeen are the peer Lease's lapses the decision loop has acted on.
 	lapsesSeen int
+	// inheritedReleased: the fences this peer ID held before this process started are
+	// handed back (the decision loop's own, read and written by it alone).
+	inheritedReleased bool
 }
 
 // engagement is a cluster as the provider engaged it.

@@ -50,6 +50,13 @@ func (c *Coordinator) run(ctx context.Context) error {
 // pass stops the clusters that no longer belong here, hands their fences back, and takes
 // the fences of those that do and starts them.
 func (c *Coordinator) pass(ctx context.Context) {
+	if !c.inheritedReleased {
+		if err := c.releaseInherited(ctx); err != nil {
+			c.log.Error(err, "hand back the fences this replica's last process held; deciding once they are")
+			return
+		}
+		c.inheritedReleased = true
+	}
 	now := time.Now()
 	peers := c.peers.Snapshot()
 	// Two thirds of its Lease's duration unrenewed, this replica may soon count as gone

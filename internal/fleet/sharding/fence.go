@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,19 +151,58 @@ func (c *Coordinator) releaseFence(ctx context.Context, name multicluster.Cluste
 	if err := c.readFence(ctx, key, listed, lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	err := c.handBack(ctx, lease)
+	if apierrors.IsConflict(err) {
+		if listed != nil {
+			return c.releaseFence(ctx, name, nil)
+		}
+		return nil // written since: no longer held here
+	}
+	return err
+}
+
+// handBack frees the fence lease if this replica holds it. A conflict is returned: the
+// fence was written since it was read.
+func (c *Coordinator) handBack(ctx context.Context, lease *coordinationv1.Lease) error {
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != c.self {
 		return nil
 	}
 	lease.Spec.HolderIdentity = ptr.To("")
 	if err := c.leases.Update(ctx, lease); err != nil {
-		if apierrors.IsConflict(err) && listed != nil {
-			return c.releaseFence(ctx, name, nil)
+		if apierrors.IsConflict(err) {
+			return err
 		}
-		if !apierrors.IsConflict(err) {
-			return fmt.Errorf("release fence Lease %s: %w", key.Name, err)
-		}
+		return fmt.Errorf("release fence Lease %s: %w", lease.Name, err)
 	}
 	return nil
+}
+
+// releaseInherited hands back every fence held under this replica's peer ID before its
+// first decision. A replica restarted under the same ID (a Pod's container restarted)
+// finds those its last process held: knowing none of them, it would neither run their
+// clusters nor hand them back, while its live peer Lease kept every peer from taking
+// them. It takes again, in its first pass, those still placed here.
+func (c *Coordinator) releaseInherited(ctx context.Context) error {
+	var leases coordinationv1.LeaseList
+	if err := c.leases.List(ctx, &leases, client.InNamespace(c.opts.Namespace)); err != nil {
+		return fmt.Errorf("list fence Leases: %w", err)
+	}
+	var writers errgroup.Group
+	writers.SetLimit(fenceWriters)
+	for i := range leases.Items {
+		lease := &leases.Items[i]
+		if !strings.HasPrefix(lease.Name, FenceLeasePrefix+"-") || ptr.Deref(lease.Spec.HolderIdentity, "") != c.self {
+			continue
+		}
+		writers.Go(func() error {
+			// A conflict: another replica wrote the fence since, so it is not held here.
+			if err := c.handBack(ctx, lease); err != nil && !apierrors.IsConflict(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	return writers.Wait()
 }
 
 // fenceHeldByPeer reports whether another replica holds the cluster's fence.
