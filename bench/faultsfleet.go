@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -212,29 +211,8 @@ func (f *faultsRun) close() {
 func (f *faultsRun) clear(ctx context.Context) error {
 	hub := f.fleet.Hub.Client
 	for _, kind := range vidrav1alpha1.SyncKinds() {
-		sync := kind.New()
 		name := faultsSyncPrefix + strings.ToLower(strings.TrimSuffix(kind.Kind, "Sync"))
-		sync.SetName(name)
-		if err := client.IgnoreNotFound(hub.Delete(ctx, sync)); err != nil {
-			return err
-		}
-		err := testfleet.WaitFor(ctx, 200*time.Millisecond, time.Minute, kind.Kind+" "+name+" gone", func() (bool, error) {
-			err := hub.Get(ctx, client.ObjectKey{Name: name}, sync)
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-		})
-		if err != nil {
-			return err
-		}
-		ofSync := client.MatchingLabels{kind.Label: name}
-		if err := hub.DeleteAllOf(ctx, &vidrav1alpha1.VidraResource{}, ofSync); err != nil {
-			return err
-		}
-		err = testfleet.WaitFor(ctx, 500*time.Millisecond, 2*time.Minute, "the VidraResources of "+kind.Kind+" "+name+" gone", func() (bool, error) {
-			var list vidrav1alpha1.VidraResourceList
-			err := hub.List(ctx, &list, ofSync, client.Limit(1))
-			return err == nil && len(list.Items) == 0, err
-		})
-		if err != nil {
+		if err := removeSync(ctx, hub, kind, name); err != nil {
 			return err
 		}
 	}

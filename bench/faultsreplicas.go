@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/vidra-operator/vidra/internal/test/testfleet"
@@ -155,22 +154,10 @@ func (rs *replicaSet) stopAll() {
 			continue
 		default:
 		}
-		wg.Go(func() { rs.f.stopRunning(r.id, r.cmd, r.exited) })
+		wg.Go(func() { stopProcess(rs.f.log, r.id, r.cmd, r.exited) })
 	}
 	rs.mu.Unlock()
 	wg.Wait()
-}
-
-// stopRunning sends a replica that supervise waits for SIGTERM, then SIGKILL.
-func (f *faultsRun) stopRunning(id string, cmd *exec.Cmd, exited chan struct{}) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(replicaStopWait):
-		fmt.Fprintf(f.log, "  replica %s has not stopped %s after SIGTERM: SIGKILL\n", id, replicaStopWait)
-		_ = cmd.Process.Kill()
-		<-exited
-	}
 }
 
 // usage is replica i's goroutines and heap in use, read after a garbage collection (a

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -240,18 +241,24 @@ func (f *fleetRun) stopReplicas(replicas map[string]*exec.Cmd) {
 	wg.Wait()
 }
 
-// stopReplica sends the replica SIGTERM, and SIGQUIT if it has not exited replicaStopWait
-// later; SIGKILL ends it if that did not.
+// stopReplica stops a replica as stopProcess, once its process is waited for.
 func (f *fleetRun) stopReplica(id string, cmd *exec.Cmd) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	stopProcess(f.log, id, cmd, exited)
+}
+
+// stopProcess sends a replica SIGTERM, and SIGQUIT if it has not exited (exited is
+// closed) replicaStopWait later, so that a stuck one leaves its stacks in its log;
+// SIGKILL ends it if that did not.
+func stopProcess(log io.Writer, id string, cmd *exec.Cmd, exited <-chan struct{}) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
 		return
 	case <-time.After(replicaStopWait):
 	}
-	fmt.Fprintf(f.log, "  replica %s has not stopped %s after SIGTERM: SIGQUIT, its goroutines are in its log\n", id, replicaStopWait)
+	fmt.Fprintf(log, "  replica %s has not stopped %s after SIGTERM: SIGQUIT, its goroutines are in its log\n", id, replicaStopWait)
 	_ = cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-exited:

@@ -124,24 +124,31 @@ func (v *variablesRun) removeSync(ctx context.Context) error {
 }
 
 func (v *variablesRun) removeSyncNamed(ctx context.Context, name string) error {
-	hub := v.fleet.Hub.Client
-	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := client.IgnoreNotFound(hub.Delete(ctx, gs)); err != nil {
-		return fmt.Errorf("delete GitSync %s: %w", name, err)
+	return removeSync(ctx, v.fleet.Hub.Client, vidrav1alpha1.LookupSyncKind("GitSync"), name)
+}
+
+// removeSync deletes a sync, waits until it is gone, then deletes its VidraResources
+// (the bench's hub runs no garbage collector to follow their owner references) and waits
+// until the operator has let every one go.
+func removeSync(ctx context.Context, hub client.Client, kind vidrav1alpha1.SyncKind, name string) error {
+	sync := kind.New()
+	sync.SetName(name)
+	if err := client.IgnoreNotFound(hub.Delete(ctx, sync)); err != nil {
+		return fmt.Errorf("delete %s %s: %w", kind.Kind, name, err)
 	}
 	// Gone first, so that it makes none of them again.
-	err := testfleet.WaitFor(ctx, 100*time.Millisecond, time.Minute, "GitSync "+name+" gone", func() (bool, error) {
-		err := hub.Get(ctx, client.ObjectKeyFromObject(gs), gs)
+	err := testfleet.WaitFor(ctx, 100*time.Millisecond, time.Minute, kind.Kind+" "+name+" gone", func() (bool, error) {
+		err := hub.Get(ctx, client.ObjectKey{Name: name}, sync)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	if err != nil {
 		return err
 	}
-	ofSync := client.MatchingLabels{vidrav1alpha1.GitSyncLabel: name}
+	ofSync := client.MatchingLabels{kind.Label: name}
 	if err := hub.DeleteAllOf(ctx, &vidrav1alpha1.VidraResource{}, ofSync); err != nil {
-		return fmt.Errorf("delete the VidraResources of GitSync %s: %w", name, err)
+		return fmt.Errorf("delete the VidraResources of %s %s: %w", kind.Kind, name, err)
 	}
-	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the VidraResources of GitSync "+name+" gone", func() (bool, error) {
+	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the VidraResources of "+kind.Kind+" "+name+" gone", func() (bool, error) {
 		var list vidrav1alpha1.VidraResourceList
 		err := hub.List(ctx, &list, ofSync, client.Limit(1))
 		return err == nil && len(list.Items) == 0, err
