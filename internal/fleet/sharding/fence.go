@@ -73,16 +73,25 @@ func (c *Coordinator) listFences(ctx context.Context, n, fleet int) listedFences
 	if n <= fenceWriters || n <= fleet/leasesPerRead {
 		return nil
 	}
-	var leases coordinationv1.LeaseList
-	if err := c.leases.List(ctx, &leases, client.InNamespace(c.opts.Namespace)); err != nil {
+	listed, err := c.listAll(ctx)
+	if err != nil {
 		c.log.Error(err, "list fence Leases; reading each instead", "fences", n)
 		return nil
+	}
+	return listed
+}
+
+// listAll lists the namespace's Leases, by name.
+func (c *Coordinator) listAll(ctx context.Context) (listedFences, error) {
+	var leases coordinationv1.LeaseList
+	if err := c.leases.List(ctx, &leases, client.InNamespace(c.opts.Namespace)); err != nil {
+		return nil, fmt.Errorf("list fence Leases: %w", err)
 	}
 	listed := make(listedFences, len(leases.Items))
 	for i := range leases.Items {
 		listed[leases.Items[i].Name] = &leases.Items[i]
 	}
-	return listed
+	return listed, nil
 }
 
 // readFence reads the fence Lease into lease: from listed when it was listed (absent
@@ -146,33 +155,26 @@ func (c *Coordinator) takeFence(ctx context.Context, name multicluster.ClusterNa
 
 // releaseFence hands the fence back, if this replica still holds it.
 func (c *Coordinator) releaseFence(ctx context.Context, name multicluster.ClusterName, listed listedFences) error {
+	return c.releaseLease(ctx, c.fenceKey(name), listed)
+}
+
+// releaseLease hands the fence Lease key back, if this replica still holds it.
+func (c *Coordinator) releaseLease(ctx context.Context, key client.ObjectKey, listed listedFences) error {
 	lease := &coordinationv1.Lease{}
-	key := c.fenceKey(name)
 	if err := c.readFence(ctx, key, listed, lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	err := c.handBack(ctx, lease)
-	if apierrors.IsConflict(err) {
-		if listed != nil {
-			return c.releaseFence(ctx, name, nil)
-		}
-		return nil // written since: no longer held here
-	}
-	return err
-}
-
-// handBack frees the fence lease if this replica holds it. A conflict is returned: the
-// fence was written since it was read.
-func (c *Coordinator) handBack(ctx context.Context, lease *coordinationv1.Lease) error {
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != c.self {
 		return nil
 	}
 	lease.Spec.HolderIdentity = ptr.To("")
 	if err := c.leases.Update(ctx, lease); err != nil {
-		if apierrors.IsConflict(err) {
-			return err
+		if apierrors.IsConflict(err) && listed != nil {
+			return c.releaseLease(ctx, key, nil)
 		}
-		return fmt.Errorf("release fence Lease %s: %w", lease.Name, err)
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("release fence Lease %s: %w", key.Name, err)
+		}
 	}
 	return nil
 }
@@ -183,23 +185,18 @@ func (c *Coordinator) handBack(ctx context.Context, lease *coordinationv1.Lease)
 // clusters nor hand them back, while its live peer Lease kept every peer from taking
 // them. It takes again, in its first pass, those still placed here.
 func (c *Coordinator) releaseInherited(ctx context.Context) error {
-	var leases coordinationv1.LeaseList
-	if err := c.leases.List(ctx, &leases, client.InNamespace(c.opts.Namespace)); err != nil {
-		return fmt.Errorf("list fence Leases: %w", err)
+	listed, err := c.listAll(ctx)
+	if err != nil {
+		return err
 	}
 	var writers errgroup.Group
 	writers.SetLimit(fenceWriters)
-	for i := range leases.Items {
-		lease := &leases.Items[i]
-		if !strings.HasPrefix(lease.Name, FenceLeasePrefix+"-") || ptr.Deref(lease.Spec.HolderIdentity, "") != c.self {
+	for name, lease := range listed {
+		if !strings.HasPrefix(name, FenceLeasePrefix+"-") || ptr.Deref(lease.Spec.HolderIdentity, "") != c.self {
 			continue
 		}
 		writers.Go(func() error {
-			// A conflict: another replica wrote the fence since, so it is not held here.
-			if err := c.handBack(ctx, lease); err != nil && !apierrors.IsConflict(err) {
-				return err
-			}
-			return nil
+			return c.releaseLease(ctx, client.ObjectKeyFromObject(lease), listed)
 		})
 	}
 	return writers.Wait()

@@ -64,9 +64,6 @@ func TestARestartedReplicaHandsBackWhatItsLastProcessHeld(t *testing.T) {
 		err := hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sharding.PeerLeasePrefix + "-replica-b"}, &coordinationv1.Lease{})
 		return err == nil, client.IgnoreNotFound(err)
 	})
-	if runsB.runs(onB) {
-		t.Fatalf("replica-b runs %s while the fence is held by a live peer", onB)
-	}
 
 	runsA := replica("replica-a")
 	testfleet.Eventually(t, 30*time.Second, "each cluster runs where it is placed", func() (bool, error) {
