@@ -20,6 +20,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/engine/apply"
 	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/fleet/hublink"
+	"github.com/vidra-operator/vidra/internal/runtime/patientdial"
 	operatorscheme "github.com/vidra-operator/vidra/internal/runtime/scheme"
 )
 
@@ -112,7 +113,12 @@ func agentOptions(opts Options, link *hublink.Link) Options {
 // addHubLink adds to the operator, run by its leader, the copy of the hub's bundles and
 // the heartbeat that renews the agent's token.
 func addHubLink(op *Operator, member *rest.Config, h agentHub, opts Options, log logr.Logger) error {
-	hubCache, err := cache.New(h.config, cache.Options{Scheme: h.scheme, Mapper: h.mapper,
+	// Its watch waits at the dial for a hub that restarts (patientdial).
+	patient, err := patientdial.HTTPClientFor(h.config)
+	if err != nil {
+		return err
+	}
+	hubCache, err := cache.New(h.config, cache.Options{Scheme: h.scheme, Mapper: h.mapper, HTTPClient: patient,
 		DefaultNamespaces: map[string]cache.Config{h.link.Namespace: {}}, DefaultTransform: apply.TrimCached})
 	if err != nil {
 		return fmt.Errorf("cache of the hub's bundles: %w", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/vidra-operator/vidra/internal/engine/content"
 	"github.com/vidra-operator/vidra/internal/fleet/admissionguard"
 	"github.com/vidra-operator/vidra/internal/fleet/sharding"
+	"github.com/vidra-operator/vidra/internal/runtime/patientdial"
 	operatorscheme "github.com/vidra-operator/vidra/internal/runtime/scheme"
 	"github.com/vidra-operator/vidra/providers/secret"
 )
@@ -71,10 +72,16 @@ func New(ctx context.Context, hub *rest.Config, opts Options) (_ *Operator, err 
 	if err != nil {
 		return nil, err
 	}
+	cacheOpts := cacheOptions(opts, cfg)
+	// The caches' watches wait at the dial for an API server that restarts, and resume as
+	// it listens again rather than after client-go's back-off of up to a minute.
+	if cacheOpts.HTTPClient, err = patientdial.HTTPClientFor(cfg); err != nil {
+		return nil, err
+	}
 	local, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  opts.Logger,
-		Cache:                   cacheOptions(opts, cfg),
+		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		PprofBindAddress:        opts.PprofBindAddress,
