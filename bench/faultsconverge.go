@@ -89,7 +89,7 @@ func (f *faultsRun) syncStates(ctx context.Context) string {
 	var parts []string
 	for _, k := range vidrav1alpha1.SyncKinds() {
 		sync := k.New()
-		name := faultsSyncPrefix + strings.ToLower(strings.TrimSuffix(k.Kind, "Sync"))
+		name := faultsSyncName(k)
 		if err := f.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, sync); err != nil {
 			parts = append(parts, fmt.Sprintf("%s: %v", name, err))
 			continue

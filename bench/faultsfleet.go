@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -211,7 +210,7 @@ func (f *faultsRun) close() {
 func (f *faultsRun) clear(ctx context.Context) error {
 	hub := f.fleet.Hub.Client
 	for _, kind := range vidrav1alpha1.SyncKinds() {
-		name := faultsSyncPrefix + strings.ToLower(strings.TrimSuffix(kind.Kind, "Sync"))
+		name := faultsSyncName(kind)
 		if err := removeSync(ctx, hub, kind, name); err != nil {
 			return err
 		}

@@ -41,6 +41,11 @@ const (
 	faultsSyncSeconds = 10
 )
 
+// faultsSyncName is the name of the phase's sync of kind k: soak-git for GitSync.
+func faultsSyncName(k vidrav1alpha1.SyncKind) string {
+	return faultsSyncPrefix + strings.ToLower(strings.TrimSuffix(k.Kind, "Sync"))
+}
+
 // faultSources are the phase's four sources, each requiring credentials, and the
 // revision each is at.
 type faultSources struct {
