@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -303,5 +304,29 @@ func TestOCIPostBuildPutsInEachClustersName(t *testing.T) {
 	}
 	if src := os.Status.Source; src == nil || !strings.HasPrefix(src.Digest, "sha256:") {
 		t.Errorf("status.source = %+v, want the digest of the artifact's bundle", src)
+	}
+}
+
+// A namespace may name a variable, as Flux's postBuild allows (apps-${cluster.name}):
+// the bundle is a template until each cluster's build, which is checked in full.
+func TestPostBuildPutsEachClusterInANamespaceOfItsName(t *testing.T) {
+	for _, m := range fleet.Members {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pbns-" + m.Name}}
+		if err := m.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	srv := gitserver.New(t)
+	repo := srv.Repo(t, "postbuild-namespace")
+	app := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: pbns-${cluster.name}\ndata:\n  value: ${cluster.name} in ${env}\n"
+	repo.Commit(t, "main", map[string]string{"app.yaml": app}, "app")
+	gs := gitSync("postbuild-namespace", repo.URL(), func(gs *vidrav1alpha1.GitSync) {
+		gs.Spec.Destination = everyMember("")
+		gs.Spec.PostBuild = &vidrav1alpha1.PostBuild{Substitute: map[string]string{"env": "prod"}}
+	})
+	create(t, gs)
+	ready(t, gs)
+	for _, m := range fleet.Members {
+		waitValue(t, m, "pbns-"+m.Name, "app", m.Name+" in prod")
 	}
 }

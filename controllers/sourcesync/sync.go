@@ -107,7 +107,12 @@ func (k *Kind) delivered(ctx context.Context, obj Object) (wanted, bool) {
 // building it only when no earlier reconcile of any sync did (fetched says it did now).
 func (k *Kind) bundle(ctx context.Context, obj Object, rev Revision) (digest, checksum string, fetched bool, err error) {
 	known := ""
-	memo := rev.Key + "\x00" + rev.Credentials
+	// A sync's spec.postBuild makes its bundle a template, checked as one (its builds for
+	// each cluster are checked in full); a template is remembered apart from a bundle.
+	decode, memo := manifest.Decode, rev.Key+"\x00"+rev.Credentials
+	if _, template := k.renderer(obj).(*substitution); template {
+		decode, memo = manifest.DecodeTemplate, memo+"\x00template"
+	}
 	if src := obj.SourceStatus().Source; src != nil && src.Key == rev.Key {
 		known = src.Digest
 	} else if b, ok := k.builds().Get(memo); ok {
@@ -133,7 +138,7 @@ func (k *Kind) bundle(ctx context.Context, obj Object, rev Revision) (digest, ch
 	data, err := k.Source.Bundle(ctx, obj, rev)
 	k.Metrics.observeFetch(k.Sync.Kind, err)
 	if err == nil {
-		if _, decodeErr := manifest.Decode(data); decodeErr != nil {
+		if _, decodeErr := decode(data); decodeErr != nil {
 			err = &syncs.Failure{Reason: vidrav1alpha1.ReasonBuildFailed, Err: fmt.Errorf("%s: the bundle is not Kubernetes manifests: %w", rev.Name, decodeErr)}
 		}
 	}

@@ -41,6 +41,18 @@ func (e *DocumentError) Unwrap() error { return e.Err }
 // validation stops the decode with a *DocumentError, so nothing of a broken bundle is
 // applied.
 func Decode(data []byte) ([]*unstructured.Unstructured, error) {
+	return decode(data, false)
+}
+
+// DecodeTemplate is Decode for a bundle whose variables are put in for each cluster
+// before it is decoded again (a sync's spec.postBuild): a metadata.namespace holding a
+// ${...} reference, such as apps-${cluster.name}, is checked then, as Flux's postBuild
+// allows it.
+func DecodeTemplate(data []byte) ([]*unstructured.Unstructured, error) {
+	return decode(data, true)
+}
+
+func decode(data []byte, template bool) ([]*unstructured.Unstructured, error) {
 	next := documentsOf(data)
 	var objects []*unstructured.Unstructured
 	seen := map[string]int{}
@@ -64,7 +76,7 @@ func Decode(data []byte) ([]*unstructured.Unstructured, error) {
 			if isList(doc) {
 				item = i
 			}
-			if err := validate(obj); err != nil {
+			if err := validate(obj, template); err != nil {
 				return nil, &DocumentError{Index: index, Item: item, Err: err}
 			}
 			id := identity(obj)
@@ -148,8 +160,9 @@ func expand(doc map[string]any, index int) ([]*unstructured.Unstructured, error)
 	return items, nil
 }
 
-// validate checks what every object needs before it can be mapped and applied.
-func validate(obj *unstructured.Unstructured) error {
+// validate checks what every object needs before it can be mapped and applied; in a
+// template, a namespace with a variable in it is left to the decode of each build.
+func validate(obj *unstructured.Unstructured, template bool) error {
 	apiVersion, ok := obj.Object["apiVersion"].(string)
 	if !ok || apiVersion == "" {
 		return errors.New("apiVersion is missing or not a string")
@@ -173,7 +186,9 @@ func validate(obj *unstructured.Unstructured) error {
 		return fmt.Errorf("%s %q: metadata.name %s", kind, name, strings.Join(errs, "; "))
 	}
 	if ns, present := metadata["namespace"]; present {
-		if s, ok := ns.(string); !ok || (s != "" && len(validation.IsDNS1123Label(s)) > 0) {
+		s, ok := ns.(string)
+		variable := template && strings.Contains(s, "${")
+		if !ok || (s != "" && len(validation.IsDNS1123Label(s)) > 0 && !variable) {
 			return fmt.Errorf("%s %q: metadata.namespace %v is not a valid namespace name", kind, name, ns)
 		}
 	}

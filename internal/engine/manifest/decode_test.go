@@ -162,3 +162,19 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A template's namespace may hold a variable, put in before each build is decoded in
+// full; any other invalid namespace is still refused, and Decode refuses both.
+func TestDecodeTemplateLeavesANamespacesVariableToTheBuild(t *testing.T) {
+	withVariable := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: apps-${cluster.name}\n"
+	invalid := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: Apps_1\n"
+	if _, err := DecodeTemplate([]byte(withVariable)); err != nil {
+		t.Errorf("DecodeTemplate(a namespace with a variable) = %v", err)
+	}
+	if _, err := Decode([]byte(withVariable)); err == nil {
+		t.Error("Decode accepted a namespace with a variable in it")
+	}
+	if _, err := DecodeTemplate([]byte(invalid)); err == nil {
+		t.Error("DecodeTemplate accepted an invalid namespace without a variable")
+	}
+}
