@@ -3,6 +3,8 @@ package testoperator
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,14 +53,60 @@ func StartAgent(ctx context.Context, member *rest.Config, configure func(*operat
 }
 
 // AgentConfig is a config of member holding a token of the agent's ServiceAccount, and
-// nothing of the admin's: the agent's rights are those enrollment gave it.
+// nothing of the admin's: the agent's rights are those enrollment gave it. The token is
+// read from a file that gets a new one every agentTokenRefresh until ctx ends, as the
+// kubelet refreshes a pod's projected token: an agent run longer than a token's hour (a
+// soak) keeps its rights on the member.
 func AgentConfig(ctx context.Context, member *testfleet.Cluster) (*rest.Config, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: AgentNamespace, Name: pull.AgentName}}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}
-	if err := member.Client.SubResource("token").Create(ctx, sa, req); err != nil {
-		return nil, fmt.Errorf("token of the agent on %s: %w", member.Name, err)
+	dir, err := os.MkdirTemp("", "vidra-agent-token-")
+	if err != nil {
+		return nil, err
 	}
+	path := filepath.Join(dir, "token")
+	if err := writeAgentToken(ctx, member, path); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	go refreshAgentToken(ctx, member, path, dir)
 	cfg := rest.AnonymousClientConfig(member.Config)
-	cfg.BearerToken = req.Status.Token
+	cfg.BearerTokenFile = path // client-go reads it again every minute
 	return cfg, nil
+}
+
+// agentTokenTTL is the agent's token's life; it is refreshed every agentTokenRefresh,
+// or 10 s after a refresh the member did not answer (it may be stopped for a moment).
+const (
+	agentTokenTTL     = time.Hour
+	agentTokenRefresh = 10 * time.Minute
+)
+
+func refreshAgentToken(ctx context.Context, member *testfleet.Cluster, path, dir string) {
+	defer func() { _ = os.RemoveAll(dir) }()
+	wait := agentTokenRefresh
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = agentTokenRefresh
+		if err := writeAgentToken(ctx, member, path); err != nil {
+			wait = 10 * time.Second
+		}
+	}
+}
+
+// writeAgentToken asks member for a token of the agent's ServiceAccount and puts it in
+// the file at path in one step.
+func writeAgentToken(ctx context.Context, member *testfleet.Cluster, path string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: AgentNamespace, Name: pull.AgentName}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(agentTokenTTL / time.Second))}}
+	if err := member.Client.SubResource("token").Create(ctx, sa, req); err != nil {
+		return fmt.Errorf("token of the agent on %s: %w", member.Name, err)
+	}
+	next := path + ".next"
+	if err := os.WriteFile(next, []byte(req.Status.Token), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(next, path)
 }
