@@ -154,7 +154,7 @@ func (rs *replicaSet) stopAll() {
 			continue
 		default:
 		}
-		wg.Go(func() { stopProcess(rs.f.log, r.id, r.cmd, r.exited) })
+		wg.Go(func() { stopProcess(rs.f.log, "replica "+r.id, r.cmd, r.exited) })
 	}
 	rs.mu.Unlock()
 	wg.Wait()

@@ -73,6 +73,23 @@ func (f *fleetRun) prepare(ctx context.Context, n int) ([]fleetCluster, error) {
 	return clusters, err
 }
 
+// openCluster opens front i to member and returns the cluster it makes, named name.
+func (f *fronts) openCluster(ctx context.Context, member *testfleet.Cluster, i int, name string) (fleetCluster, error) {
+	server, err := url.Parse(member.Config.Host)
+	if err != nil {
+		return fleetCluster{}, fmt.Errorf("the address of %s: %w", member.Name, err)
+	}
+	addr, err := f.open(ctx, i, server.Host)
+	if err != nil {
+		return fleetCluster{}, err
+	}
+	kubeconfig, err := frontKubeconfig(member.Kubeconfig, addr)
+	if err != nil {
+		return fleetCluster{}, fmt.Errorf("the kubeconfig of front %d: %w", i, err)
+	}
+	return fleetCluster{name: name, member: member, addr: addr, kubeconfig: kubeconfig}, nil
+}
+
 // frontKubeconfig is kubeconfig with its server moved to the front at addr; the API
 // server's certificate is still checked, for the name it was issued to.
 func frontKubeconfig(kubeconfig []byte, addr string) ([]byte, error) {

@@ -245,12 +245,12 @@ func (f *fleetRun) stopReplicas(replicas map[string]*exec.Cmd) {
 func (f *fleetRun) stopReplica(id string, cmd *exec.Cmd) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	stopProcess(f.log, id, cmd, exited)
+	stopProcess(f.log, "replica "+id, cmd, exited)
 }
 
-// stopProcess sends a replica SIGTERM, and SIGQUIT if it has not exited (exited is
-// closed) replicaStopWait later, so that a stuck one leaves its stacks in its log;
-// SIGKILL ends it if that did not.
+// stopProcess sends a process (a replica, a Flux controller) SIGTERM, and SIGQUIT if it
+// has not exited (exited is closed) replicaStopWait later, so that a stuck one leaves its
+// stacks in its log; SIGKILL ends it if that did not.
 func stopProcess(log io.Writer, id string, cmd *exec.Cmd, exited <-chan struct{}) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -258,7 +258,7 @@ func stopProcess(log io.Writer, id string, cmd *exec.Cmd, exited <-chan struct{}
 		return
 	case <-time.After(replicaStopWait):
 	}
-	fmt.Fprintf(log, "  replica %s has not stopped %s after SIGTERM: SIGQUIT, its goroutines are in its log\n", id, replicaStopWait)
+	fmt.Fprintf(log, "  %s has not stopped %s after SIGTERM: SIGQUIT, its goroutines are in its log\n", id, replicaStopWait)
 	_ = cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-exited:

@@ -73,6 +73,9 @@ type settings struct {
 	// (0: drawn, and printed).
 	FaultsDuration time.Duration `json:"faultsDuration"`
 	FaultsSeed     int64         `json:"faultsSeed,omitempty"`
+	// The fluxrace phase: the clusters both sides deliver to, and the commits timed.
+	RaceClusters int `json:"raceClusters"`
+	RaceRounds   int `json:"raceRounds"`
 	// Phases limits the run to these phases (all when empty).
 	Phases []string `json:"phases,omitempty"`
 }
@@ -113,9 +116,11 @@ func main() {
 	flag.IntVar(&s.VariablesRevisions, "variables-revisions", 5, "Revisions the variables phase commits, each synced and timed to Ready; the builds they took are counted.")
 	flag.DurationVar(&s.FaultsDuration, "faults-duration", 10*time.Minute, "How long the faults phase injects faults into its fleet (-members push clusters, one pull cluster, three sharded replicas), before it waits for convergence.")
 	flag.Int64Var(&s.FaultsSeed, "faults-seed", 0, "The seed of the faults phase's schedule: the seed a run printed replays its faults and revisions; 0 draws one.")
+	flag.IntVar(&s.RaceClusters, "race-clusters", 20, "Clusters of the fluxrace phase (fronts of the members), delivered one Git repository by Vidra (one GitSync) and by Flux's source-controller and kustomize-controller (a GitRepository and a Kustomization per cluster).")
+	flag.IntVar(&s.RaceRounds, "race-rounds", 4, "Commits the fluxrace phase times on each side, the side going first alternating (Flux's first in odd rounds); the medians are kept.")
 	profileDir := flag.String("profile", "", "Record CPU profiles of the operator, the hub and the first member while each workload, and then its tight-loop limit, are delivered (first round), from half way through the delivery of each fleet size and from the start of its idle window, into this directory.")
 	profileSeconds := flag.Int("profile-seconds", 5, "How long each profile of -profile records, from the start of a workload.")
-	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,previews,inventory,faults,fleet); empty: all. enroll and converge are run when a later phase needs them.")
+	phases := flag.String("phases", "", "Comma-separated phases to run (idle,enroll,converge,resync,bulk,bundle,drift,isolation,noisy,hostile,leaks,pull,variables,previews,inventory,faults,fluxrace,fleet); empty: all. enroll and converge are run when a later phase needs them.")
 	flag.Parse()
 	if s.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
@@ -146,6 +151,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -faults-duration must be positive")
 		os.Exit(2)
 	}
+	if s.RaceClusters < 1 || s.RaceRounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -race-clusters and -race-rounds must be at least 1")
+		os.Exit(2)
+	}
 	if *phases != "" {
 		s.Phases = strings.Split(*phases, ",")
 	}
@@ -168,6 +177,13 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 	if err != nil {
 		return err
 	}
+	// Built first (once per machine, a few minutes), before the fleet takes the CPUs.
+	var fluxBuilds []fluxBuild
+	if s.runs("fluxrace") {
+		if fluxBuilds, err = buildFlux(ctx, root, w); err != nil {
+			return err
+		}
+	}
 	// One member more than measured: the leak check engages and disengages it alone.
 	fmt.Fprintf(w, "starting a hub and %d members...\n", s.Members+1)
 	crds, err := capi.HubCRDDirectories()
@@ -179,7 +195,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		return err
 	}
 	defer func() { _ = fleet.Stop() }()
-	b := &bench{settings: s, root: root, fleet: fleet, members: fleet.Members[:s.Members], spare: fleet.Members[s.Members], log: w, profiler: p}
+	b := &bench{settings: s, root: root, fleet: fleet, members: fleet.Members[:s.Members], spare: fleet.Members[s.Members], log: w, profiler: p, fluxBuilds: fluxBuilds}
 	if c, err := cpuHalves(); err == nil {
 		b.cpus = &c
 	} else {
@@ -211,6 +227,7 @@ func run(ctx context.Context, s settings, p *profiler, out string, w io.Writer) 
 		{"previews", "a GitSync previewing branches on -previews-clusters clusters: push to preview, another sync's delivery meanwhile", b.measurePreviews},
 		{"inventory", "-inventory-clusters Cluster API clusters enrolled through the inventory: created to Engaged", b.measureInventory},
 		{"faults", "a fleet under faults drawn from -faults-seed for -faults-duration, its promises checked", b.measureFaults},
+		{"fluxrace", "Vidra and Flux's own controllers delivering one Git repository to -race-clusters clusters: commit to Ready, CPU, memory", b.measureFluxRace},
 		// Last: it restarts the operator for each fleet size.
 		{"fleet", "fleets of -fleet-clusters clusters: enrollment, delivery, idle cost", b.measureFleet},
 	} {
@@ -258,7 +275,7 @@ func (s settings) runs(phase string) bool {
 	switch phase {
 	case "enroll":
 		return slices.ContainsFunc(s.Phases, func(p string) bool {
-			return !slices.Contains([]string{"idle", "leaks", "pull", "variables", "previews", "faults", "fleet"}, p)
+			return !slices.Contains([]string{"idle", "leaks", "pull", "variables", "previews", "faults", "fluxrace", "fleet"}, p)
 		})
 	case "converge":
 		return slices.ContainsFunc(s.Phases, func(p string) bool { return p == "resync" || p == "drift" })
@@ -323,6 +340,7 @@ type results struct {
 	Previews                []previewsResult `json:"previews,omitempty"`
 	Inventory               *inventoryResult `json:"inventory,omitempty"`
 	Faults                  *faultsResult    `json:"faults,omitempty"`
+	FluxRace                *fluxRaceResult  `json:"fluxRace,omitempty"`
 	Targets                 []check          `json:"targets"`
 	MeasuredAt              string           `json:"measuredAt"`
 	IsolationObjectsPerSide int              `json:"isolationObjectsPerRound"`
@@ -377,6 +395,7 @@ func (r *results) judge() {
 	r.Targets = append(r.Targets, previewsTargets(r.Previews)...)
 	r.Targets = append(r.Targets, r.Inventory.targets()...)
 	r.Targets = append(r.Targets, r.Faults.targets()...)
+	r.Targets = append(r.Targets, r.FluxRace.targets()...)
 	r.Targets = append(r.Targets, fleetTargets(r.Fleet, r.FleetSharded)...)
 	if p := r.Pull; p != nil {
 		// An idle agent costs the hub at most one watch and one heartbeat write per
@@ -447,6 +466,9 @@ func (r *results) print(w io.Writer) {
 	}
 	if r.Faults != nil {
 		r.Faults.print(tw)
+	}
+	if f := r.FluxRace; f != nil {
+		fmt.Fprintf(tw, "fluxrace (%d clusters, %d objects, %d commits)\t%s\n", f.Clusters, f.ObjectsPerBundle, f.Rounds, f.print())
 	}
 	printFleet(tw, r.Fleet, r.FleetSharded)
 	fmt.Fprintf(tw, "\ntarget\tvalue\twant\tmet\n")

@@ -50,6 +50,8 @@ type bench struct {
 	// cpus are the CPUs the workloads placed apart split; nil (and why) when they cannot.
 	cpus    *cpus
 	cpusErr error
+	// fluxBuilds are Flux's controllers, built when the fluxrace phase runs.
+	fluxBuilds []fluxBuild
 }
 
 func (b *bench) startOperator(ctx context.Context) error {
@@ -71,8 +73,9 @@ func (b *bench) startOperator(ctx context.Context) error {
 }
 
 // launchOperator starts bin/vidra against the hub, resyncing every VidraResource at the
-// interval given, logging to <dir>/<label>.log, and returns once its metrics answer.
-func (b *bench) launchOperator(ctx context.Context, label string, resync time.Duration) error {
+// interval given, with more flags, logging to <dir>/<label>.log, and returns once its
+// metrics answer.
+func (b *bench) launchOperator(ctx context.Context, label string, resync time.Duration, flags ...string) error {
 	kubeconfig, err := b.fleet.Hub.WriteKubeconfig(b.dir)
 	if err != nil {
 		return err
@@ -93,7 +96,7 @@ func (b *bench) launchOperator(ctx context.Context, label string, resync time.Du
 	}
 	fmt.Fprintf(b.log, "operator log: %s\noperator profiles: %s (go tool pprof %s/profile?seconds=20)\n", logFile.Name(), b.pprof, b.pprof)
 	b.operator = b.vidraCommand(kubeconfig, resync,
-		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--pprof-bind-address="+pprofAddr)
+		append([]string{"--metrics-bind-address=" + addr, "--health-probe-bind-address=0", "--pprof-bind-address=" + pprofAddr}, flags...)...)
 	b.operator.Stdout, b.operator.Stderr = logFile, logFile
 	b.operator.Env = withProfileRate(os.Environ())
 	if err := b.operator.Start(); err != nil {
@@ -134,11 +137,11 @@ func (b *bench) vidraCommand(kubeconfig string, resync time.Duration, flags ...s
 	return exec.Command(filepath.Join(b.root, "bin", "vidra"), args...)
 }
 
-// restartOperator stops the operator and starts a new one: figures that follow are
-// measured from a fresh process.
-func (b *bench) restartOperator(ctx context.Context, label string, resync time.Duration) error {
+// restartOperator stops the operator and starts a new one, with more flags: figures that
+// follow are measured from a fresh process.
+func (b *bench) restartOperator(ctx context.Context, label string, resync time.Duration, flags ...string) error {
 	b.stopOperator()
-	return b.launchOperator(ctx, label, resync)
+	return b.launchOperator(ctx, label, resync, flags...)
 }
 
 // restartSettled restarts the operator and waits until it has applied every object the
@@ -207,24 +210,9 @@ type memory struct{ rssMiB, peakRSSMiB, heapMiB, liveHeapMiB, eventsHeapMiB, gor
 
 func (b *bench) memory(ctx context.Context) (memory, error) {
 	var m memory
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.operator.Process.Pid))
-	if err != nil {
+	var err error
+	if m.rssMiB, m.peakRSSMiB, err = processRSSMiB(b.operator.Process.Pid); err != nil {
 		return m, err
-	}
-	fields := []struct {
-		prefix string
-		into   *float64
-	}{{"VmRSS:", &m.rssMiB}, {"VmHWM:", &m.peakRSSMiB}}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		for _, field := range fields {
-			if rest, ok := strings.CutPrefix(line, field.prefix); ok {
-				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-				if err != nil {
-					return m, err
-				}
-				*field.into = kb / 1024
-			}
-		}
 	}
 	values, err := b.scrape(ctx)
 	if err != nil {
@@ -234,6 +222,31 @@ func (b *bench) memory(ctx context.Context) (memory, error) {
 	m.liveHeapMiB = values["go_memstats_heap_alloc_bytes"] / (1 << 20)
 	m.goroutines = values["go_goroutines"]
 	return m, nil
+}
+
+// processRSSMiB is a process's resident set, and the most it has been since the
+// process started.
+func processRSSMiB(pid int) (rss, peak float64, err error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	fields := []struct {
+		prefix string
+		into   *float64
+	}{{"VmRSS:", &rss}, {"VmHWM:", &peak}}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		for _, field := range fields {
+			if rest, ok := strings.CutPrefix(line, field.prefix); ok {
+				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+				if err != nil {
+					return 0, 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
+				}
+				*field.into = kb / 1024
+			}
+		}
+	}
+	return rss, peak, nil
 }
 
 // settled measures memory once it has been still for a moment: the operator's own

@@ -190,10 +190,16 @@ func (v *variablesRun) requestSync(ctx context.Context) error {
 }
 
 func (v *variablesRun) requestSyncOf(ctx context.Context, name string) error {
+	return requestGitSync(ctx, v.fleet.Hub.Client, name)
+}
+
+// requestGitSync asks for a sync of a GitSync now, as a push webhook (or kubectl
+// annotate) does.
+func requestGitSync(ctx context.Context, hub client.Client, name string) error {
 	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	patch := client.RawPatch(types.MergePatchType,
 		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().Format(time.RFC3339Nano)))
-	if err := v.fleet.Hub.Client.Patch(ctx, gs, patch); err != nil {
+	if err := hub.Patch(ctx, gs, patch); err != nil {
 		return fmt.Errorf("request a sync of GitSync %s: %w", name, err)
 	}
 	return nil
@@ -205,14 +211,19 @@ func (v *variablesRun) waitReady(ctx context.Context, commit string) error {
 }
 
 func (v *variablesRun) waitReadyOf(ctx context.Context, name, commit string) error {
-	revision := variablesBranch + "@sha1:" + commit
+	return waitGitSyncReady(ctx, v.fleet.Hub.Client, pollEvery, name, variablesBranch+"@sha1:"+commit, len(v.clusters))
+}
+
+// waitGitSyncReady waits until the GitSync is Ready at revision on every one of its
+// clusters, looking every so often.
+func waitGitSyncReady(ctx context.Context, hub client.Client, every time.Duration, name, revision string, clusters int) error {
 	gs := &vidrav1alpha1.GitSync{}
-	what := fmt.Sprintf("GitSync %s Ready at %s on %d clusters", name, revision, len(v.clusters))
-	err := testfleet.WaitFor(ctx, pollEvery, 10*time.Minute, what, func() (bool, error) {
-		if err := v.fleet.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, gs); err != nil {
+	what := fmt.Sprintf("GitSync %s Ready at %s on %d clusters", name, revision, clusters)
+	err := testfleet.WaitFor(ctx, every, 10*time.Minute, what, func() (bool, error) {
+		if err := hub.Get(ctx, client.ObjectKey{Name: name}, gs); err != nil {
 			return false, err
 		}
-		return readyAtRevision(gs, revision, len(v.clusters)), nil
+		return readyAtRevision(gs, revision, clusters), nil
 	})
 	if err != nil {
 		if c := meta.FindStatusCondition(gs.Status.Conditions, vidrav1alpha1.ConditionReady); c != nil {

@@ -83,30 +83,40 @@ func (g *gitHost) close() error {
 }
 
 // serveRepo starts the phase's Git server with an empty repository.
-func (v *variablesRun) serveRepo() error {
-	host, err := newGitHost(v.log)
+func (v *variablesRun) serveRepo() (err error) {
+	v.git, v.repo, err = serveGitRepo(v.log, variablesRepo)
+	return err
+}
+
+// serveGitRepo starts a Git server with one empty repository; closing the host stops it.
+func serveGitRepo(log io.Writer, name string) (*gitHost, *gitserver.Repo, error) {
+	host, err := newGitHost(log)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	v.git = host
+	var repo *gitserver.Repo
 	err = host.try(func() {
-		srv := gitserver.New(host)
-		v.repo = srv.Repo(host, variablesRepo)
+		repo = gitserver.New(host).Repo(host, name)
 	})
 	if err != nil {
-		return fmt.Errorf("serve the Git repository: %w", err)
+		return host, nil, fmt.Errorf("serve the Git repository: %w", err)
 	}
-	return nil
+	return host, repo, nil
 }
 
 // commit commits the bundle of revision k on the sync's branch and returns the commit.
 func (v *variablesRun) commit(k int) (string, error) {
-	if v.repo == nil {
+	return commitFiles(v.git, v.repo, variablesBranch, map[string]string{"deploy/settings.yaml": variablesBundle(v.Objects, k)}, k)
+}
+
+// commitFiles commits revision k's files on branch and returns the commit.
+func commitFiles(host *gitHost, repo *gitserver.Repo, branch string, files map[string]string, k int) (string, error) {
+	if repo == nil {
 		return "", errors.New("no Git repository served")
 	}
 	var commit string
-	err := v.git.try(func() {
-		commit = v.repo.Commit(v.git, variablesBranch, map[string]string{"deploy/settings.yaml": variablesBundle(v.Objects, k)}, fmt.Sprintf("revision %d", k))
+	err := host.try(func() {
+		commit = repo.Commit(host, branch, files, fmt.Sprintf("revision %d", k))
 	})
 	if err != nil {
 		return "", fmt.Errorf("commit revision %d: %w", k, err)

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,23 +22,11 @@ import (
 // the namespace the bundle goes to on every member they front.
 func (v *variablesRun) openClusters(ctx context.Context) error {
 	for i := range v.VariablesClusters {
-		member := v.members[i%len(v.members)]
-		server, err := url.Parse(member.Config.Host)
-		if err != nil {
-			return fmt.Errorf("the address of %s: %w", member.Name, err)
-		}
-		addr, err := v.fronts.open(ctx, i, server.Host)
+		c, err := v.fronts.openCluster(ctx, v.members[i%len(v.members)], i, fmt.Sprintf("%s%04d", variablesClusterPrefix, i))
 		if err != nil {
 			return err
 		}
-		kubeconfig, err := frontKubeconfig(member.Kubeconfig, addr)
-		if err != nil {
-			return fmt.Errorf("the kubeconfig of front %d: %w", i, err)
-		}
-		v.clusters = append(v.clusters, variablesCluster{
-			fleetCluster: fleetCluster{name: fmt.Sprintf("%s%04d", variablesClusterPrefix, i), member: member, addr: addr, kubeconfig: kubeconfig},
-			ring:         fmt.Sprintf("r%d", i%v.VariablesSets),
-		})
+		v.clusters = append(v.clusters, variablesCluster{fleetCluster: c, ring: fmt.Sprintf("r%d", i%v.VariablesSets)})
 	}
 	return forEach(ctx, v.fronted(), func(m *testfleet.Cluster) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: variablesNamespace}}
@@ -56,41 +45,58 @@ func (v *variablesRun) fronted() []*testfleet.Cluster {
 // enroll creates each cluster's enrollment Secret, labeled with its ring, confined to
 // the bundle's namespace, and waits until every cluster is Engaged.
 func (v *variablesRun) enroll(ctx context.Context) error {
-	err := forEach(ctx, v.clusters, func(c variablesCluster) error {
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: c.name, Namespace: namespace,
-				Labels:      map[string]string{vidrav1alpha1.ClusterLabel: c.name, variablesLabel: "true", "ring": c.ring},
-				Annotations: map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: variablesNamespace},
-			},
-			Data: map[string][]byte{vidrav1alpha1.KubeconfigKey: c.kubeconfig},
-		}
-		if err := v.fleet.Hub.Client.Create(ctx, secret); err != nil {
-			return fmt.Errorf("create enrollment Secret %s: %w", c.name, err)
+	secrets := make([]*corev1.Secret, 0, len(v.clusters))
+	for _, c := range v.clusters {
+		secrets = append(secrets, enrollmentSecret(c.fleetCluster, variablesLabel, variablesNamespace, map[string]string{"ring": c.ring}))
+	}
+	return enrollLabeled(ctx, v.fleet.Hub.Client, secrets, variablesLabel, "the variables phase's")
+}
+
+// enrollmentSecret enrolls the cluster c fronts, labeled with label (and more labels),
+// its delivery confined to the namespace allowed.
+func enrollmentSecret(c fleetCluster, label, allowed string, labels map[string]string) *corev1.Secret {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: c.name, Namespace: namespace,
+			Labels:      map[string]string{vidrav1alpha1.ClusterLabel: c.name, label: "true"},
+			Annotations: map[string]string{vidrav1alpha1.AllowedNamespacesAnnotation: allowed},
+		},
+		Data: map[string][]byte{vidrav1alpha1.KubeconfigKey: c.kubeconfig},
+	}
+	maps.Copy(secret.Labels, labels)
+	return secret
+}
+
+// enrollLabeled creates the enrollment Secrets, each carrying label, and waits until
+// as many VidraClusters of that label are Engaged.
+func enrollLabeled(ctx context.Context, hub client.Client, secrets []*corev1.Secret, label, whose string) error {
+	err := forEach(ctx, secrets, func(secret *corev1.Secret) error {
+		if err := hub.Create(ctx, secret); err != nil {
+			return fmt.Errorf("create enrollment Secret %s: %w", secret.Name, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("the variables phase's %d clusters Engaged", len(v.clusters))
+	what := fmt.Sprintf("%s %d clusters Engaged", whose, len(secrets))
 	return testfleet.WaitFor(ctx, 500*time.Millisecond, 10*time.Minute, what, func() (bool, error) {
-		clusters, err := v.vidraClusters(ctx)
+		clusters, err := labeledClusters(ctx, hub, label)
 		engaged := 0
 		for _, vc := range clusters {
 			if vc.Status.Phase == vidrav1alpha1.ClusterEngaged {
 				engaged++
 			}
 		}
-		return engaged == len(v.clusters), err
+		return engaged == len(secrets), err
 	})
 }
 
-// vidraClusters are the VidraClusters of the phase's enrollment Secrets, which carry
-// their labels.
-func (v *variablesRun) vidraClusters(ctx context.Context) ([]vidrav1alpha1.VidraCluster, error) {
+// labeledClusters are the VidraClusters of enrollment Secrets labeled with label, which
+// they carry.
+func labeledClusters(ctx context.Context, hub client.Client, label string) ([]vidrav1alpha1.VidraCluster, error) {
 	var list vidrav1alpha1.VidraClusterList
-	if err := v.fleet.Hub.Client.List(ctx, &list, client.MatchingLabels{variablesLabel: "true"}); err != nil {
+	if err := hub.List(ctx, &list, client.MatchingLabels{label: "true"}); err != nil {
 		return nil, fmt.Errorf("list VidraClusters: %w", err)
 	}
 	return list.Items, nil
@@ -157,33 +163,52 @@ func removeSync(ctx context.Context, hub client.Client, kind vidrav1alpha1.SyncK
 
 // unenroll deletes the enrollment Secrets and waits until their VidraClusters are gone.
 func (v *variablesRun) unenroll(ctx context.Context) error {
-	err := v.fleet.Hub.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.MatchingLabels{variablesLabel: "true"})
+	return unenrollLabeled(ctx, v.fleet.Hub.Client, variablesLabel, "the variables phase's")
+}
+
+// unenrollLabeled deletes the enrollment Secrets labeled with label and waits until
+// their VidraClusters are gone.
+func unenrollLabeled(ctx context.Context, hub client.Client, label, whose string) error {
+	err := hub.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(namespace), client.MatchingLabels{label: "true"})
 	if err != nil {
 		return fmt.Errorf("delete the enrollment Secrets: %w", err)
 	}
-	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, "the variables phase's VidraClusters gone", func() (bool, error) {
-		clusters, err := v.vidraClusters(ctx)
+	return testfleet.WaitFor(ctx, 500*time.Millisecond, 5*time.Minute, whose+" VidraClusters gone", func() (bool, error) {
+		clusters, err := labeledClusters(ctx, hub, label)
 		return err == nil && len(clusters) == 0, err
 	})
 }
 
-// removeNamespace deletes the bundle's namespace on the members. They run no namespace
-// controller (the bench starts none), so each is then finalized as that controller would
-// once it is empty, as it is: a dry run writes nothing in it.
+// removeNamespace deletes the bundle's namespace on the members.
 func (v *variablesRun) removeNamespace(ctx context.Context) error {
 	return forEach(ctx, v.fronted(), func(m *testfleet.Cluster) error {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: variablesNamespace}}
-		err := m.Client.Delete(ctx, ns)
-		if err == nil {
-			err = m.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)
-		}
-		if err == nil {
-			ns.Spec.Finalizers = nil
-			err = m.Client.SubResource("finalize").Update(ctx, ns)
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("remove namespace %s on %s: %w", variablesNamespace, m.Name, err)
-		}
-		return nil
+		return removeNamespace(ctx, m, variablesNamespace)
 	})
+}
+
+// removeNamespace deletes a namespace on a member. Members run no namespace controller
+// (the bench starts none), so it is then finalized as that controller would once it is
+// empty; one that still holds ConfigMaps (what the bench delivers) is left alone, with
+// an error: finalized, it would orphan them.
+func removeNamespace(ctx context.Context, m *testfleet.Cluster, name string) error {
+	var held corev1.ConfigMapList
+	if err := m.Client.List(ctx, &held, client.InNamespace(name)); err != nil {
+		return fmt.Errorf("list the ConfigMaps of namespace %s on %s: %w", name, m.Name, err)
+	}
+	if n := len(slices.DeleteFunc(held.Items, func(cm corev1.ConfigMap) bool { return cm.Name == "kube-root-ca.crt" })); n > 0 {
+		return fmt.Errorf("namespace %s on %s still holds %d ConfigMaps: not removed", name, m.Name, n)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	err := m.Client.Delete(ctx, ns)
+	if err == nil {
+		err = m.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)
+	}
+	if err == nil {
+		ns.Spec.Finalizers = nil
+		err = m.Client.SubResource("finalize").Update(ctx, ns)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove namespace %s on %s: %w", name, m.Name, err)
+	}
+	return nil
 }
