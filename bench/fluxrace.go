@@ -64,7 +64,6 @@ type fluxRace struct {
 	clusters []fleetCluster
 	git      *gitHost
 	repo     *gitserver.Repo
-	builds   []fluxBuild
 	flux     []*fluxProcess
 	// What setUp got to, so that clean removes that much.
 	operatorRestarted, fluxObjects, enrolled bool
@@ -82,8 +81,8 @@ type raceContender struct {
 	figures   *raceSide
 }
 
-// measureFluxRace builds Flux's controllers (once), has both sides deliver the
-// repository's first commit to -race-clusters clusters, then times -race-rounds commits
+// measureFluxRace has Flux's controllers (built as the bench started) and Vidra deliver
+// the repository's first commit to -race-clusters clusters, then times -race-rounds commits
 // on each, the side that goes first alternating. Whatever the phase set up is removed
 // when it ends, measured or not.
 func (b *bench) measureFluxRace(ctx context.Context, r *results) (err error) {
@@ -102,11 +101,10 @@ func (b *bench) measureFluxRace(ctx context.Context, r *results) (err error) {
 
 func (race *fluxRace) measure(ctx context.Context) (fluxRaceResult, error) {
 	res := fluxRaceResult{Clusters: len(race.clusters), ObjectsPerBundle: race.Objects, Rounds: race.RaceRounds}
-	for _, b := range race.builds {
+	for _, b := range race.fluxBuilds {
 		res.FluxControllers = append(res.FluxControllers, b.name+" "+b.version)
 	}
 	sides := race.contenders(&res)
-	defer func() { _, _ = race.peaks.stop() }() // when a round fails
 	for k := 1; k <= race.RaceRounds; k++ {
 		commit, err := race.commit(k)
 		if err != nil {

@@ -48,7 +48,7 @@ func (race *fluxRace) startFlux(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, b := range race.builds {
+	for _, b := range race.fluxBuilds {
 		addrs, err := freeAddresses(3)
 		if err != nil {
 			return err
@@ -175,8 +175,7 @@ func fluxObject(gvk schema.GroupVersionKind, name string, spec map[string]any) *
 // requestFlux asks every GitRepository for a reconcile now: each fetches the new commit,
 // and its Kustomization follows its new artifact.
 func (race *fluxRace) requestFlux(ctx context.Context) error {
-	patch := client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, fluxRequestedAt, time.Now().Format(time.RFC3339Nano)))
+	patch := requestedAtPatch(fluxRequestedAt)
 	return forEach(ctx, race.clusters, func(c fleetCluster) error {
 		if err := race.fleet.Hub.Client.Patch(ctx, fluxObject(gitRepositoryKind, c.name, nil), patch); err != nil {
 			return fmt.Errorf("request a reconcile of GitRepository %s: %w", c.name, err)

@@ -20,7 +20,6 @@ import (
 // and has each deliver that commit everywhere: what is measured after is the commits
 // that follow, not each cluster's first connection.
 func (race *fluxRace) setUp(ctx context.Context) error {
-	race.builds = race.fluxBuilds
 	started := time.Now()
 	if err := race.installFluxCRDs(ctx); err != nil {
 		return err
@@ -65,7 +64,7 @@ func (race *fluxRace) setUp(ctx context.Context) error {
 // namespace Flux runs in.
 func (race *fluxRace) installFluxCRDs(ctx context.Context) error {
 	var dirs []string
-	for _, b := range race.builds {
+	for _, b := range race.fluxBuilds {
 		dirs = append(dirs, b.crds)
 	}
 	if _, err := envtest.InstallCRDs(race.fleet.Hub.Config, envtest.CRDInstallOptions{Paths: dirs, ErrorIfPathMissing: true}); err != nil {

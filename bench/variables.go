@@ -197,12 +197,17 @@ func (v *variablesRun) requestSyncOf(ctx context.Context, name string) error {
 // annotate) does.
 func requestGitSync(ctx context.Context, hub client.Client, name string) error {
 	gs := &vidrav1alpha1.GitSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	patch := client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, vidrav1alpha1.RequestedAtAnnotation, time.Now().Format(time.RFC3339Nano)))
-	if err := hub.Patch(ctx, gs, patch); err != nil {
+	if err := hub.Patch(ctx, gs, requestedAtPatch(vidrav1alpha1.RequestedAtAnnotation)); err != nil {
 		return fmt.Errorf("request a sync of GitSync %s: %w", name, err)
 	}
 	return nil
+}
+
+// requestedAtPatch sets the annotation to now: Vidra's requested-at and Flux's
+// reconcile.fluxcd.io/requestedAt each ask for a sync whenever their value changes.
+func requestedAtPatch(annotation string) client.Patch {
+	return client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotation, time.Now().Format(time.RFC3339Nano)))
 }
 
 // waitReady waits until the GitSync is Ready at the commit, on every cluster.
