@@ -161,7 +161,7 @@ func (b *bench) startReplica(id, kubeconfig string, resync time.Duration, metric
 	if pprofAddr != "" {
 		flags = append(flags, "--pprof-bind-address="+pprofAddr)
 	}
-	cmd := b.vidraCommand(kubeconfig, resync, flags...)
+	cmd := b.vidraCommand("replica-"+id, kubeconfig, resync, flags...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()

@@ -95,7 +95,7 @@ func (b *bench) launchOperator(ctx context.Context, label string, resync time.Du
 		return err
 	}
 	fmt.Fprintf(b.log, "operator log: %s\noperator profiles: %s (go tool pprof %s/profile?seconds=20)\n", logFile.Name(), b.pprof, b.pprof)
-	b.operator = b.vidraCommand(kubeconfig, resync,
+	b.operator = b.vidraCommand(label, kubeconfig, resync,
 		append([]string{"--metrics-bind-address=" + addr, "--health-probe-bind-address=0", "--pprof-bind-address=" + pprofAddr}, flags...)...)
 	b.operator.Stdout, b.operator.Stderr = logFile, logFile
 	b.operator.Env = withProfileRate(os.Environ())
@@ -129,9 +129,13 @@ func withProfileRate(env []string) []string {
 	return append(env, fmt.Sprintf("GODEBUG=memprofilerate=%d", heapProfileRate))
 }
 
-// vidraCommand is bin/vidra against the hub as the bench runs it, with more flags.
-func (b *bench) vidraCommand(kubeconfig string, resync time.Duration, flags ...string) *exec.Cmd {
+// vidraCommand is bin/vidra named name against the hub as the bench runs it, with more
+// flags. Its source cache is a directory of the run's, one per name, as the chart's is
+// one per pod: a process the bench kills leaves it to the next of that name, which
+// empties it, where a temporary one of its own would stay behind in $TMPDIR.
+func (b *bench) vidraCommand(name, kubeconfig string, resync time.Duration, flags ...string) *exec.Cmd {
 	args := append([]string{"--kubeconfig=" + kubeconfig, "--hub-id=bench", "--cluster-secret-namespace=" + namespace,
+		"--source-cache-dir=" + filepath.Join(b.dir, "sources-"+name),
 		"--max-concurrent-reconciles=" + strconv.Itoa(b.Workers),
 		"--max-concurrent-reconciles-per-cluster=" + strconv.Itoa(b.PerClusterWorkers), "--resync-interval=" + resync.String(), "--zap-log-level=error"}, append(inventoryFlags, flags...)...)
 	return exec.Command(filepath.Join(b.root, "bin", "vidra"), args...)
