@@ -370,16 +370,7 @@ func (r *results) judge() {
 			check{"resync: member writes per VidraResource", r.ResyncMemberWritesPerReconcile, "== 0", r.ResyncMemberWritesPerReconcile == 0},
 			check{"resync: hub writes per VidraResource", r.ResyncHubWritesPerReconcile, "<= 1", r.ResyncHubWritesPerReconcile <= 1})
 	}
-	r.Targets = append(r.Targets, []check{
-		{"isolation ratio", r.IsolationRatio, "<= 1.2", r.IsolationRatio <= 1.2},
-		{"drift p50 (ms)", r.DriftP50Ms, "<= 1000", r.DriftP50Ms <= 1000},
-		{"enroll p50 (ms)", r.EnrollP50Ms, "<= 2000", r.EnrollP50Ms <= 2000},
-		{"RSS per idle cluster (MiB)", r.RSSPerClusterMiB, "<= 5", r.RSSPerClusterMiB <= 5},
-		// A leak of one goroutine per cycle would show as the number of cycles; the
-		// allowance of 2 is the background's coming and going (connection read loops of
-		// the other clusters, timers firing), seen as -4..+1 over runs.
-		{"goroutine growth after cycles", r.GoroutinesAfterCycles - r.GoroutinesBeforeCycles, "<= 2", r.GoroutinesAfterCycles-r.GoroutinesBeforeCycles <= 2},
-	}...)
+	r.Targets = append(r.Targets, r.phaseTargets()...)
 	if n := r.Noisy; n != nil {
 		r.Targets = append(r.Targets,
 			check{"noisy: beside bundles naming clusters that never come / quiet", n.UnknownServerMs / n.QuietMs, "<= 2", n.UnknownServerMs <= 2*n.QuietMs},
@@ -433,13 +424,7 @@ func (r *results) print(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "unchanged resync\t%.0f reconciles: %.2f member writes, %.2f hub writes each%s\n", r.ResyncReconciles, r.ResyncMemberWritesPerReconcile, r.ResyncHubWritesPerReconcile, which)
 	}
-	fmt.Fprintf(tw, "enroll\tp50 %.0f ms, p95 %.0f ms\n", r.EnrollP50Ms, r.EnrollP95Ms)
-	fmt.Fprintf(tw, "drift repair\tp50 %.0f ms, p95 %.0f ms\n", r.DriftP50Ms, r.DriftP95Ms)
-	fmt.Fprintf(tw, "isolation\t%.2f s unpaused, %.2f s with a member paused (%d objects each); ratio by round %s\n", r.IsolationUnpausedSeconds, r.IsolationPausedSeconds, r.IsolationObjectsPerSide, ratios(r.IsolationRatios))
-	fmt.Fprintf(tw, "memory idle\t%.1f MiB RSS, %.1f MiB heap\n", r.IdleRSSMiB, r.IdleHeapMiB)
-	fmt.Fprintf(tw, "memory converged\t%.1f MiB RSS, %.1f MiB heap (%.2f MiB heap per watched kind and cluster, %d objects per cluster)\n", r.ConvergedRSSMiB, r.ConvergedHeapMiB, r.HeapPerWatchedKindMiB, r.ObjectsPerCluster)
-	fmt.Fprintf(tw, "per idle engaged cluster\t%.2f MiB RSS, %.2f MiB heap, %.0f goroutines\n", r.RSSPerClusterMiB, r.HeapPerClusterMiB, r.GoroutinesPerCluster)
-	fmt.Fprintf(tw, "%d engage/disengage cycles\tgoroutines %.0f -> %.0f, heap %.1f -> %.1f MiB (%.1f MiB once idle)\n", s.Cycles, r.GoroutinesBeforeCycles, r.GoroutinesAfterCycles, r.HeapBeforeCyclesMiB, r.HeapAfterCyclesMiB, r.HeapAfterCyclesIdleMiB)
+	r.printPhases(tw)
 	if n := r.Noisy; n != nil {
 		fmt.Fprintf(tw, "one team's bundle (%d objects) while another misbehaves\t%s\n", s.Objects, n.print())
 	}
