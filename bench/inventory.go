@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -50,26 +49,13 @@ func (b *bench) measureInventory(ctx context.Context, r *results) error {
 	if err := client.IgnoreAlreadyExists(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: inventoryNamespace}})); err != nil {
 		return err
 	}
-	type cluster struct {
-		name       string
-		kubeconfig []byte
-	}
-	clusters := make([]cluster, b.InventoryClusters)
+	clusters := make([]fleetCluster, b.InventoryClusters)
 	for i := range clusters {
-		member := b.members[i%len(b.members)]
-		server, err := url.Parse(member.Config.Host)
+		c, err := fr.openCluster(ctx, b.members[i%len(b.members)], inventoryFront+i, fmt.Sprintf("c%04d", i))
 		if err != nil {
 			return err
 		}
-		addr, err := fr.open(ctx, inventoryFront+i, server.Host)
-		if err != nil {
-			return err
-		}
-		kubeconfig, err := frontKubeconfig(member.Kubeconfig, addr)
-		if err != nil {
-			return err
-		}
-		clusters[i] = cluster{name: fmt.Sprintf("c%04d", i), kubeconfig: kubeconfig}
+		clusters[i] = c
 	}
 	watch, err := client.NewWithWatch(b.fleet.Hub.Config, client.Options{Scheme: hub.Scheme()})
 	if err != nil {
@@ -86,7 +72,7 @@ func (b *bench) measureInventory(ctx context.Context, r *results) error {
 	var mu sync.Mutex
 	created := map[string]time.Time{}
 	first := time.Now()
-	err = forEach(ctx, clusters, func(c cluster) error {
+	err = forEach(ctx, clusters, func(c fleetCluster) error {
 		start := time.Now()
 		obj := capi.Cluster(inventoryNamespace, c.name, map[string]string{"bench": "inventory"}, nil)
 		if err := hub.Create(ctx, obj); err != nil {
